@@ -1,0 +1,282 @@
+//! Instant time generation: strictly increasing 17-digit UTC instant times.
+//!
+//! [`InstantTimeGenerator::next`] returns `max(clock now, last issued + 1 ms, highest observed
+//! + 1 ms)`, truncated to milliseconds, so within one generator the times it returns are
+//! strictly increasing and never equal to a time it was told about with
+//! [`InstantTimeGenerator::observe`], even when the clock steps back.
+//!
+//! Across processes or machines the generator cannot promise uniqueness: that comes from the
+//! commit protocol. Writers take the table lock, [`observe`](InstantTimeGenerator::observe) the
+//! instants already on the timeline (or call [`next_after`](InstantTimeGenerator::next_after)),
+//! and every instant file is created with `put_if_absent`, so a time that another writer took in
+//! the meantime makes the create fail instead of being reused. The same generator serves
+//! completion times, which must also exceed every completion time seen before.
+
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{Result, TimelineError};
+use crate::instant::InstantTime;
+
+/// The largest epoch millisecond a 17-digit instant time can express
+/// (`99991231235959999`, 9999-12-31T23:59:59.999Z).
+const MAX_EPOCH_MS: i64 = 253_402_300_799_999;
+
+/// A source of the current time.
+pub trait Clock: Send + Sync {
+    /// The current time in UTC.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A clock that only moves when told to, for tests: it can be set to any time and stepped
+/// forward or back. Millisecond precision; thread-safe.
+#[derive(Debug)]
+pub struct ManualClock {
+    epoch_ms: AtomicI64,
+}
+
+impl ManualClock {
+    /// A clock showing `t` (truncated to milliseconds).
+    pub fn new(t: DateTime<Utc>) -> Self {
+        ManualClock {
+            epoch_ms: AtomicI64::new(t.timestamp_millis()),
+        }
+    }
+
+    /// Sets the time to `t` (truncated to milliseconds), forward or back.
+    pub fn set(&self, t: DateTime<Utc>) {
+        self.epoch_ms.store(t.timestamp_millis(), Ordering::SeqCst);
+    }
+
+    /// Moves the time by `delta` milliseconds (negative steps back).
+    pub fn advance_ms(&self, delta: i64) {
+        let _ = self
+            .epoch_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |ms| {
+                Some(ms.saturating_add(delta))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(self.epoch_ms.load(Ordering::SeqCst)).unwrap_or_default()
+    }
+}
+
+/// Generates strictly increasing 17-digit UTC instant times (`yyyyMMddHHmmssSSS`).
+///
+/// Guarantees, for one generator shared by any number of threads: every time returned by
+/// [`next`](Self::next) is greater than every time it returned before and greater than every
+/// time passed to [`observe`](Self::observe) before the call; the result is never before
+/// 1970-01-01. See the module documentation for uniqueness across writers.
+pub struct InstantTimeGenerator {
+    clock: Arc<dyn Clock>,
+    /// The smallest epoch millisecond the next time may take.
+    floor_ms: AtomicI64,
+}
+
+impl fmt::Debug for InstantTimeGenerator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InstantTimeGenerator")
+            .field("floor_ms", &self.floor_ms.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for InstantTimeGenerator {
+    fn default() -> Self {
+        InstantTimeGenerator::new()
+    }
+}
+
+impl InstantTimeGenerator {
+    /// A generator on the system clock.
+    pub fn new() -> Self {
+        InstantTimeGenerator::with_clock(Arc::new(SystemClock))
+    }
+
+    /// A generator on the given clock.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        InstantTimeGenerator {
+            clock,
+            floor_ms: AtomicI64::new(0),
+        }
+    }
+
+    /// Raises the floor so that every later [`next`](Self::next) is greater than `t`. Reserved
+    /// all-zero times (and anything before 1970) are below every generated time already.
+    pub fn observe(&self, t: &InstantTime) {
+        if let Some(dt) = t.to_datetime() {
+            self.floor_ms
+                .fetch_max(dt.timestamp_millis().saturating_add(1), Ordering::SeqCst);
+        }
+    }
+
+    /// The next instant time: `max(clock now, last issued + 1 ms, highest observed + 1 ms)`.
+    ///
+    /// Fails with `InvalidInstantTime` only when that time would be after
+    /// 9999-12-31T23:59:59.999Z, which 17 digits cannot express.
+    pub fn next(&self) -> Result<InstantTime> {
+        let now_ms = self.clock.now().timestamp_millis();
+        let mut floor = self.floor_ms.load(Ordering::SeqCst);
+        loop {
+            let t = now_ms.max(floor);
+            if t > MAX_EPOCH_MS {
+                return Err(TimelineError::InvalidInstantTime {
+                    value: t.to_string(),
+                    reason: "the next instant time would be after year 9999 (epoch ms shown)"
+                        .to_string(),
+                });
+            }
+            match self.floor_ms.compare_exchange_weak(
+                floor,
+                t + 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => {
+                    let dt = DateTime::from_timestamp_millis(t).ok_or_else(|| {
+                        TimelineError::InvalidInstantTime {
+                            value: t.to_string(),
+                            reason: "epoch milliseconds out of range".to_string(),
+                        }
+                    })?;
+                    return Ok(InstantTime::from_datetime(dt));
+                }
+                Err(current) => floor = current,
+            }
+        }
+    }
+
+    /// Observes every instant time in `existing` (e.g. all requested and completion times on
+    /// the timeline), then returns [`next`](Self::next): a time greater than all of them.
+    pub fn next_after<'a, I>(&self, existing: I) -> Result<InstantTime>
+    where
+        I: IntoIterator<Item = &'a InstantTime>,
+    {
+        for t in existing {
+            self.observe(t);
+        }
+        self.next()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        InstantTime::parse(s).unwrap().to_datetime().unwrap()
+    }
+
+    fn gen_at(s: &str) -> (Arc<ManualClock>, InstantTimeGenerator) {
+        let clock = Arc::new(ManualClock::new(at(s)));
+        let generator = InstantTimeGenerator::with_clock(clock.clone());
+        (clock, generator)
+    }
+
+    #[test]
+    fn test_next_follows_clock_when_it_moves_forward() {
+        let (clock, g) = gen_at("20250713010535797");
+        assert_eq!(g.next().unwrap().as_str(), "20250713010535797");
+        clock.advance_ms(1000);
+        assert_eq!(g.next().unwrap().as_str(), "20250713010536797");
+    }
+
+    #[test]
+    fn test_next_same_millisecond_increments_by_one_ms() {
+        let (_clock, g) = gen_at("20250713010535999");
+        assert_eq!(g.next().unwrap().as_str(), "20250713010535999");
+        assert_eq!(g.next().unwrap().as_str(), "20250713010536000");
+        assert_eq!(g.next().unwrap().as_str(), "20250713010536001");
+    }
+
+    #[test]
+    fn test_next_clock_step_back_still_increasing() {
+        let (clock, g) = gen_at("20250713010535797");
+        let a = g.next().unwrap();
+        clock.advance_ms(-3_600_000);
+        let b = g.next().unwrap();
+        assert!(b > a, "{b} <= {a}");
+        assert_eq!(b.as_str(), "20250713010535798");
+    }
+
+    #[test]
+    fn test_observe_ahead_of_clock_raises_floor() {
+        let (_clock, g) = gen_at("20250713010535797");
+        g.observe(&InstantTime::parse("20260101000000000").unwrap());
+        assert_eq!(g.next().unwrap().as_str(), "20260101000000001");
+        // Observing something older changes nothing.
+        g.observe(&InstantTime::parse("20200101000000000").unwrap());
+        assert_eq!(g.next().unwrap().as_str(), "20260101000000002");
+    }
+
+    #[test]
+    fn test_next_after_existing_never_reuses_one() {
+        let (_clock, g) = gen_at("20250713010535797");
+        let existing: Vec<InstantTime> = [
+            "20250713010535797",
+            "20250713010535798",
+            "00000000000000001",
+        ]
+        .iter()
+        .map(|s| InstantTime::parse(s).unwrap())
+        .collect();
+        let t = g.next_after(&existing).unwrap();
+        assert_eq!(t.as_str(), "20250713010535799");
+    }
+
+    #[test]
+    fn test_observe_legacy_14_digit_time_is_exceeded() {
+        let (_clock, g) = gen_at("20250713010535000");
+        let legacy = InstantTime::parse("20250713010535").unwrap();
+        let t = g.next_after([&legacy]).unwrap();
+        assert!(t > legacy);
+        assert_eq!(t.as_str(), "20250713010535001");
+    }
+
+    #[test]
+    fn test_next_clock_before_1970_clamped() {
+        let clock = Arc::new(ManualClock::new(
+            DateTime::from_timestamp_millis(-5_000).unwrap(),
+        ));
+        let g = InstantTimeGenerator::with_clock(clock);
+        assert_eq!(g.next().unwrap().as_str(), "19700101000000000");
+        assert_eq!(g.next().unwrap().as_str(), "19700101000000001");
+    }
+
+    #[test]
+    fn test_next_past_year_9999_errors() {
+        let (_clock, g) = gen_at("20250713010535797");
+        g.observe(&InstantTime::parse("99991231235959998").unwrap());
+        assert_eq!(g.next().unwrap().as_str(), "99991231235959999");
+        assert!(matches!(
+            g.next(),
+            Err(TimelineError::InvalidInstantTime { .. })
+        ));
+    }
+
+    #[test]
+    fn test_system_clock_generator_produces_valid_times() {
+        let g = InstantTimeGenerator::new();
+        let a = g.next().unwrap();
+        let b = g.next().unwrap();
+        assert!(b > a);
+        assert!(InstantTime::parse(a.as_str()).is_ok());
+        assert_eq!(a.as_str().len(), 17);
+    }
+}
