@@ -12,3 +12,4 @@ mod archive;
 mod avro_fixtures;
 mod config;
 mod generator;
+mod active;

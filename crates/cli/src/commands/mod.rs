@@ -1,0 +1,27 @@
+//! One module per subcommand; each parses its arguments, calls the library and prints.
+
+pub mod timeline;
+
+use std::sync::Arc;
+
+use arbor_storage::{open_storage, Storage, StorageOptions};
+
+use crate::error::{CliError, CliResult};
+
+/// Parses `--storage-option KEY=VALUE` pairs.
+pub fn storage_options(pairs: &[String]) -> CliResult<StorageOptions> {
+    let mut kv = Vec::new();
+    for p in pairs {
+        let (k, v) = p.split_once('=').ok_or_else(|| {
+            CliError::Usage(format!("--storage-option expects KEY=VALUE, got {p:?}"))
+        })?;
+        kv.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok(StorageOptions::from_pairs(kv)?)
+}
+
+/// Opens the storage rooted at a table's base path (local path, `file://`, `memory://` or
+/// `s3://bucket/prefix`).
+pub fn open_table_storage(location: &str, options: &StorageOptions) -> CliResult<Arc<dyn Storage>> {
+    Ok(open_storage(location, options)?)
+}

@@ -1,0 +1,40 @@
+//! The CLI's error type: library errors plus usage errors, each printed as one line.
+
+/// Anything a command can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad command-line input.
+    #[error("{0}")]
+    Usage(String),
+    /// A storage failure.
+    #[error(transparent)]
+    Storage(#[from] arbor_storage::StorageError),
+    /// A timeline failure (config, instants, archive).
+    #[error(transparent)]
+    Timeline(#[from] arbor_timeline::TimelineError),
+    /// A failure concerning one table, prefixed with the table's location.
+    #[error("{location}: {source}")]
+    AtTable {
+        /// The table location as given on the command line.
+        location: String,
+        /// What went wrong.
+        #[source]
+        source: Box<CliError>,
+    },
+    /// Writing output failed.
+    #[error("cannot write output: {0}")]
+    Output(String),
+}
+
+/// Result of a command.
+pub type CliResult<T> = Result<T, CliError>;
+
+impl CliError {
+    /// Wraps an error with the table location it concerns.
+    pub fn at(location: &str, source: impl Into<CliError>) -> Self {
+        CliError::AtTable {
+            location: location.to_string(),
+            source: Box::new(source.into()),
+        }
+    }
+}

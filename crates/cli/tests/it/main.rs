@@ -1,0 +1,5 @@
+//! Integration tests of the `arbor` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod fixtures;
+mod timeline;

@@ -1,0 +1,355 @@
+//! The active timeline: the instant files in the timeline directory.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arbor_storage::{Storage, StorageError};
+use bytes::Bytes;
+
+use crate::error::{Result, TimelineError};
+use crate::instant::{Action, Instant, InstantTime, State};
+use crate::layout::TableLayout;
+use crate::naming::{parse_instant_file_name, LayoutVersion};
+
+/// The key that identifies one logical instant: its requested time and the action it completes
+/// as (so `T.compaction.requested` and `T_C.commit` are one instant, and a savepoint at the same
+/// time as the commit it protects is another).
+pub type InstantKey = (InstantTime, Action);
+
+/// One logical instant with every state file present for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstantFiles {
+    /// The action while pending (e.g. `Compaction`); equals `completed_action` for plain writes.
+    pub pending_action: Action,
+    /// The `.requested` file, if present.
+    pub requested: Option<Instant>,
+    /// The `.inflight` file, if present.
+    pub inflight: Option<Instant>,
+    /// The completed file, if present.
+    pub completed: Option<Instant>,
+}
+
+impl InstantFiles {
+    /// The instant in its most advanced state present.
+    pub fn latest(&self) -> Option<&Instant> {
+        self.completed
+            .as_ref()
+            .or(self.inflight.as_ref())
+            .or(self.requested.as_ref())
+    }
+}
+
+/// A loaded active timeline.
+///
+/// Loading lists the timeline directory once; the value is a snapshot. Names that are not
+/// instant files (`*.crc`, sub-directories such as `history/`, stray files) are skipped and
+/// reported by [`ActiveTimeline::skipped`]. Mutating methods write through the storage and update
+/// the snapshot; they never delete anything.
+#[derive(Debug, Clone)]
+pub struct ActiveTimeline {
+    storage: Arc<dyn Storage>,
+    layout: TableLayout,
+    instants: BTreeMap<InstantKey, InstantFiles>,
+    skipped: Vec<String>,
+}
+
+/// Non-instant files that may sit in a layout-1 meta directory.
+const V1_NON_INSTANT: &[&str] = &["hoodie.properties", "hoodie.properties.backup"];
+
+impl ActiveTimeline {
+    /// Lists the timeline directory and parses every instant file name.
+    pub async fn load(storage: Arc<dyn Storage>, layout: TableLayout) -> Result<Self> {
+        let (objects, _dirs) = storage.list_dir(&layout.timeline_dir).await?;
+        let mut tl = ActiveTimeline {
+            storage,
+            layout,
+            instants: BTreeMap::new(),
+            skipped: Vec::new(),
+        };
+        for meta in objects {
+            let name = meta.key.rsplit('/').next().unwrap_or(&meta.key).to_string();
+            if name.ends_with(".crc") || V1_NON_INSTANT.contains(&name.as_str()) {
+                continue;
+            }
+            match parse_instant_file_name(&name, tl.layout.layout) {
+                Ok(instant) => tl.insert(instant),
+                Err(e) => {
+                    tracing::debug!(file = %meta.key, error = %e, "skipping non-instant file");
+                    tl.skipped.push(name);
+                }
+            }
+        }
+        Ok(tl)
+    }
+
+    fn insert(&mut self, instant: Instant) {
+        let key = (
+            instant.requested_time.clone(),
+            instant.action.completed_action(),
+        );
+        let entry = self.instants.entry(key).or_insert_with(|| InstantFiles {
+            pending_action: instant.action,
+            requested: None,
+            inflight: None,
+            completed: None,
+        });
+        match instant.state {
+            State::Requested => {
+                entry.pending_action = instant.action;
+                entry.requested = Some(instant);
+            }
+            State::Inflight => {
+                entry.pending_action = instant.action;
+                entry.inflight = Some(instant);
+            }
+            State::Completed => entry.completed = Some(instant),
+        }
+    }
+
+    /// The storage this timeline reads and writes.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The layout (directories) of this timeline.
+    pub fn layout(&self) -> &TableLayout {
+        &self.layout
+    }
+
+    /// File names in the timeline directory that are not instant files.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    /// Every logical instant with its state files, ordered by requested time.
+    pub fn instant_files(&self) -> impl Iterator<Item = (&InstantKey, &InstantFiles)> {
+        self.instants.iter()
+    }
+
+    /// Every logical instant in its most advanced state, ordered by requested time.
+    pub fn instants(&self) -> Vec<Instant> {
+        self.instants
+            .values()
+            .filter_map(|f| f.latest().cloned())
+            .collect()
+    }
+
+    /// Completed instants ordered by requested time.
+    pub fn completed(&self) -> Vec<Instant> {
+        self.instants
+            .values()
+            .filter_map(|f| f.completed.clone())
+            .collect()
+    }
+
+    /// Completed instants ordered by completion time (requested time where a layout-1 instant has
+    /// none; ties broken by requested time).
+    pub fn completed_by_completion_time(&self) -> Vec<Instant> {
+        let mut v = self.completed();
+        v.sort_by(|a, b| {
+            let ka = a.completion_time.as_ref().unwrap_or(&a.requested_time);
+            let kb = b.completion_time.as_ref().unwrap_or(&b.requested_time);
+            ka.cmp(kb).then_with(|| a.requested_time.cmp(&b.requested_time))
+        });
+        v
+    }
+
+    /// Pending (requested or inflight, not completed) instants ordered by requested time.
+    pub fn pending(&self) -> Vec<Instant> {
+        self.instants
+            .values()
+            .filter(|f| f.completed.is_none())
+            .filter_map(|f| f.latest().cloned())
+            .collect()
+    }
+
+    /// Instants (in their latest state) whose action is in `actions` and state in `states`.
+    pub fn filter(&self, actions: &[Action], states: &[State]) -> Vec<Instant> {
+        self.instants()
+            .into_iter()
+            .filter(|i| actions.contains(&i.action) && states.contains(&i.state))
+            .collect()
+    }
+
+    /// Completed `commit`, `deltacommit` and `replacecommit` instants, by requested time: the
+    /// instants whose files readers see.
+    pub fn completed_writes(&self) -> Vec<Instant> {
+        self.completed()
+            .into_iter()
+            .filter(|i| i.action.is_write())
+            .collect()
+    }
+
+    /// True if any instant file with this requested time exists.
+    pub fn contains_time(&self, time: &InstantTime) -> bool {
+        self.instants.keys().any(|(t, _)| t == time)
+    }
+
+    /// The greatest requested or completion time on this timeline.
+    pub fn max_time(&self) -> Option<InstantTime> {
+        self.instants
+            .values()
+            .flat_map(|f| [&f.requested, &f.inflight, &f.completed])
+            .flatten()
+            .flat_map(|i| [Some(&i.requested_time), i.completion_time.as_ref()])
+            .flatten()
+            .max()
+            .cloned()
+    }
+
+    /// The state files of one logical instant.
+    pub fn get(&self, time: &InstantTime, completed_action: Action) -> Option<&InstantFiles> {
+        self.instants
+            .get(&(time.clone(), completed_action.completed_action()))
+    }
+
+    /// Reads the content of one instant file.
+    pub async fn read(&self, instant: &Instant) -> Result<Bytes> {
+        let key = self.layout.instant_key(instant)?;
+        Ok(self.storage.get(&key).await?.0)
+    }
+
+    /// Key of an instant file.
+    pub fn key_of(&self, instant: &Instant) -> Result<String> {
+        self.layout.instant_key(instant)
+    }
+
+    fn ensure_writable(&self) -> Result<()> {
+        if self.layout.layout != LayoutVersion::V2 {
+            return Err(TimelineError::InvalidTransition {
+                instant: self.layout.timeline_dir.clone(),
+                reason: "arbor writes only timeline layout 2 (table version 8)".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts a new instant: creates `<time>.<action>.requested` with `content` (may be empty)
+    /// using create-if-absent. Fails with `DuplicateInstant` if any instant file with this time
+    /// exists (an instant time is never reused), or if the create loses a race.
+    pub async fn create_requested(
+        &mut self,
+        time: InstantTime,
+        action: Action,
+        content: Bytes,
+    ) -> Result<Instant> {
+        self.ensure_writable()?;
+        if self.contains_time(&time) {
+            return Err(TimelineError::DuplicateInstant {
+                instant: time.to_string(),
+            });
+        }
+        let instant = Instant::requested(time, action);
+        let key = self.layout.instant_key(&instant)?;
+        match self.storage.put_if_absent(&key, content).await {
+            Ok(_) => {}
+            Err(StorageError::AlreadyExists { .. }) => {
+                return Err(TimelineError::DuplicateInstant {
+                    instant: instant.requested_time.to_string(),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.insert(instant.clone());
+        Ok(instant)
+    }
+
+    /// Moves a requested instant to inflight by creating its `.inflight` file (create-if-absent).
+    /// A savepoint, which has no requested state, may start here directly from a `Requested`
+    /// value that was never written.
+    pub async fn transition_to_inflight(
+        &mut self,
+        requested: &Instant,
+        content: Bytes,
+    ) -> Result<Instant> {
+        self.ensure_writable()?;
+        let files = self.get(&requested.requested_time, requested.action);
+        let ok = match files {
+            Some(f) => f.requested.is_some() && f.inflight.is_none() && f.completed.is_none(),
+            None => requested.action == Action::Savepoint,
+        };
+        if !ok || requested.state != State::Requested {
+            return Err(TimelineError::InvalidTransition {
+                instant: requested.to_string(),
+                reason: "only a requested instant (not yet inflight) can become inflight".into(),
+            });
+        }
+        let inflight = requested.with_state(State::Inflight);
+        let key = self.layout.instant_key(&inflight)?;
+        match self.storage.put_if_absent(&key, content).await {
+            Ok(_) => {}
+            Err(StorageError::AlreadyExists { path }) => {
+                return Err(TimelineError::InvalidTransition {
+                    instant: requested.to_string(),
+                    reason: format!("{path} already exists"),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.insert(inflight.clone());
+        Ok(inflight)
+    }
+
+    /// Completes an inflight instant: creates `<time>_<completion>.<completed action>` with
+    /// create-if-absent. That creation is the commit point. Fails with `AlreadyCompleted` when a
+    /// completed file for the instant exists (found by listing or by the create losing), and with
+    /// `InvalidTransition` when the instant is not inflight or `completion_time` is not after its
+    /// requested time.
+    pub async fn complete(
+        &mut self,
+        inflight: &Instant,
+        completion_time: InstantTime,
+        content: Bytes,
+    ) -> Result<Instant> {
+        self.ensure_writable()?;
+        let mut completed = inflight.with_state(State::Completed);
+        completed.action = inflight.action.completed_action();
+        completed.completion_time = Some(completion_time.clone());
+        // Refresh this instant's files from storage so that a completion by another handle is
+        // seen (the listing is of the timeline directory, which stays small).
+        let fresh = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        if let Some(done) = fresh
+            .get(&inflight.requested_time, inflight.action)
+            .and_then(|f| f.completed.clone())
+        {
+            return Err(TimelineError::AlreadyCompleted {
+                instant: inflight.requested_time.to_string(),
+                path: self.layout.instant_key(&done)?,
+            });
+        }
+        let is_inflight = fresh
+            .get(&inflight.requested_time, inflight.action)
+            .is_some_and(|f| f.inflight.is_some());
+        if inflight.state != State::Inflight || !is_inflight {
+            return Err(TimelineError::InvalidTransition {
+                instant: inflight.to_string(),
+                reason: "only an inflight instant can be completed".into(),
+            });
+        }
+        if completion_time <= inflight.requested_time {
+            return Err(TimelineError::InvalidTransition {
+                instant: inflight.to_string(),
+                reason: format!("completion time {completion_time} is not after the instant time"),
+            });
+        }
+        let key = self.layout.instant_key(&completed)?;
+        match self.storage.put_if_absent(&key, content).await {
+            Ok(_) => {}
+            Err(StorageError::AlreadyExists { path }) => {
+                return Err(TimelineError::AlreadyCompleted {
+                    instant: inflight.requested_time.to_string(),
+                    path,
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.insert(completed.clone());
+        Ok(completed)
+    }
+
+    /// Re-lists the timeline directory.
+    pub async fn reload(&mut self) -> Result<()> {
+        *self = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        Ok(())
+    }
+}

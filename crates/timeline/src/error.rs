@@ -1,0 +1,147 @@
+//! The error type of this crate.
+
+use arbor_storage::StorageError;
+
+/// Result of a timeline operation.
+pub type Result<T, E = TimelineError> = std::result::Result<T, E>;
+
+/// Everything the timeline crate can fail with. Variants carry the key (path relative to the
+/// table base), the instant or the config key concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimelineError {
+    /// The storage underneath failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+
+    /// There is no `.hoodie/` (or no `hoodie.properties`) at the given location.
+    #[error("not a Hudi table: {path} does not exist")]
+    NotATable {
+        /// The missing path.
+        path: String,
+    },
+
+    /// `hoodie.properties` is unreadable, incomplete or inconsistent.
+    #[error("invalid table config {path}: {reason}")]
+    InvalidConfig {
+        /// Key of the properties file.
+        path: String,
+        /// The offending config key, when one is at fault.
+        key: Option<String>,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The stored checksum does not match the one computed from the table name.
+    #[error("checksum mismatch in {path}: stored {stored}, computed {computed}")]
+    ChecksumMismatch {
+        /// Key of the properties file.
+        path: String,
+        /// The value of `hoodie.table.checksum`.
+        stored: String,
+        /// The checksum computed from database and table name.
+        computed: u32,
+    },
+
+    /// The table version is not one arbor reads (6, 8, 9).
+    #[error("unsupported table version {version} in {path} (arbor reads 6, 8 and 9)")]
+    UnsupportedVersion {
+        /// Key of the properties file.
+        path: String,
+        /// The version found.
+        version: String,
+    },
+
+    /// An instant time is not 14 or 17 digits of a valid timestamp.
+    #[error("invalid instant time {value:?}: {reason}")]
+    InvalidInstantTime {
+        /// The rejected text.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// A file in the timeline directory has a name that is not an instant file.
+    #[error("invalid instant file name {name:?}: {reason}")]
+    InvalidInstantName {
+        /// The file name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// An instant file's content could not be decoded or encoded.
+    #[error("cannot decode {path}: {reason}")]
+    Decode {
+        /// Key of the instant file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// An instant content value could not be encoded.
+    #[error("cannot encode {what}: {reason}")]
+    Encode {
+        /// What was being encoded.
+        what: String,
+        /// What went wrong.
+        reason: String,
+    },
+
+    /// A state transition is not allowed (e.g. completing an instant that is not inflight).
+    #[error("invalid transition of {instant}: {reason}")]
+    InvalidTransition {
+        /// The instant, as `<time>.<action>.<state>`.
+        instant: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// The instant is already completed (its completed file exists).
+    #[error("instant {instant} is already completed ({path})")]
+    AlreadyCompleted {
+        /// The instant time.
+        instant: String,
+        /// Key of the existing completed file.
+        path: String,
+    },
+
+    /// The instant time already exists on the timeline.
+    #[error("instant time {instant} already exists on the timeline")]
+    DuplicateInstant {
+        /// The instant time.
+        instant: String,
+    },
+
+    /// The instant does not exist.
+    #[error("instant {instant} not found on the timeline")]
+    InstantNotFound {
+        /// The instant time (and action, when known).
+        instant: String,
+    },
+
+    /// The archived timeline is inconsistent.
+    #[error("invalid archived timeline at {path}: {reason}")]
+    Archive {
+        /// Key of the offending file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The archiver refused to run with the given settings.
+    #[error("invalid archival settings: {reason}")]
+    ArchiveConfig {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl TimelineError {
+    pub(crate) fn decode(path: impl Into<String>, reason: impl ToString) -> Self {
+        TimelineError::Decode {
+            path: path.into(),
+            reason: reason.to_string(),
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! `arbor-timeline`: the metadata side of a Hudi table that does not involve data files.
+//!
+//! - [`TableConfig`]: `hoodie.properties`, with Hudi's checksum and atomic replacement;
+//! - [`InstantTime`], [`Instant`], [`Action`], [`State`]: instants and their file names in
+//!   timeline layout 2 (table versions 8 and 9) and layout 1 (version 6, read only);
+//! - [`InstantTimeGenerator`]: strictly increasing 17-digit UTC instant times;
+//! - [`avro`]: the Avro codecs of instant file contents (commit metadata, plans, clean,
+//!   rollback, restore, savepoint, ...);
+//! - [`ActiveTimeline`]: loading, filtering, ordering and state transitions of instants;
+//! - [`summary`]: what `arbor timeline` lists;
+//! - [`archive`]: the LSM archived timeline under `timeline/history/`, its reader and the
+//!   archiver.
+//!
+//! All I/O goes through [`arbor_storage::Storage`]; keys are relative to the table's base path.
+
+pub mod active;
+pub mod archive;
+pub mod avro;
+pub mod config;
+mod error;
+pub mod generator;
+pub mod instant;
+pub mod layout;
+pub mod naming;
+pub mod summary;
+
+pub use active::ActiveTimeline;
+pub use config::TableConfig;
+pub use error::{Result, TimelineError};
+pub use generator::InstantTimeGenerator;
+pub use instant::{Action, Instant, InstantTime, State};
+pub use layout::TableLayout;

@@ -1,0 +1,223 @@
+//! `ActiveTimeline`: loading fixtures (v6, v8, v9), transitions, and refusals.
+
+use std::sync::Arc;
+
+use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
+use arbor_timeline::avro::{encode_instant_for, HoodieCommitMetadata, InstantContent};
+use arbor_timeline::config::TableType;
+use arbor_timeline::naming::LayoutVersion;
+use arbor_timeline::{
+    Action, ActiveTimeline, Instant, InstantTime, State, TableConfig, TableLayout, TimelineError,
+};
+use bytes::Bytes;
+
+use crate::fixtures::{all_fixture_zips, fixtures_root_or_skip, unzip_table};
+
+fn t(s: &str) -> InstantTime {
+    InstantTime::parse(s).unwrap()
+}
+
+async fn new_table() -> (Arc<dyn Storage>, ActiveTimeline) {
+    let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+    TableConfig::create(storage.as_ref(), ".hoodie", &config)
+        .await
+        .unwrap();
+    let layout = TableLayout::from_config(".hoodie", &config).unwrap();
+    let tl = ActiveTimeline::load(storage.clone(), layout).await.unwrap();
+    (storage, tl)
+}
+
+fn commit_bytes(instant: &Instant) -> Bytes {
+    let mut meta = HoodieCommitMetadata::default();
+    meta.insert_extra("schema", "{}");
+    Bytes::from(encode_instant_for(instant, &InstantContent::Commit(Box::new(meta))).unwrap())
+}
+
+async fn keys(storage: &Arc<dyn Storage>) -> Vec<String> {
+    storage
+        .list_all("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .collect()
+}
+
+#[tokio::test]
+async fn test_transitions_requested_inflight_completed_write_v8_names() {
+    let (storage, mut tl) = new_table().await;
+    let req = tl
+        .create_requested(t("20250101000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    let infl = tl
+        .transition_to_inflight(&req, commit_bytes(&req.with_state(State::Inflight)))
+        .await
+        .unwrap();
+    let mut done = infl.with_state(State::Completed);
+    done.completion_time = Some(t("20250101000000005"));
+    let done = tl
+        .complete(&infl, t("20250101000000005"), commit_bytes(&done))
+        .await
+        .unwrap();
+    assert_eq!(done.state, State::Completed);
+    let k = keys(&storage).await;
+    for name in [
+        ".hoodie/timeline/20250101000000000.commit.requested",
+        ".hoodie/timeline/20250101000000000.inflight",
+        ".hoodie/timeline/20250101000000000_20250101000000005.commit",
+    ] {
+        assert!(k.contains(&name.to_string()), "{name} missing in {k:?}");
+    }
+    // A fresh load sees the same single completed instant.
+    let mut again = tl.clone();
+    again.reload().await.unwrap();
+    assert_eq!(again.completed(), vec![done.clone()]);
+    assert!(again.pending().is_empty());
+}
+
+#[tokio::test]
+async fn test_complete_twice_fails_cleanly_with_already_completed() {
+    let (storage, mut tl) = new_table().await;
+    let req = tl
+        .create_requested(t("20250101000000000"), Action::DeltaCommit, Bytes::new())
+        .await
+        .unwrap();
+    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    let mut done = infl.with_state(State::Completed);
+    done.completion_time = Some(t("20250101000000001"));
+    let bytes = commit_bytes(&done);
+    tl.complete(&infl, t("20250101000000001"), bytes.clone())
+        .await
+        .unwrap();
+    let before = keys(&storage).await;
+    // Same completion time (the create-if-absent loses) and another completion time (the
+    // listing check finds the existing completed file): both refuse, nothing changes.
+    for c in ["20250101000000001", "20250101000000009"] {
+        let err = tl.complete(&infl, t(c), bytes.clone()).await.unwrap_err();
+        assert!(
+            matches!(err, TimelineError::AlreadyCompleted { .. }),
+            "{c}: {err}"
+        );
+        assert!(err.to_string().contains("20250101000000000"), "{err}");
+    }
+    // A second handle that loaded before the completion refuses too.
+    assert_eq!(keys(&storage).await, before);
+}
+
+#[tokio::test]
+async fn test_create_requested_refuses_a_reused_instant_time() {
+    let (storage, mut tl) = new_table().await;
+    // A second handle loaded before the instant exists: its own check cannot see it.
+    let mut stale = tl.clone();
+    tl.create_requested(t("20250101000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    let before = keys(&storage).await;
+    let err = tl
+        .create_requested(t("20250101000000000"), Action::Clean, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TimelineError::DuplicateInstant { .. }), "{err}");
+    // The stale handle loses the create-if-absent on the same file name.
+    let err = stale
+        .create_requested(t("20250101000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TimelineError::DuplicateInstant { .. }), "{err}");
+    assert_eq!(keys(&storage).await, before);
+}
+
+#[tokio::test]
+async fn test_invalid_transitions_are_refused() {
+    let (storage, mut tl) = new_table().await;
+    let req = tl
+        .create_requested(t("20250101000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    // Completing a requested (not inflight) instant.
+    let err = tl
+        .complete(&req, t("20250101000000001"), Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TimelineError::InvalidTransition { .. }), "{err}");
+    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    // Inflight twice.
+    assert!(tl.transition_to_inflight(&req, Bytes::new()).await.is_err());
+    // Completion time not after the instant time.
+    let err = tl
+        .complete(&infl, t("20241231000000000"), Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TimelineError::InvalidTransition { .. }), "{err}");
+    assert_eq!(
+        keys(&storage).await.len(),
+        3,
+        "hoodie.properties, requested and inflight only"
+    );
+}
+
+#[tokio::test]
+async fn test_compaction_completes_as_commit_and_is_one_instant() {
+    let (_storage, mut tl) = new_table().await;
+    let req = tl
+        .create_requested(t("20250101000000000"), Action::Compaction, Bytes::new())
+        .await
+        .unwrap();
+    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    let mut done = infl.with_state(State::Completed);
+    done.action = Action::Commit;
+    done.completion_time = Some(t("20250101000000001"));
+    let done = tl
+        .complete(&infl, t("20250101000000001"), commit_bytes(&done))
+        .await
+        .unwrap();
+    assert_eq!(done.action, Action::Commit);
+    tl.reload().await.unwrap();
+    assert_eq!(tl.instants().len(), 1);
+    let files = tl.get(&t("20250101000000000"), Action::Commit).unwrap();
+    assert_eq!(files.pending_action, Action::Compaction);
+    assert!(files.requested.is_some() && files.inflight.is_some() && files.completed.is_some());
+}
+
+#[tokio::test]
+async fn test_layout_v1_timeline_is_read_only() {
+    let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+    let mut tl = ActiveTimeline::load(storage, TableLayout::v1(".hoodie"))
+        .await
+        .unwrap();
+    assert!(tl
+        .create_requested(t("20250101000000000"), Action::Commit, Bytes::new())
+        .await
+        .is_err());
+}
+
+/// Every fixture's active timeline loads; completed instants of v8/v9 tables carry completion
+/// times, v6 ones do not; completion-time order is a permutation of requested-time order.
+#[tokio::test]
+async fn test_load_every_fixture_timeline() {
+    let Some(_) = fixtures_root_or_skip("test_load_every_fixture_timeline") else {
+        return;
+    };
+    let mut loaded = 0;
+    for zip in all_fixture_zips() {
+        let (_tmp, base) = unzip_table(&zip);
+        let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(&base).unwrap());
+        let config = TableConfig::load(storage.as_ref(), ".hoodie").await.unwrap();
+        let layout = TableLayout::from_config(".hoodie", &config).unwrap();
+        let tl = ActiveTimeline::load(storage, layout.clone()).await.unwrap();
+        for i in tl.completed() {
+            assert_eq!(
+                i.completion_time.is_some(),
+                layout.layout == LayoutVersion::V2,
+                "{}: {i}",
+                zip.display()
+            );
+        }
+        assert!(tl.skipped().is_empty(), "{}: {:?}", zip.display(), tl.skipped());
+        assert_eq!(tl.completed_by_completion_time().len(), tl.completed().len());
+        loaded += 1;
+    }
+    assert_eq!(loaded, 30);
+}

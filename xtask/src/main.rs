@@ -1,0 +1,139 @@
+//! Developer tasks for arbor: `cargo xtask test` runs every test (starting PostgreSQL and an S3
+//! server first), `cargo xtask demo` runs the main job on the local file system.
+//!
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+mod demo;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(args.get(1..).unwrap_or_default()),
+        Some("demo") => demo(args.get(1..).unwrap_or_default()),
+        Some("services") => services().map(|envs| {
+            for (k, v) in envs {
+                println!("export {k}={v:?}");
+            }
+        }),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <task>\n\n\
+                 tasks:\n  \
+                 test [--no-clippy]  start PostgreSQL and moto (S3), run clippy and every test\n  \
+                 demo [DIR]          run the demo on the local file system\n  \
+                 services            start PostgreSQL and moto, print their environment"
+            );
+            Err("no task given".to_string())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Runs a command inheriting stdio; fails with the command line on a non-zero exit.
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let shown = format!("{cmd:?}");
+    eprintln!("+ {shown}");
+    let status = cmd
+        .current_dir(repo_root())
+        .status()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
+}
+
+/// Runs a script and returns the last line it printed on stdout.
+fn script_output(script: &str, args: &[&str]) -> Result<String, String> {
+    let path = repo_root().join("scripts").join(script);
+    eprintln!("+ {} {}", path.display(), args.join(" "));
+    let out = Command::new("bash")
+        .arg(&path)
+        .args(args)
+        .current_dir(repo_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} failed with {}", path.display(), out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .ok_or_else(|| format!("{} printed nothing", path.display()))
+}
+
+/// Starts the services the tests need and returns the environment that points tests at them.
+fn services() -> Result<Vec<(String, String)>, String> {
+    let pg = script_output("postgres.sh", &[])?;
+    let s3 = script_output("moto.sh", &[])?;
+    Ok(vec![
+        ("ARBOR_TEST_PG_URL".to_string(), pg),
+        ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
+    ])
+}
+
+fn test(args: &[String]) -> Result<(), String> {
+    let clippy = !args.iter().any(|a| a == "--no-clippy");
+    let envs = services()?;
+    if clippy {
+        run(Command::new("cargo").args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+    }
+    let mut cmd = Command::new("cargo");
+    cmd.args(["test", "--workspace", "--no-fail-fast"]);
+    for (k, v) in &envs {
+        cmd.env(k, v);
+    }
+    let result = run(&mut cmd);
+    let _ = Command::new("bash")
+        .arg(repo_root().join("scripts").join("moto.sh"))
+        .arg("stop")
+        .current_dir(repo_root())
+        .status();
+    result
+}
+
+fn demo(args: &[String]) -> Result<(), String> {
+    run(Command::new("cargo").args(["build", "--quiet", "-p", "arbor-cli"]))?;
+    let target = env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target"));
+    let arbor = target.join("debug").join("arbor");
+    demo::run(args, |a: &[&str]| {
+        let status = Command::new(&arbor)
+            .args(a)
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", arbor.display()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("arbor {} failed with {status}", a.join(" ")))
+        }
+    })
+}
