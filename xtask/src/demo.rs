@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_timeline::archive::{ArchivalPolicy, Archiver};
-use arbor_timeline::avro::{encode_instant_for, HoodieCommitMetadata, InstantContent, WriteOperationType};
+use arbor_timeline::avro::{
+    encode_instant_for, HoodieCommitMetadata, InstantContent, WriteOperationType,
+};
 use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, ActiveTimeline, InstantTimeGenerator, TableConfig, TableLayout};
 use bytes::Bytes;
@@ -23,15 +25,21 @@ pub fn run(args: &[String], arbor: impl Fn(&[&str]) -> Result<(), String>) -> Re
     let dir = PathBuf::from(args.first().map(String::as_str).unwrap_or("arbor-demo"));
     let table = dir.join("trips");
     if table.exists() {
-        std::fs::remove_dir_all(&table)
-            .map_err(|e| format!("cannot remove the previous demo table {}: {e}", table.display()))?;
+        std::fs::remove_dir_all(&table).map_err(|e| {
+            format!(
+                "cannot remove the previous demo table {}: {e}",
+                table.display()
+            )
+        })?;
     }
-    std::fs::create_dir_all(&table).map_err(|e| format!("cannot create {}: {e}", table.display()))?;
+    std::fs::create_dir_all(&table)
+        .map_err(|e| format!("cannot create {}: {e}", table.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(build_table(&table)).map_err(|e| e.to_string())?;
+    rt.block_on(build_table(&table))
+        .map_err(|e| e.to_string())?;
     let path = table.display().to_string();
     println!("\n== arbor timeline {path}");
     arbor(&["timeline", &path])?;
@@ -54,7 +62,10 @@ async fn build_table(table: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .create_schema(SCHEMA)
         .build()?;
     TableConfig::create(storage.as_ref(), ".hoodie", &config).await?;
-    println!("created a version-8 copy-on-write table 'trips' in {}", table.display());
+    println!(
+        "created a version-8 copy-on-write table 'trips' in {}",
+        table.display()
+    );
     let layout = TableLayout::from_config(".hoodie", &config)?;
     let mut timeline = ActiveTimeline::load(storage.clone(), layout).await?;
     let generator = InstantTimeGenerator::new();

@@ -3,6 +3,7 @@
 //!
 
 use std::env;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -60,6 +61,51 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
+/// Runs `cargo test`, echoing its output, and closes with one line that adds up every
+/// `test result:` line: `tests: N passed, N failed, N skipped`.
+fn run_counting_tests(cmd: &mut Command) -> Result<(), String> {
+    let shown = format!("{cmd:?}");
+    eprintln!("+ {shown}");
+    let mut child = cmd
+        .current_dir(repo_root())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            let line = line.map_err(|e| format!("reading test output: {e}"))?;
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                for part in rest.split(';') {
+                    let mut words = part.split_whitespace().rev();
+                    let (Some(label), Some(n)) = (words.next(), words.next()) else {
+                        continue;
+                    };
+                    let n: u64 = n.parse().unwrap_or(0);
+                    match label {
+                        "passed" => passed += n,
+                        "failed" => failed += n,
+                        "ignored" => ignored += n,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for {shown}: {e}"))?;
+    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
+    if status.success() && passed > 0 {
+        Ok(())
+    } else if status.success() {
+        Err("cargo test ran no test".to_string())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
+}
+
 /// Runs a script and returns the last line it printed on stdout.
 fn script_output(script: &str, args: &[&str]) -> Result<String, String> {
     let path = repo_root().join("scripts").join(script);
@@ -110,7 +156,7 @@ fn test(args: &[String]) -> Result<(), String> {
     for (k, v) in &envs {
         cmd.env(k, v);
     }
-    let result = run(&mut cmd);
+    let result = run_counting_tests(&mut cmd);
     let _ = Command::new("bash")
         .arg(repo_root().join("scripts").join("moto.sh"))
         .arg("stop")

@@ -20,7 +20,12 @@ struct Cli {
     /// Storage option as KEY=VALUE (repeatable), e.g. s3.endpoint=http://127.0.0.1:5055,
     /// s3.region=us-east-1, s3.access-key-id=..., s3.secret-access-key=..., s3.allow-http=true.
     /// Credentials are never read from the environment implicitly.
-    #[arg(long = "storage-option", short = 'o', value_name = "KEY=VALUE", global = true)]
+    #[arg(
+        long = "storage-option",
+        short = 'o',
+        value_name = "KEY=VALUE",
+        global = true
+    )]
     storage_options: Vec<String>,
 
     #[command(subcommand)]

@@ -149,7 +149,8 @@ impl ActiveTimeline {
         v.sort_by(|a, b| {
             let ka = a.completion_time.as_ref().unwrap_or(&a.requested_time);
             let kb = b.completion_time.as_ref().unwrap_or(&b.requested_time);
-            ka.cmp(kb).then_with(|| a.requested_time.cmp(&b.requested_time))
+            ka.cmp(kb)
+                .then_with(|| a.requested_time.cmp(&b.requested_time))
         });
         v
     }

@@ -273,7 +273,13 @@ mod tests {
 
     #[test]
     fn test_instant_time_parse_rejects_garbage() {
-        for bad in ["", "2025", "2025071301053579x", "20251313010535797", "../../etc"] {
+        for bad in [
+            "",
+            "2025",
+            "2025071301053579x",
+            "20251313010535797",
+            "../../etc",
+        ] {
             assert!(InstantTime::parse(bad).is_err(), "{bad}");
         }
     }
@@ -289,7 +295,10 @@ mod tests {
     fn test_action_completed_action_maps_table_services() {
         assert_eq!(Action::Clustering.completed_action(), Action::ReplaceCommit);
         assert_eq!(Action::Compaction.completed_action(), Action::Commit);
-        assert_eq!(Action::LogCompaction.completed_action(), Action::DeltaCommit);
+        assert_eq!(
+            Action::LogCompaction.completed_action(),
+            Action::DeltaCommit
+        );
         assert_eq!(Action::Clean.completed_action(), Action::Clean);
         for a in Action::ALL {
             assert_eq!(Action::from_name(a.name()), Some(a));

@@ -2,8 +2,8 @@
 
 use crate::config::TableConfig;
 use crate::error::{Result, TimelineError};
-use crate::naming::{instant_file_name, LayoutVersion};
 use crate::instant::Instant;
+use crate::naming::{instant_file_name, LayoutVersion};
 
 /// The metadata directory of main before any branch exists.
 pub const DEFAULT_META_DIR: &str = ".hoodie";
@@ -43,8 +43,7 @@ impl TableLayout {
             let plain = !v.is_empty()
                 && v != "."
                 && v != ".."
-                && v
-                    .chars()
+                && v.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
             if !plain {
                 return Err(TimelineError::InvalidConfig {

@@ -86,7 +86,9 @@ pub fn parse_instant_file_name(name: &str, layout: LayoutVersion) -> Result<Inst
             Action::Clustering | Action::Compaction | Action::LogCompaction
         )
     {
-        return Err(bad("clustering and compaction complete as replacecommit/commit"));
+        return Err(bad(
+            "clustering and compaction complete as replacecommit/commit",
+        ));
     }
     if layout == LayoutVersion::V1 && action == Action::Clustering {
         return Err(bad("layout 1 has no clustering action"));
@@ -148,10 +150,7 @@ mod tests {
         .unwrap();
         assert_eq!(i.state, State::Completed);
         assert_eq!(i.action, Action::Commit);
-        assert_eq!(
-            i.completion_time.unwrap().as_str(),
-            "20251220210129883"
-        );
+        assert_eq!(i.completion_time.unwrap().as_str(), "20251220210129883");
     }
 
     #[test]

@@ -53,7 +53,10 @@ pub async fn open_main(storage: &dyn Storage) -> Result<(TableConfig, TableLayou
 /// Every completed write's content is decoded (to report its operation); with
 /// [`ListScope::All`] every instant file is decoded, so a corrupt or truncated instant file
 /// fails the listing with an error naming it. Nothing is written.
-pub async fn list_instants(storage: Arc<dyn Storage>, scope: ListScope) -> Result<Vec<InstantSummary>> {
+pub async fn list_instants(
+    storage: Arc<dyn Storage>,
+    scope: ListScope,
+) -> Result<Vec<InstantSummary>> {
     let (_config, layout) = open_main(storage.as_ref()).await?;
     let history = TimelineHistory::load(storage.clone(), layout.clone()).await?;
     let mut out = Vec::new();

@@ -40,12 +40,15 @@ fn tree_listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn test_timeline_json_matches_expected_for_every_fixture() {
     let Some(root) = fixtures_root() else { return };
     let zips = all_fixture_zips(&root);
-    assert!(zips.len() >= 30, "expected the 30 fixture tables, found {}", zips.len());
+    assert!(
+        zips.len() >= 30,
+        "expected the 30 fixture tables, found {}",
+        zips.len()
+    );
     let mut checked = 0;
     for (name, zip) in zips.iter().filter(|(n, _)| !n.starts_with("expected")) {
         let expected_path = root.join("expected").join(name).join("snapshot.json");
-        let expected: Value =
-            serde_json::from_slice(&fs::read(&expected_path).unwrap()).unwrap();
+        let expected: Value = serde_json::from_slice(&fs::read(&expected_path).unwrap()).unwrap();
         let (_tmp, base) = unzip_table(zip);
         let before = tree_listing(&base);
         let out = arbor(&["timeline", base.to_str().unwrap(), "--json"]);
@@ -59,11 +62,21 @@ fn test_timeline_json_matches_expected_for_every_fixture() {
         let got = got.as_array().unwrap();
         assert_eq!(got.len(), want.len(), "{name}: instant count");
         for (g, w) in got.iter().zip(want) {
-            for key in ["timestamp", "completion_time", "action", "state", "operation"] {
+            for key in [
+                "timestamp",
+                "completion_time",
+                "action",
+                "state",
+                "operation",
+            ] {
                 assert_eq!(g[key], w[key], "{name}: field {key} of {w}");
             }
         }
-        assert_eq!(before, tree_listing(&base), "{name}: arbor modified the table");
+        assert_eq!(
+            before,
+            tree_listing(&base),
+            "{name}: arbor modified the table"
+        );
         checked += 1;
     }
     eprintln!("checked the timeline of {checked} fixture tables");
@@ -77,7 +90,11 @@ fn test_timeline_all_lists_superset() {
     let zip = root.join("quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip");
     let (_tmp, base) = unzip_table(&zip);
     let out = arbor(&["timeline", base.to_str().unwrap(), "--all", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();
     let actions: Vec<&str> = all
         .as_array()
@@ -101,7 +118,10 @@ fn assert_one_line_error(out: &Output, needle: &str) {
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected one error line, got: {err}");
     assert!(lines[0].starts_with("error: "), "{err}");
-    assert!(lines[0].contains(needle), "error {err:?} does not name {needle:?}");
+    assert!(
+        lines[0].contains(needle),
+        "error {err:?} does not name {needle:?}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -110,14 +130,22 @@ fn test_timeline_missing_table_fails_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let out = arbor(&["timeline", tmp.path().to_str().unwrap()]);
     assert_one_line_error(&out, ".hoodie/hoodie.properties");
-    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0, "created files");
+    assert_eq!(
+        fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "created files"
+    );
 }
 
 #[test]
 fn test_timeline_corrupt_properties_fails_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     fs::create_dir_all(tmp.path().join(".hoodie/timeline")).unwrap();
-    fs::write(tmp.path().join(".hoodie/hoodie.properties"), b"\xff\xfe garbage").unwrap();
+    fs::write(
+        tmp.path().join(".hoodie/hoodie.properties"),
+        b"\xff\xfe garbage",
+    )
+    .unwrap();
     let out = arbor(&["timeline", tmp.path().to_str().unwrap()]);
     assert_one_line_error(&out, "hoodie.properties");
 }
@@ -131,12 +159,21 @@ fn test_timeline_truncated_instant_file_fails_with_one_line() {
     let completed = fs::read_dir(&tl)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().ends_with(".commit")
-            && p.file_name().unwrap().to_string_lossy().contains('_'))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with(".commit")
+                && p.file_name().unwrap().to_string_lossy().contains('_')
+        })
         .unwrap();
     let bytes = fs::read(&completed).unwrap();
     fs::write(&completed, &bytes[..bytes.len() / 2]).unwrap();
-    let name = completed.file_name().unwrap().to_string_lossy().into_owned();
+    let name = completed
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let out = arbor(&["timeline", base.to_str().unwrap()]);
     assert_one_line_error(&out, &name);
 }

@@ -119,13 +119,19 @@ async fn test_create_requested_refuses_a_reused_instant_time() {
         .create_requested(t("20250101000000000"), Action::Clean, Bytes::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, TimelineError::DuplicateInstant { .. }), "{err}");
+    assert!(
+        matches!(err, TimelineError::DuplicateInstant { .. }),
+        "{err}"
+    );
     // The stale handle loses the create-if-absent on the same file name.
     let err = stale
         .create_requested(t("20250101000000000"), Action::Commit, Bytes::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, TimelineError::DuplicateInstant { .. }), "{err}");
+    assert!(
+        matches!(err, TimelineError::DuplicateInstant { .. }),
+        "{err}"
+    );
     assert_eq!(keys(&storage).await, before);
 }
 
@@ -141,7 +147,10 @@ async fn test_invalid_transitions_are_refused() {
         .complete(&req, t("20250101000000001"), Bytes::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, TimelineError::InvalidTransition { .. }), "{err}");
+    assert!(
+        matches!(err, TimelineError::InvalidTransition { .. }),
+        "{err}"
+    );
     let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
     // Inflight twice.
     assert!(tl.transition_to_inflight(&req, Bytes::new()).await.is_err());
@@ -150,7 +159,10 @@ async fn test_invalid_transitions_are_refused() {
         .complete(&infl, t("20241231000000000"), Bytes::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, TimelineError::InvalidTransition { .. }), "{err}");
+    assert!(
+        matches!(err, TimelineError::InvalidTransition { .. }),
+        "{err}"
+    );
     assert_eq!(
         keys(&storage).await.len(),
         3,
@@ -204,7 +216,9 @@ async fn test_load_every_fixture_timeline() {
     for zip in all_fixture_zips() {
         let (_tmp, base) = unzip_table(&zip);
         let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(&base).unwrap());
-        let config = TableConfig::load(storage.as_ref(), ".hoodie").await.unwrap();
+        let config = TableConfig::load(storage.as_ref(), ".hoodie")
+            .await
+            .unwrap();
         let layout = TableLayout::from_config(".hoodie", &config).unwrap();
         let tl = ActiveTimeline::load(storage, layout.clone()).await.unwrap();
         for i in tl.completed() {
@@ -215,8 +229,16 @@ async fn test_load_every_fixture_timeline() {
                 zip.display()
             );
         }
-        assert!(tl.skipped().is_empty(), "{}: {:?}", zip.display(), tl.skipped());
-        assert_eq!(tl.completed_by_completion_time().len(), tl.completed().len());
+        assert!(
+            tl.skipped().is_empty(),
+            "{}: {:?}",
+            zip.display(),
+            tl.skipped()
+        );
+        assert_eq!(
+            tl.completed_by_completion_time().len(),
+            tl.completed().len()
+        );
         loaded += 1;
     }
     assert_eq!(loaded, 30);

@@ -8,8 +8,8 @@
 
 mod fixtures;
 
+mod active;
 mod archive;
 mod avro_fixtures;
 mod config;
 mod generator;
-mod active;

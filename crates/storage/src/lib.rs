@@ -1,0 +1,38 @@
+//! `arbor-storage`: everything arbor reads or writes goes through the [`Storage`] trait, and every
+//! multi-step change that needs mutual exclusion goes through a [`LockProvider`].
+//!
+//! This crate knows nothing of Hudi. It offers:
+//! - [`Storage`], a small async trait over `object_store` with the two conditional writes a table
+//!   format needs for atomic commits: [`Storage::put_if_absent`] (create-if-absent) and
+//!   [`Storage::put_if_match`] (compare-and-swap on a [`Version`]);
+//! - backends for the local file system (the default), memory and S3, built from a URL or a plain
+//!   path by [`open_storage`];
+//! - [`LockProvider`], a leased lock with fencing tokens, with in-process, local-file,
+//!   object-store and (feature `postgres`) PostgreSQL implementations;
+//! - [`FaultInjectingStorage`], a wrapper that fails or "crashes" at the N-th operation, for crash
+//!   sweeps;
+//! - (feature `conformance`) the suites every `Storage` and `LockProvider` implementation runs.
+
+mod error;
+mod factory;
+mod fault;
+mod lock;
+mod object;
+mod path;
+mod storage;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use error::{LockError, LockResult, Result, StorageError};
+pub use factory::{open_storage, StorageOptions};
+pub use fault::{FaultInjectingStorage, FaultMode, OpKind, OpRecord};
+#[cfg(feature = "postgres")]
+pub use lock::postgres::PostgresLockProvider;
+pub use lock::{
+    file::FileLockProvider, memory::InProcessLockProvider, object::ObjectStoreLockProvider,
+    validate_lock_name, Lease, LockProvider, LockState,
+};
+pub use object::ObjectStoreStorage;
+pub use path::validate_key;
+pub use storage::{ListPage, ObjectMeta, Storage, StorageExt, Version, MAX_DELETE_BATCH};

@@ -1,0 +1,85 @@
+//! The [`LockProvider`] trait: a named, leased lock with fencing tokens.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::error::{LockError, LockResult};
+
+pub mod file;
+pub mod memory;
+pub mod object;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+mod state;
+
+pub use state::LockState;
+
+/// Proof that the caller held lock `lock` from the moment of acquisition (or last renewal) until
+/// `expires_at`, unless released earlier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The lock's name.
+    pub lock: String,
+    /// A unique id of this holder (one per acquisition).
+    pub owner: String,
+    /// Fencing token: strictly greater than the token of every earlier acquisition of this lock.
+    /// Storage writes guarded by the lock can carry it so that a holder whose lease expired is
+    /// recognised as stale.
+    pub token: u64,
+    /// When the lease lapses unless renewed.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A named lock shared by many processes (and, for the distributed providers, many machines).
+///
+/// Contract (checked by `conformance::run_lock_suite`):
+/// - **mutual exclusion**: while a lease is live (not released, not expired), no other
+///   `acquire` of the same lock succeeds;
+/// - **expiry**: a holder that neither renews nor releases loses the lock once `expires_at` has
+///   passed; a later `acquire` then succeeds (a takeover);
+/// - **fencing**: every successful `acquire` of a lock returns a token strictly greater than all
+///   tokens returned before for that lock, across takeovers and restarts;
+/// - `renew` and `release` succeed only for the current holder (same `owner` and `token`); for
+///   anybody else they fail with [`LockError::NotHolder`] and change nothing.
+///
+/// Lock names are 1 to 128 characters of `[A-Za-z0-9._-]` ([`validate_lock_name`]).
+#[async_trait]
+pub trait LockProvider: Debug + Send + Sync + 'static {
+    /// Acquires `lock` for `lease`, waiting at most `timeout`; fails with
+    /// [`LockError::Timeout`] when it is still held by someone else at the deadline.
+    async fn acquire(&self, lock: &str, lease: Duration, timeout: Duration) -> LockResult<Lease>;
+
+    /// Extends a live lease by `lease` from now. Fails with `NotHolder` if the lease has lapsed
+    /// and someone else took the lock, or it was released.
+    async fn renew(&self, held: &Lease, lease: Duration) -> LockResult<Lease>;
+
+    /// Releases a live lease. Fails with `NotHolder` for a lease that is not the current one.
+    async fn release(&self, held: &Lease) -> LockResult<()>;
+}
+
+/// Checks a lock name: 1 to 128 characters of `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn validate_lock_name(lock: &str) -> LockResult<()> {
+    let ok = !lock.is_empty()
+        && lock.len() <= 128
+        && lock != "."
+        && lock != ".."
+        && lock
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(LockError::InvalidName {
+            lock: lock.to_string(),
+            reason: "use 1 to 128 characters of [A-Za-z0-9._-]".to_string(),
+        })
+    }
+}
+
+/// Sleep between attempts of a contended acquire: grows from 2 ms to 50 ms.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(u64::from((2u32 << attempt.min(5)).min(50)))
+}

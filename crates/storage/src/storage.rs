@@ -1,0 +1,149 @@
+//! The [`Storage`] trait and the plain types it speaks.
+
+use std::fmt::{Debug, Display};
+use std::ops::Range;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+
+use crate::error::Result;
+
+/// The most keys one [`Storage::delete_batch`] call accepts (the S3 `DeleteObjects` limit).
+pub const MAX_DELETE_BATCH: usize = 1000;
+
+/// The version of an object as returned by a read or write, used by [`Storage::put_if_match`].
+///
+/// Two versions are equal only if they denote the same write of the same key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Version {
+    /// The entity tag (S3 ETag, or the local backend's inode/mtime/size tag).
+    pub e_tag: Option<String>,
+    /// A backend version id, where the backend has one.
+    pub version: Option<String>,
+}
+
+/// What a listing or `head` returns about one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectMeta {
+    /// Key relative to the storage root, `/`-separated, never starting with `/`.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification time as reported by the backend.
+    pub last_modified: DateTime<Utc>,
+    /// Version for compare-and-swap.
+    pub version: Version,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListPage {
+    /// Objects of this page in ascending key order.
+    pub objects: Vec<ObjectMeta>,
+    /// Pass as `start_after` to get the next page; `None` when this was the last page.
+    pub next: Option<String>,
+}
+
+/// Byte storage under one root (a directory, a bucket prefix, a memory store).
+///
+/// Keys are relative to the root, `/`-separated, with no empty, `.` or `..` segment
+/// ([`crate::validate_key`]); an implementation rejects any other key with
+/// [`crate::StorageError::InvalidKey`] before touching the backend.
+///
+/// Contract every implementation guarantees (checked by `conformance::run_storage_suite`):
+/// - a completed `put*` is visible in full to every later `get`, `head` and listing; readers never
+///   observe a partial object;
+/// - [`put_if_absent`](Storage::put_if_absent) is atomic: of any number of concurrent calls on one
+///   key, exactly one succeeds and the others fail with `AlreadyExists`;
+/// - [`put_if_match`](Storage::put_if_match) is an atomic compare-and-swap: it succeeds only if the
+///   object's current version equals `expected`, else fails with `PreconditionFailed`;
+/// - listings are in ascending key order and consistent with completed writes;
+/// - a missing key yields `NotFound` from `get`, `get_range`, `head` and `copy`.
+#[async_trait]
+pub trait Storage: Debug + Display + Send + Sync + 'static {
+    /// Reads a whole object.
+    async fn get(&self, key: &str) -> Result<(Bytes, ObjectMeta)>;
+
+    /// Reads `range` (byte offsets, end exclusive) of an object. A range past the end is
+    /// truncated to the object's size; a start past the end is an `InvalidArgument`.
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
+
+    /// Reads an object's metadata.
+    async fn head(&self, key: &str) -> Result<ObjectMeta>;
+
+    /// Writes an object unconditionally (atomically replacing any previous one).
+    async fn put(&self, key: &str, data: Bytes) -> Result<Version>;
+
+    /// Creates an object only if no object exists at `key`; else `AlreadyExists`.
+    async fn put_if_absent(&self, key: &str, data: Bytes) -> Result<Version>;
+
+    /// Replaces an object only if its current version is `expected`; else `PreconditionFailed`
+    /// (also when the object no longer exists).
+    async fn put_if_match(&self, key: &str, data: Bytes, expected: &Version) -> Result<Version>;
+
+    /// Lists at most `max_keys` objects whose key starts with `prefix`, in ascending key order,
+    /// beginning after `start_after` (exclusive) when given. `prefix` is a directory prefix: `a/b`
+    /// lists `a/b/...`, not `a/bc`. The empty prefix lists everything.
+    async fn list_page(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        max_keys: usize,
+    ) -> Result<ListPage>;
+
+    /// Lists the direct children of directory `prefix`: the objects in it and the names of the
+    /// sub-directories (as keys, without trailing `/`), both ascending.
+    async fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)>;
+
+    /// Deletes up to [`MAX_DELETE_BATCH`] objects. Deleting a missing key is not an error. Returns
+    /// one result per key, in order; the call itself fails only for a bad argument.
+    async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>>;
+
+    /// Copies an object to another key, replacing any object there.
+    async fn copy(&self, from: &str, to: &str) -> Result<()>;
+}
+
+/// Conveniences built only from the required methods of [`Storage`].
+#[async_trait]
+pub trait StorageExt: Storage {
+    /// Lists every object under `prefix` by following pages.
+    async fn list_all(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.list_page(prefix, after.as_deref(), 1000).await?;
+            out.extend(page.objects);
+            match page.next {
+                Some(n) => after = Some(n),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Reads an object, mapping "not found" to `None`.
+    async fn get_opt(&self, key: &str) -> Result<Option<(Bytes, ObjectMeta)>> {
+        match self.get(key).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True if an object exists at `key`.
+    async fn exists(&self, key: &str) -> Result<bool> {
+        match self.head(key).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes one object; a missing object is not an error.
+    async fn delete(&self, key: &str) -> Result<()> {
+        let mut results = self.delete_batch(&[key.to_string()]).await?;
+        results.pop().unwrap_or(Ok(()))
+    }
+}
+
+impl<T: Storage + ?Sized> StorageExt for T {}

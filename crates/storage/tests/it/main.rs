@@ -1,0 +1,13 @@
+//! Integration tests of `arbor-storage`: the conformance suites on every backend (local, memory,
+//! S3 via moto), fault-injection crash sweeps and lock providers.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+#![allow(missing_docs)]
+
+mod locks;
+mod storage_backends;
+mod support;
