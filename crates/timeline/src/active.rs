@@ -7,6 +7,7 @@ use arbor_storage::{Storage, StorageError};
 use bytes::Bytes;
 
 use crate::error::{Result, TimelineError};
+use crate::generator::InstantTimeGenerator;
 use crate::instant::{Action, Instant, InstantTime, State};
 use crate::layout::TableLayout;
 use crate::naming::{parse_instant_file_name, LayoutVersion};
@@ -102,7 +103,17 @@ impl ActiveTimeline {
                 entry.pending_action = instant.action;
                 entry.inflight = Some(instant);
             }
-            State::Completed => entry.completed = Some(instant),
+            State::Completed => {
+                // Two completed files for one instant can only come from a lost completion race
+                // (see `complete`); the smallest completion time wins, as `complete` decides.
+                let keep_existing = entry
+                    .completed
+                    .as_ref()
+                    .is_some_and(|c| c.completion_time <= instant.completion_time);
+                if !keep_existing {
+                    entry.completed = Some(instant);
+                }
+            }
         }
     }
 
@@ -226,8 +237,13 @@ impl ActiveTimeline {
     }
 
     /// Starts a new instant: creates `<time>.<action>.requested` with `content` (may be empty)
-    /// using create-if-absent. Fails with `DuplicateInstant` if any instant file with this time
-    /// exists (an instant time is never reused), or if the create loses a race.
+    /// using create-if-absent.
+    ///
+    /// The timeline directory is listed again first, and the call fails with
+    /// `DuplicateInstant` if any instant file with this time exists (an instant time is never
+    /// reused, whatever the action) or if the create loses a race. A create whose outcome is
+    /// unknown (it may have landed) is reported as a failure: the instant is then never used,
+    /// and a leftover requested file is harmless (the next writer rolls it back).
     pub async fn create_requested(
         &mut self,
         time: InstantTime,
@@ -235,6 +251,7 @@ impl ActiveTimeline {
         content: Bytes,
     ) -> Result<Instant> {
         self.ensure_writable()?;
+        self.reload().await?;
         if self.contains_time(&time) {
             return Err(TimelineError::DuplicateInstant {
                 instant: time.to_string(),
@@ -253,6 +270,20 @@ impl ActiveTimeline {
         }
         self.insert(instant.clone());
         Ok(instant)
+    }
+
+    /// A fresh instant time for a new instant on this timeline: lists the timeline directory and
+    /// asks `generator` for a time after every requested and completion time on it (and after
+    /// everything the generator issued before). Pass it to [`ActiveTimeline::create_requested`].
+    pub async fn next_instant_time(
+        &mut self,
+        generator: &InstantTimeGenerator,
+    ) -> Result<InstantTime> {
+        self.reload().await?;
+        if let Some(max) = self.max_time() {
+            generator.observe(&max);
+        }
+        generator.next()
     }
 
     /// Moves a requested instant to inflight by creating its `.inflight` file (create-if-absent).
@@ -334,15 +365,50 @@ impl ActiveTimeline {
             });
         }
         let key = self.layout.instant_key(&completed)?;
-        match self.storage.put_if_absent(&key, content).await {
+        match self.storage.put_if_absent(&key, content.clone()).await {
             Ok(_) => {}
-            Err(StorageError::AlreadyExists { path }) => {
+            Err(e) => {
+                // The outcome may be ambiguous: a retried PUT whose first attempt landed reports
+                // AlreadyExists, a timeout may hide a success. Read back before deciding: a
+                // completion that is visible must never be reported as failed (the caller would
+                // roll back committed data).
+                let landed = match self.storage.get(&key).await {
+                    Ok((bytes, _)) => bytes == content,
+                    Err(_) => false,
+                };
+                if !landed {
+                    return Err(match e {
+                        StorageError::AlreadyExists { path } => TimelineError::AlreadyCompleted {
+                            instant: inflight.requested_time.to_string(),
+                            path,
+                        },
+                        other => other.into(),
+                    });
+                }
+                tracing::debug!(file = %key, "completion confirmed by reading back");
+            }
+        }
+        // Two completers with different completion times create different files; both creates
+        // succeed. Resolve deterministically: the smallest completion time wins, the loser
+        // removes its own file and reports AlreadyCompleted.
+        let after = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        if let Some(winner) = after
+            .get(&inflight.requested_time, inflight.action)
+            .and_then(|f| f.completed.clone())
+        {
+            if winner.completion_time != completed.completion_time {
+                let winner_key = self.layout.instant_key(&winner)?;
+                self.storage
+                    .delete_batch(&[key.clone()])
+                    .await?
+                    .pop()
+                    .unwrap_or(Ok(()))?;
+                *self = after;
                 return Err(TimelineError::AlreadyCompleted {
                     instant: inflight.requested_time.to_string(),
-                    path,
-                })
+                    path: winner_key,
+                });
             }
-            Err(e) => return Err(e.into()),
         }
         self.insert(completed.clone());
         Ok(completed)

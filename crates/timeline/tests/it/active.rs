@@ -7,7 +7,8 @@ use arbor_timeline::avro::{encode_instant_for, HoodieCommitMetadata, InstantCont
 use arbor_timeline::config::TableType;
 use arbor_timeline::naming::LayoutVersion;
 use arbor_timeline::{
-    Action, ActiveTimeline, Instant, InstantTime, State, TableConfig, TableLayout, TimelineError,
+    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
+    TableLayout, TimelineError,
 };
 use bytes::Bytes;
 
@@ -242,4 +243,200 @@ async fn test_load_every_fixture_timeline() {
         loaded += 1;
     }
     assert_eq!(loaded, 30);
+}
+
+fn inflight_for_race() -> (Instant, Instant) {
+    let req = Instant::requested(t("20250101000000000"), Action::Commit);
+    (req.clone(), req.with_state(State::Inflight))
+}
+
+/// Concurrent completions of one instant with different completion times (each creates a
+/// different file name): exactly one wins, the losers remove their files, and every later load
+/// shows the winner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn test_complete_concurrent_different_completion_times_exactly_one_wins() {
+    for round in 0..10 {
+        // Slow listings make every completer pass its pre-check before any creates, so the
+        // race resolution after the create is what decides.
+        let storage: Arc<dyn Storage> =
+            Arc::new(SlowListing(Arc::new(ObjectStoreStorage::memory())));
+        let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+        TableConfig::create(storage.as_ref(), ".hoodie", &config)
+            .await
+            .unwrap();
+        let layout = TableLayout::from_config(".hoodie", &config).unwrap();
+        let mut tl = ActiveTimeline::load(storage.clone(), layout).await.unwrap();
+        let (req, _) = inflight_for_race();
+        tl.create_requested(req.requested_time.clone(), Action::Commit, Bytes::new())
+            .await
+            .unwrap();
+        let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+        let mut tasks = Vec::new();
+        for k in 0..8u32 {
+            let mut handle = tl.clone();
+            let infl = infl.clone();
+            tasks.push(tokio::spawn(async move {
+                let c = t(&format!("2025010100000{:04}", 100 + k));
+                let mut done = infl.with_state(State::Completed);
+                done.completion_time = Some(c.clone());
+                handle.complete(&infl, c, commit_bytes(&done)).await
+            }));
+        }
+        let mut winners = Vec::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(i) => winners.push(i),
+                Err(TimelineError::AlreadyCompleted { .. }) => {}
+                Err(e) => panic!("round {round}: unexpected error {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        let completed: Vec<String> = keys(&storage)
+            .await
+            .into_iter()
+            .filter(|k| k.contains('_') && k.ends_with(".commit"))
+            .collect();
+        assert_eq!(completed.len(), 1, "round {round}: {completed:?}");
+        let mut fresh = tl.clone();
+        fresh.reload().await.unwrap();
+        assert_eq!(fresh.completed(), winners, "round {round}");
+    }
+}
+
+/// A completion whose PUT landed but whose reply was lost is confirmed by reading back, not
+/// reported as failed (a caller would otherwise roll back committed data).
+#[tokio::test]
+async fn test_complete_lost_reply_is_confirmed_by_read_back() {
+    use arbor_storage::{FaultInjectingStorage, FaultMode};
+    let inner: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+    let faulty = Arc::new(FaultInjectingStorage::new(inner.clone()));
+    let storage: Arc<dyn Storage> = faulty.clone();
+    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+    TableConfig::create(storage.as_ref(), ".hoodie", &config)
+        .await
+        .unwrap();
+    let layout = TableLayout::from_config(".hoodie", &config).unwrap();
+    let mut tl = ActiveTimeline::load(storage.clone(), layout).await.unwrap();
+    let (req, _) = inflight_for_race();
+    tl.create_requested(req.requested_time.clone(), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    let c = t("20250101000000009");
+    let mut done = infl.with_state(State::Completed);
+    done.completion_time = Some(c.clone());
+    // complete() lists once, then creates the completed file: fail that create after it landed.
+    let n = faulty.op_count() + 1;
+    faulty.set_mode(FaultMode::FailAfter(n));
+    let got = tl.complete(&infl, c, commit_bytes(&done)).await.unwrap();
+    assert_eq!(got, done);
+    assert!(faulty
+        .ops()
+        .iter()
+        .any(|op| op.index == n && op.key.ends_with("_20250101000000009.commit")));
+    faulty.set_mode(FaultMode::None);
+    let fresh = ActiveTimeline::load(inner, tl.layout().clone())
+        .await
+        .unwrap();
+    assert_eq!(fresh.completed(), vec![done]);
+}
+
+/// An instant time is never reused: a stale handle cannot start another action at a time that
+/// already exists, and `next_instant_time` steps past every time on the timeline even when the
+/// generator's clock is behind.
+#[tokio::test]
+async fn test_next_instant_time_steps_past_existing_times_with_clock_behind() {
+    use arbor_timeline::generator::ManualClock;
+    let (_storage, mut tl) = new_table().await;
+    let mut stale = tl.clone();
+    tl.create_requested(t("20300101000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    let err = stale
+        .create_requested(t("20300101000000000"), Action::Clean, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, TimelineError::DuplicateInstant { .. }),
+        "{err}"
+    );
+    let clock = Arc::new(ManualClock::new(
+        t("20250101000000000").to_datetime().unwrap(),
+    ));
+    let generator = InstantTimeGenerator::with_clock(clock);
+    let next = stale.next_instant_time(&generator).await.unwrap();
+    assert!(next > t("20300101000000000"), "{next}");
+    stale
+        .create_requested(next, Action::Clean, Bytes::new())
+        .await
+        .unwrap();
+}
+
+/// Delays every `list_dir` by 30 ms; everything else passes through.
+#[derive(Debug)]
+struct SlowListing(Arc<dyn Storage>);
+
+impl std::fmt::Display for SlowListing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "slow-listing({})", self.0)
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for SlowListing {
+    async fn get(&self, key: &str) -> arbor_storage::Result<(Bytes, arbor_storage::ObjectMeta)> {
+        self.0.get(key).await
+    }
+    async fn get_range(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+    ) -> arbor_storage::Result<Bytes> {
+        self.0.get_range(key, range).await
+    }
+    async fn head(&self, key: &str) -> arbor_storage::Result<arbor_storage::ObjectMeta> {
+        self.0.head(key).await
+    }
+    async fn put(&self, key: &str, data: Bytes) -> arbor_storage::Result<arbor_storage::Version> {
+        self.0.put(key, data).await
+    }
+    async fn put_if_absent(
+        &self,
+        key: &str,
+        data: Bytes,
+    ) -> arbor_storage::Result<arbor_storage::Version> {
+        self.0.put_if_absent(key, data).await
+    }
+    async fn put_if_match(
+        &self,
+        key: &str,
+        data: Bytes,
+        expected: &arbor_storage::Version,
+    ) -> arbor_storage::Result<arbor_storage::Version> {
+        self.0.put_if_match(key, data, expected).await
+    }
+    async fn list_page(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        max_keys: usize,
+    ) -> arbor_storage::Result<arbor_storage::ListPage> {
+        self.0.list_page(prefix, start_after, max_keys).await
+    }
+    async fn list_dir(
+        &self,
+        prefix: &str,
+    ) -> arbor_storage::Result<(Vec<arbor_storage::ObjectMeta>, Vec<String>)> {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        self.0.list_dir(prefix).await
+    }
+    async fn delete_batch(
+        &self,
+        keys: &[String],
+    ) -> arbor_storage::Result<Vec<arbor_storage::Result<()>>> {
+        self.0.delete_batch(keys).await
+    }
+    async fn copy(&self, from: &str, to: &str) -> arbor_storage::Result<()> {
+        self.0.copy(from, to).await
+    }
 }
