@@ -399,7 +399,7 @@ impl ActiveTimeline {
             if winner.completion_time != completed.completion_time {
                 let winner_key = self.layout.instant_key(&winner)?;
                 self.storage
-                    .delete_batch(&[key.clone()])
+                    .delete_batch(std::slice::from_ref(&key))
                     .await?
                     .pop()
                     .unwrap_or(Ok(()))?;
