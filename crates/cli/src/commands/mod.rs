@@ -2,6 +2,7 @@
 
 pub mod timeline;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use arbor_storage::{open_storage, Storage, StorageOptions};
@@ -20,8 +21,24 @@ pub fn storage_options(pairs: &[String]) -> CliResult<StorageOptions> {
     Ok(StorageOptions::from_pairs(kv)?)
 }
 
-/// Opens the storage rooted at a table's base path (local path, `file://`, `memory://` or
-/// `s3://bucket/prefix`).
+/// Opens the storage rooted at an existing table's base path (local path, `file://`,
+/// `memory://` or `s3://bucket/prefix`). A local directory that does not exist is an error:
+/// read commands never create anything.
 pub fn open_table_storage(location: &str, options: &StorageOptions) -> CliResult<Arc<dyn Storage>> {
+    let local = if let Some(rest) = location.strip_prefix("file://") {
+        Some(rest)
+    } else if location.contains("://") {
+        None
+    } else {
+        Some(location)
+    };
+    if let Some(path) = local {
+        if !Path::new(path).is_dir() {
+            return Err(CliError::at(
+                location,
+                CliError::Usage("no such directory".to_string()),
+            ));
+        }
+    }
     Ok(open_storage(location, options)?)
 }

@@ -56,6 +56,5 @@ pub async fn run(args: TimelineArgs, options: &StorageOptions) -> CliResult<()> 
             row
         })
         .collect();
-    print_table(&header, rows);
-    Ok(())
+    print_table(&header, rows)
 }

@@ -138,6 +138,35 @@ fn test_timeline_missing_table_fails_with_one_line() {
 }
 
 #[test]
+fn test_timeline_nonexistent_directory_fails_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no/such/table");
+    let out = arbor(&["timeline", missing.to_str().unwrap()]);
+    assert_one_line_error(&out, "no such directory");
+    assert!(
+        !tmp.path().join("no").exists(),
+        "arbor created the directory"
+    );
+}
+
+#[test]
+fn test_timeline_closed_stdout_pipe_is_not_a_panic() {
+    let Some(root) = fixtures_root() else { return };
+    let (_tmp, base) = unzip_table(&root.join("sample_table/cow/v9_txns_simple_meta.zip"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["timeline", base.to_str().unwrap(), "--all", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away, like `| head -0`
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
 fn test_timeline_corrupt_properties_fails_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     fs::create_dir_all(tmp.path().join(".hoodie/timeline")).unwrap();

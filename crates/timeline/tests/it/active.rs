@@ -440,3 +440,76 @@ impl Storage for SlowListing {
         self.0.copy(from, to).await
     }
 }
+
+mod creation_property {
+    use super::*;
+    use arbor_timeline::generator::ManualClock;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Writer `w` creates an instant (action chosen by `a`).
+        Create { w: usize, a: usize },
+        /// Writer `w`'s clock jumps by `delta_ms` (negative: it steps back).
+        Clock { w: usize, delta_ms: i64 },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (0..3usize, 0..3usize).prop_map(|(w, a)| Step::Create { w, a }),
+            2 => (0..3usize, -5_000i64..5_000).prop_map(|(w, delta_ms)| Step::Clock { w, delta_ms }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Three writers, each with its own (skewed, stepping-back) clock and generator, create
+        /// instants on one table in a random interleaving: every created instant time is new and
+        /// greater than every time created before it, and the timeline lists each exactly once.
+        #[test]
+        fn prop_interleaved_creation_under_stepped_back_clocks_is_unique_and_increasing(
+            steps in proptest::collection::vec(step(), 1..40),
+            skews in proptest::collection::vec(-3_000i64..3_000, 3),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let (_storage, tl) = new_table().await;
+                let base = t("20250601120000000").to_datetime().unwrap();
+                let clocks: Vec<Arc<ManualClock>> = skews
+                    .iter()
+                    .map(|s| Arc::new(ManualClock::new(base + chrono::Duration::milliseconds(*s))))
+                    .collect();
+                let gens: Vec<InstantTimeGenerator> = clocks
+                    .iter()
+                    .map(|c| InstantTimeGenerator::with_clock(c.clone()))
+                    .collect();
+                let mut handles: Vec<ActiveTimeline> = (0..3).map(|_| tl.clone()).collect();
+                let actions = [Action::Commit, Action::DeltaCommit, Action::Clean];
+                let mut created: Vec<InstantTime> = Vec::new();
+                for s in &steps {
+                    match *s {
+                        Step::Clock { w, delta_ms } => clocks[w].advance_ms(delta_ms),
+                        Step::Create { w, a } => {
+                            let time = handles[w].next_instant_time(&gens[w]).await.unwrap();
+                            if let Some(last) = created.last() {
+                                prop_assert!(&time > last, "{time} not after {last}");
+                            }
+                            handles[w]
+                                .create_requested(time.clone(), actions[a], Bytes::new())
+                                .await
+                                .unwrap();
+                            created.push(time);
+                        }
+                    }
+                }
+                let mut fresh = tl.clone();
+                fresh.reload().await.unwrap();
+                let listed: Vec<InstantTime> =
+                    fresh.instants().into_iter().map(|i| i.requested_time).collect();
+                prop_assert_eq!(listed, created);
+                Ok(())
+            })?;
+        }
+    }
+}
