@@ -23,7 +23,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
-                 test [--no-clippy]  start PostgreSQL and moto (S3), run clippy and every test\n  \
+                 test [--no-clippy]  start PostgreSQL, moto (S3) and the peer reader, run clippy and every test\n  \
                  demo [DIR]          run the demo on the local file system\n  \
                  services            start PostgreSQL and moto, print their environment"
             );
@@ -132,9 +132,11 @@ fn script_output(script: &str, args: &[&str]) -> Result<String, String> {
 fn services() -> Result<Vec<(String, String)>, String> {
     let pg = script_output("postgres.sh", &[])?;
     let s3 = script_output("moto.sh", &[])?;
+    let peer = script_output("peer.sh", &[])?;
     Ok(vec![
         ("ARBOR_TEST_PG_URL".to_string(), pg),
         ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
+        ("ARBOR_PEER_PYTHON".to_string(), peer),
     ])
 }
 

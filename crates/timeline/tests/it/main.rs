@@ -13,3 +13,4 @@ mod archive;
 mod avro_fixtures;
 mod config;
 mod generator;
+mod peer;
