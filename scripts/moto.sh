@@ -38,14 +38,50 @@ PY
     fi
 }
 
-running_pid() {
+# True if the moto API answers with a success status (curl -f: an HTTP error is a failure), i.e.
+# the server on the port is moto, not merely something speaking HTTP.
+is_moto_api() {
+    if command -v curl >/dev/null 2>&1; then
+        curl -sf -o /dev/null --max-time 2 "${URL}/moto-api/"
+    else
+        "${PY}" - "${URL}" <<'PY' >/dev/null 2>&1
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=2)
+PY
+    fi
+}
+
+# The live pid recorded in the pidfile (whatever process it now is).
+pidfile_pid() {
     if [[ -f "${PIDFILE}" ]]; then
         local pid
         pid="$(cat "${PIDFILE}")"
-        if [[ -n "${pid}" ]] && kill -0 "${pid}" 2>/dev/null; then
+        if [[ "${pid}" =~ ^[0-9]+$ ]] && kill -0 "${pid}" 2>/dev/null; then
             echo "${pid}"
             return 0
         fi
+    fi
+    return 1
+}
+
+# True if process $1 runs scripts/moto_server.py (so a pid reused by another program after moto
+# died is never taken for moto, nor killed).
+is_moto_pid() {
+    local pid="$1" cmd=""
+    if [[ -r "/proc/${pid}/cmdline" ]]; then
+        cmd="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null || true)"
+    elif command -v ps >/dev/null 2>&1; then
+        cmd="$(ps -p "${pid}" -o command= 2>/dev/null || true)"
+    fi
+    [[ "${cmd}" == *moto_server.py* ]]
+}
+
+# The pid of the moto started by this script, if it is still running.
+running_pid() {
+    local pid
+    if pid="$(pidfile_pid)" && is_moto_pid "${pid}"; then
+        echo "${pid}"
+        return 0
     fi
     return 1
 }
@@ -58,10 +94,12 @@ stop() {
             kill -0 "${pid}" 2>/dev/null || break
             sleep 0.1
         done
-        if kill -0 "${pid}" 2>/dev/null; then
+        if kill -0 "${pid}" 2>/dev/null && is_moto_pid "${pid}"; then
             kill -9 "${pid}" 2>/dev/null || true
         fi
         log "stopped moto (pid ${pid})"
+    elif pid="$(pidfile_pid)"; then
+        log "pid ${pid} in ${PIDFILE} is not moto_server.py (moto died and the pid was reused); not killing it"
     else
         log "no moto started by this script is running on port ${PORT}"
     fi
@@ -86,7 +124,7 @@ start() {
     fi
     if answering; then
         # Something else serves the port (e.g. a moto started by hand). Use it only if it is moto.
-        if curl -s --max-time 2 "${URL}/moto-api/" >/dev/null 2>&1; then
+        if is_moto_api; then
             log "using the moto already answering on ${URL} (not started by this script; make sure it is single-threaded)"
             echo "${URL}"
             return 0
@@ -106,7 +144,8 @@ start() {
             echo "${URL}"
             return 0
         fi
-        if ! running_pid >/dev/null; then
+        # Liveness only: right after the fork the child may not have exec'd python yet.
+        if ! pidfile_pid >/dev/null; then
             log "moto exited during startup; last lines of ${LOGFILE}:"
             tail -n 20 "${LOGFILE}" >&2 || true
             return 1

@@ -32,7 +32,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::error::{Result, StorageError};
-use crate::storage::{ListPage, ObjectMeta, Storage, Version};
+use crate::storage::{ListPage, ObjectMeta, Storage, Version, MAX_DELETE_BATCH};
 
 /// When [`FaultInjectingStorage`] injects faults. Operations are numbered from zero in the order
 /// they are called (only the mutating ones with
@@ -50,7 +50,9 @@ pub enum FaultMode {
     /// [`StorageError::Injected`], like a request whose reply was lost; later operations work.
     FailAfter(usize),
     /// Operation `n` and every later one (counted or not) fail with [`StorageError::Injected`]
-    /// without reaching the inner storage: the process "died" just before operation `n`.
+    /// without reaching the inner storage: the process "died" just before operation `n`. With
+    /// [`set_partial_batches`](FaultInjectingStorage::set_partial_batches), a `delete_batch` at
+    /// `n` first deletes a prefix of its keys: the process died during the batch.
     CrashAt(usize),
 }
 
@@ -127,6 +129,7 @@ pub struct OpRecord {
 struct State {
     mode: FaultMode,
     count_only_writes: bool,
+    partial_batches: bool,
     next: usize,
     crashed: bool,
     log: Vec<OpRecord>,
@@ -138,11 +141,19 @@ enum Verdict {
     Pass,
     /// Run it, then report this error.
     RunThenFail(StorageError),
+    /// Run a `delete_batch` on only its first `applied` keys, then report this error.
+    PrefixThenFail {
+        /// How many keys (from the start) are deleted.
+        applied: usize,
+        /// The error reported.
+        error: StorageError,
+    },
 }
 
 /// A [`Storage`] that forwards to an inner one and injects faults per [`FaultMode`].
 ///
-/// Every call of a trait method is one operation (a `delete_batch` is one, whatever its size).
+/// Every call of a trait method is one operation (a `delete_batch` is one, whatever its size;
+/// see [`set_partial_batches`](Self::set_partial_batches) for a crash in the middle of one).
 /// With [`set_count_only_writes`](Self::set_count_only_writes), only mutating operations (`put*`,
 /// `delete_batch`, `copy`) are counted and logged; reads then pass through (unless the storage
 /// has crashed: a dead process reads nothing either).
@@ -186,6 +197,15 @@ impl FaultInjectingStorage {
         self.state().count_only_writes = only_writes;
     }
 
+    /// When `true`, a [`FaultMode::CrashAt`] crash that hits a `delete_batch` of `k` keys (at most
+    /// [`MAX_DELETE_BATCH`]) first deletes its first `k / 2` keys from the inner storage, then
+    /// crashes, as a process that died while a batch delete was partly applied (S3 deletes the
+    /// keys of one `DeleteObjects` request independently). A batch of one key deletes nothing.
+    /// The other modes are unaffected. Off by default; kept by [`reset`](Self::reset).
+    pub fn set_partial_batches(&self, partial: bool) {
+        self.state().partial_batches = partial;
+    }
+
     /// The log of the counted operations attempted so far, including those that failed.
     pub fn ops(&self) -> Vec<OpRecord> {
         self.state().log.clone()
@@ -211,6 +231,11 @@ impl FaultInjectingStorage {
 
     /// Counts and logs one call and decides its fate.
     fn begin(&self, kind: OpKind, key: &str) -> Result<Verdict> {
+        self.begin_batch(kind, key, 0)
+    }
+
+    /// [`begin`](Self::begin) for a call on `batch_len` keys (0 if not a batch).
+    fn begin_batch(&self, kind: OpKind, key: &str, batch_len: usize) -> Result<Verdict> {
         let mut s = self.state();
         let injected = |index: usize| StorageError::Injected {
             index,
@@ -239,7 +264,19 @@ impl FaultInjectingStorage {
             FaultMode::FailAfter(n) if n == index => Ok(Verdict::RunThenFail(injected(index))),
             FaultMode::CrashAt(n) if index >= n => {
                 s.crashed = true;
-                Err(injected(index))
+                let applied = if s.partial_batches && batch_len <= MAX_DELETE_BATCH {
+                    batch_len / 2
+                } else {
+                    0
+                };
+                if applied > 0 {
+                    Ok(Verdict::PrefixThenFail {
+                        applied,
+                        error: injected(index),
+                    })
+                } else {
+                    Err(injected(index))
+                }
             }
             _ => Ok(Verdict::Pass),
         }
@@ -250,7 +287,7 @@ impl FaultInjectingStorage {
 fn finish<T>(verdict: Verdict, result: Result<T>) -> Result<T> {
     match verdict {
         Verdict::Pass => result,
-        Verdict::RunThenFail(e) => Err(e),
+        Verdict::RunThenFail(e) | Verdict::PrefixThenFail { error: e, .. } => Err(e),
     }
 }
 
@@ -308,7 +345,14 @@ impl Storage for FaultInjectingStorage {
     }
 
     async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>> {
-        let v = self.begin(OpKind::Delete, &keys.join(", "))?;
+        let v = self.begin_batch(OpKind::Delete, &keys.join(", "), keys.len())?;
+        if let Verdict::PrefixThenFail { applied, error } = v {
+            // The process dies during the batch: whatever the prefix's outcome, the caller only
+            // sees the crash.
+            let prefix = keys.get(..applied).unwrap_or(keys);
+            let _ = self.inner.delete_batch(prefix).await;
+            return Err(error);
+        }
         finish(v, self.inner.delete_batch(keys).await)
     }
 
@@ -452,5 +496,88 @@ mod tests {
         );
         assert_eq!(f.ops()[8].key, "k, k2");
         assert_eq!(f.to_string(), "fault(memory://)");
+    }
+
+    async fn put_keys(inner: &Arc<dyn Storage>, keys: &[String]) {
+        for k in keys {
+            inner.put(k, b("x")).await.unwrap();
+        }
+    }
+
+    async fn existing(inner: &Arc<dyn Storage>, keys: &[String]) -> Vec<bool> {
+        let mut out = Vec::new();
+        for k in keys {
+            out.push(inner.exists(k).await.unwrap());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn test_crash_at_partial_batch_deletes_first_half_then_crashes() {
+        let (inner, f) = setup();
+        let keys: Vec<String> = (0..5).map(|i| format!("k{i}")).collect();
+        put_keys(&inner, &keys).await;
+        f.set_partial_batches(true);
+        f.set_mode(FaultMode::CrashAt(0));
+        let err = f.delete_batch(&keys).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StorageError::Injected {
+                    index: 0,
+                    operation: "delete",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(f.has_crashed());
+        assert_eq!(
+            existing(&inner, &keys).await,
+            [false, false, true, true, true]
+        );
+        // Dead: nothing more happens.
+        assert!(f.delete_batch(&keys).await.is_err());
+        assert_eq!(
+            existing(&inner, &keys).await,
+            [false, false, true, true, true]
+        );
+        assert_eq!(f.op_count(), 2);
+    }
+
+    #[tokio::test]
+    async fn test_crash_at_partial_batches_off_deletes_nothing() {
+        let (inner, f) = setup();
+        let keys: Vec<String> = (0..4).map(|i| format!("k{i}")).collect();
+        put_keys(&inner, &keys).await;
+        f.set_mode(FaultMode::CrashAt(0));
+        assert!(f.delete_batch(&keys).await.is_err());
+        assert_eq!(existing(&inner, &keys).await, [true; 4]);
+    }
+
+    #[tokio::test]
+    async fn test_partial_batches_single_key_and_other_modes_unaffected() {
+        let (inner, f) = setup();
+        let keys: Vec<String> = (0..4).map(|i| format!("k{i}")).collect();
+        put_keys(&inner, &keys).await;
+        f.set_partial_batches(true);
+        // FailAt does not apply a prefix.
+        f.set_mode(FaultMode::FailAt(0));
+        assert!(f.delete_batch(&keys).await.is_err());
+        assert_eq!(existing(&inner, &keys).await, [true; 4]);
+        // A crash on a one-key batch deletes nothing.
+        f.set_mode(FaultMode::CrashAt(1));
+        assert!(f.delete_batch(&keys[..1]).await.is_err());
+        assert_eq!(existing(&inner, &keys).await, [true; 4]);
+        // The setting survives a reset; a crash on a later write (not a batch) is unchanged.
+        f.reset();
+        f.set_mode(FaultMode::CrashAt(1));
+        f.put("other", b("1")).await.unwrap();
+        assert!(f.put("late", b("1")).await.is_err());
+        assert!(!inner.exists("late").await.unwrap());
+        f.reset();
+        f.set_mode(FaultMode::CrashAt(0));
+        assert!(f.delete_batch(&keys).await.is_err());
+        assert_eq!(existing(&inner, &keys).await, [false, false, true, true]);
     }
 }

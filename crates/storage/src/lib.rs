@@ -13,6 +13,7 @@
 //!   sweeps;
 //! - (feature `conformance`) the suites every `Storage` and `LockProvider` implementation runs.
 
+mod durable;
 mod error;
 mod factory;
 mod fault;

@@ -39,11 +39,14 @@ const CREATE_CONFLICT_RETRIES: usize = 5;
 ///   `LocalFileSystem` has no compare-and-swap (`PutMode::Update`), does not list in key order and
 ///   can repeat an ETag (see below). Every mutation of a key takes an exclusive OS file lock
 ///   (`flock`) on a lock file *outside* the table: one of a fixed set of stripe files in
-///   `$TMPDIR/arbor-storage-locks-v1/`, chosen by a stable hash of the canonical path of the key's
-///   parent directory. Under that lock the write compares the current version (for
-///   [`Storage::put_if_match`]) and renames a fully written temporary file into place, so
-///   conditional writes are atomic across threads and processes of one machine (not across
-///   machines sharing a network file system). Temporary files live next to their target, named
+///   `$TMPDIR/arbor-storage-locks-v2-<uid>/` (one owner-only directory per user), chosen by a
+///   stable hash of the canonical path of the key's parent directory. Under that lock the write
+///   compares the current version (for [`Storage::put_if_match`]) and renames a fully written
+///   temporary file into place, so conditional writes are atomic across threads and processes
+///   of one user on one machine (not across users, and not across machines sharing a network
+///   file system). A process that is stopped (not killed) inside that short critical section
+///   blocks the writers of its stripe until it resumes or dies; a killed one releases the lock
+///   at once. Temporary files live next to their target, named
 ///   `<name>#<digits>` (object_store's own staging convention, hidden from listings); a crash can
 ///   leave one behind. Keys whose file name ends in `#<digits>` are therefore rejected.
 ///
@@ -57,8 +60,14 @@ const CREATE_CONFLICT_RETRIES: usize = 5;
 ///   of a directory (or failing a write that created it) removes the directory and its empty
 ///   parents up to the root. Unlike an object store, a file system cannot hold both `a/b` and
 ///   `a/b/c`: writing below an object fails with a `Backend` error (reading there is `NotFound`).
-///   Data is not `fsync`ed (as in object_store): a completed write survives a process crash, not
-///   necessarily a power failure.
+///
+///   Durability: the temporary file's data is synced (`fdatasync`) before it is renamed or linked
+///   into place, and the directory is synced after (with any directories the write created), so
+///   a completed write survives a power failure and a published file is never empty or
+///   truncated. The stamped mtime is not synced on its own (on ext4 the directory sync in
+///   practice commits it too); where it is lost, a power failure changes the version of the
+///   object, which only makes a pending compare-and-swap fail. Deletes are not synced: a power
+///   failure can undo a delete.
 /// - **memory** ([`ObjectStoreStorage::memory`]): object_store's [`InMemory`].
 /// - **S3** ([`ObjectStoreStorage::s3`]): object_store's `AmazonS3` with conditional put
 ///   (`If-None-Match: *` / `If-Match: <etag>`). The S3 ETag of a simple put is the MD5 of the

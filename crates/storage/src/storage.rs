@@ -14,7 +14,20 @@ pub const MAX_DELETE_BATCH: usize = 1000;
 
 /// The version of an object as returned by a read or write, used by [`Storage::put_if_match`].
 ///
-/// Two versions are equal only if they denote the same write of the same key.
+/// What a compare-and-swap guarantees is exactly this: it succeeds only if the object's *current*
+/// version equals the expected one. Whether two different writes can have equal versions depends
+/// on the backend:
+/// - local: never (every write gets a fresh modification time, see
+///   [`crate::ObjectStoreStorage`]); memory: never (a counter), so equal versions there mean the
+///   same write;
+/// - S3 (and stores like it): the ETag of a simple put is the MD5 of the content, so two writes
+///   of identical bytes have equal versions, and a compare-and-swap cannot tell whether the
+///   object was rewritten with the same bytes in between (an ABA). That is harmless when the
+///   content changes with every write, as for state documents that carry a token, counter or
+///   owner id: equal versions then mean equal content, and the swap decides on the same state.
+///
+/// Documents that may be rewritten with identical bytes by different writers should therefore
+/// include something unique per write if a compare-and-swap on them must detect every change.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Version {
     /// The entity tag (S3 ETag, or the local backend's inode/mtime/size tag).

@@ -40,7 +40,10 @@ const PATIENCE: Duration = Duration::from_secs(30);
 ///    lease cannot be released again;
 /// 5. renewal: a holder renewing past its original expiry keeps the lock;
 /// 6. names: `""`, `../x`, `a/b` and friends are rejected with `InvalidName`;
-/// 7. a zero timeout on a free lock acquires it; locks of different names are independent.
+/// 7. a zero timeout on a free lock acquires it; locks of different names are independent;
+/// 8. huge durations do not overflow: `acquire` with `Duration::MAX` as timeout (and as lease)
+///    gets a free lock at once, and a `Duration::MAX` waiter gets a held lock once its lease
+///    lapses.
 pub async fn run_lock_suite<F, Fut>(backend: &str, mut make: F)
 where
     F: FnMut() -> Fut,
@@ -52,6 +55,7 @@ where
     }
     check_invalid_names(backend, &handles[0]).await;
     check_zero_timeout_and_independence(backend, &handles[0], &handles[1]).await;
+    check_huge_durations(backend, &handles[0], &handles[1]).await;
     check_strangers(backend, &handles[0], &handles[1]).await;
     check_takeover(backend, &handles[0], &handles[1]).await;
     check_renewal(backend, &handles[2], &handles[3]).await;
@@ -136,6 +140,54 @@ async fn check_zero_timeout_and_independence(
         .await
         .unwrap_or_else(|e| panic!("[{backend}] release: {e}"));
     b.release(&other)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] release: {e}"));
+}
+
+async fn check_huge_durations(backend: &str, a: &Arc<dyn LockProvider>, b: &Arc<dyn LockProvider>) {
+    let name = unique_name("huge");
+    let held = a
+        .acquire(&name, LONG_LEASE, Duration::MAX)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] acquire of a free lock, timeout MAX: {e}"));
+    a.release(&held)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] release: {e}"));
+    let forever = a
+        .acquire(&name, Duration::MAX, Duration::MAX)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] acquire, lease and timeout MAX: {e}"));
+    assert!(
+        forever.expires_at > Utc::now() + chrono::TimeDelta::days(365),
+        "[{backend}] a lease of Duration::MAX expires within a year: {forever:?}"
+    );
+    let renewed = a
+        .renew(&forever, Duration::MAX)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] renew, lease MAX: {e}"));
+    a.release(&renewed)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] release: {e}"));
+
+    // A waiter with timeout MAX: it must wait (not overflow, not give up) and take the lock over
+    // when the holder's short lease lapses.
+    let short = a
+        .acquire(&name, Duration::from_millis(300), PATIENCE)
+        .await
+        .unwrap_or_else(|e| panic!("[{backend}] acquire: {e}"));
+    let next = tokio::time::timeout(PATIENCE, b.acquire(&name, LONG_LEASE, Duration::MAX))
+        .await
+        .unwrap_or_else(|_| {
+            panic!("[{backend}] a timeout-MAX waiter did not get a lapsed lock in {PATIENCE:?}")
+        })
+        .unwrap_or_else(|e| panic!("[{backend}] takeover by a timeout-MAX waiter: {e}"));
+    assert!(
+        next.token > short.token,
+        "[{backend}] takeover token {} is not larger than {}",
+        next.token,
+        short.token
+    );
+    b.release(&next)
         .await
         .unwrap_or_else(|e| panic!("[{backend}] release: {e}"));
 }

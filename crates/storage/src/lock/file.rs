@@ -10,8 +10,9 @@ use chrono::Utc;
 use fs4::fs_std::FileExt;
 use tokio::time::Instant;
 
-use super::memory::{timeout_error, Grant};
-use super::{backoff, validate_lock_name, Lease, LockProvider, LockState};
+use super::state::Grant;
+use super::{backoff, validate_lock_name, Deadline, Lease, LockProvider, LockState};
+use crate::durable::sync_dir;
 use crate::error::{LockError, LockResult};
 
 /// Locks kept as files in one directory: mutual exclusion between the processes (and tasks) of
@@ -21,7 +22,8 @@ use crate::error::{LockError, LockResult};
 /// - `<name>.lock`, an empty file on which every read-modify-write of the lock takes an exclusive
 ///   OS file lock (`flock` on Unix, `LockFileEx` on Windows) for the few microseconds it lasts;
 /// - `<name>.lock.json`, the [`LockState`] (owner, last fencing token, lease expiry) as JSON,
-///   replaced atomically (written to a temporary file, synced, renamed over it).
+///   replaced atomically (written to a temporary file, synced, renamed over it, directory
+///   synced), so that a power failure cannot revert it to an older state and token.
 ///
 /// The OS lock is never held while the lock is "held": a holder that dies simply stops renewing,
 /// and once its lease lapses another process takes over with a larger token. The state file
@@ -74,7 +76,14 @@ fn update_state<R>(
         lock: lock.to_string(),
         source: Box::new(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
     };
-    fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+    if !dir.is_dir() {
+        fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+        // Make the new directory's own name durable too, or a power failure could lose the
+        // whole directory (and the tokens it will hold) even after its files were synced.
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent).map_err(|e| io_err(parent, e))?;
+        }
+    }
     let lock_path = dir.join(format!("{lock}.lock"));
     let guard = OpenOptions::new()
         .read(true)
@@ -106,8 +115,10 @@ fn update_state<R>(
     Ok(out)
 }
 
-/// Replaces `path` by the JSON of `state`: writes a temporary file beside it, syncs it and renames
-/// it over `path`, so that a reader (or a crash) sees the old or the new state, never a mix.
+/// Replaces `path` by the JSON of `state`: writes a temporary file beside it, syncs it, renames
+/// it over `path` and syncs the directory, so that a reader (or a crash) sees the old or the new
+/// state, never a mix, and once this returns a power failure cannot bring the old state (and an
+/// old fencing token) back.
 fn write_atomically(dir: &Path, lock: &str, path: &Path, state: &LockState) -> io::Result<()> {
     let bytes = serde_json::to_vec(state).map_err(io::Error::other)?;
     let tmp = dir.join(format!(
@@ -124,14 +135,14 @@ fn write_atomically(dir: &Path, lock: &str, path: &Path, state: &LockState) -> i
         // Best effort: a leftover temporary file is harmless.
         let _ = fs::remove_file(&tmp);
     }
-    result
+    result?;
+    sync_dir(dir)
 }
 
 #[async_trait]
 impl LockProvider for FileLockProvider {
     async fn acquire(&self, lock: &str, lease: Duration, timeout: Duration) -> LockResult<Lease> {
-        let started = Instant::now();
-        let deadline = started + timeout;
+        let deadline = Deadline::after(timeout);
         let mut attempt = 0u32;
         loop {
             let name = lock.to_string();
@@ -142,11 +153,10 @@ impl LockProvider for FileLockProvider {
                 Grant::Granted(held) => return Ok(held),
                 Grant::Held { holder } => holder,
             };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(timeout_error(lock, started.elapsed(), holder));
-            }
-            tokio::time::sleep(backoff(attempt).min(deadline - now)).await;
+            let Some(left) = deadline.remaining(Instant::now()) else {
+                return Err(deadline.timeout_error(lock, holder));
+            };
+            tokio::time::sleep(backoff(attempt).min(left)).await;
             attempt = attempt.saturating_add(1);
         }
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use tokio::time::Instant;
 
 use crate::error::{LockError, LockResult};
 
@@ -50,6 +51,10 @@ pub struct Lease {
 pub trait LockProvider: Debug + Send + Sync + 'static {
     /// Acquires `lock` for `lease`, waiting at most `timeout`; fails with
     /// [`LockError::Timeout`] when it is still held by someone else at the deadline.
+    ///
+    /// Any durations are accepted: a lease longer than the provider's maximum (about 100 years
+    /// for the providers of this crate) is clamped to it, and a timeout too far off to represent
+    /// (such as `Duration::MAX`) means waiting until the lock is acquired.
     async fn acquire(&self, lock: &str, lease: Duration, timeout: Duration) -> LockResult<Lease>;
 
     /// Extends a live lease by `lease` from now. Fails with `NotHolder` if the lease has lapsed
@@ -82,4 +87,70 @@ pub fn validate_lock_name(lock: &str) -> LockResult<()> {
 /// Sleep between attempts of a contended acquire: grows from 2 ms to 50 ms.
 pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(u64::from((2u32 << attempt.min(5)).min(50)))
+}
+
+/// When a waiting `acquire` gives up: `timeout` after it started. A timeout too large for
+/// [`Instant`] (such as `Duration::MAX`) means waiting for ever rather than overflowing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    started: Instant,
+    /// `None`: beyond what an `Instant` can represent, i.e. never.
+    at: Option<Instant>,
+}
+
+impl Deadline {
+    /// A deadline `timeout` from now.
+    pub(crate) fn after(timeout: Duration) -> Self {
+        let started = Instant::now();
+        Deadline {
+            started,
+            at: started.checked_add(timeout),
+        }
+    }
+
+    /// The time left at `now`, or `None` once the deadline has passed (a zero timeout has no
+    /// time left from the start). An unrepresentable deadline always has `Duration::MAX` left.
+    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+        match self.at {
+            None => Some(Duration::MAX),
+            Some(at) if now >= at => None,
+            Some(at) => Some(at - now),
+        }
+    }
+
+    /// The error for an `acquire` of `lock` that gave up at this deadline while `holder` held it.
+    pub(crate) fn timeout_error(&self, lock: &str, holder: Option<String>) -> LockError {
+        LockError::Timeout {
+            lock: lock.to_string(),
+            waited: self.started.elapsed(),
+            holder,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_deadline_huge_timeout_never_passes() {
+        let d = Deadline::after(Duration::MAX);
+        let later = Instant::now() + Duration::from_secs(10 * 365 * 24 * 3600);
+        assert_eq!(d.remaining(later), Some(Duration::MAX));
+    }
+
+    #[test]
+    fn test_deadline_zero_timeout_has_no_time_left() {
+        let d = Deadline::after(Duration::ZERO);
+        assert_eq!(d.remaining(Instant::now()), None);
+    }
+
+    #[test]
+    fn test_deadline_remaining_counts_down() {
+        let d = Deadline::after(Duration::from_secs(60));
+        let left = d.remaining(Instant::now()).unwrap();
+        assert!(left <= Duration::from_secs(60) && left > Duration::from_secs(50));
+        let past = Instant::now() + Duration::from_secs(61);
+        assert_eq!(d.remaining(past), None);
+    }
 }

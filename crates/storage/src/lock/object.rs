@@ -9,8 +9,8 @@ use bytes::Bytes;
 use chrono::Utc;
 use tokio::time::Instant;
 
-use super::memory::{not_holder, timeout_error, Grant};
-use super::{backoff, validate_lock_name, Lease, LockProvider, LockState};
+use super::state::{not_holder, Grant};
+use super::{backoff, validate_lock_name, Deadline, Lease, LockProvider, LockState};
 use crate::error::{LockError, LockResult, StorageError};
 use crate::storage::{Storage, StorageExt, Version};
 
@@ -157,8 +157,7 @@ impl ObjectStoreLockProvider {
 impl LockProvider for ObjectStoreLockProvider {
     async fn acquire(&self, lock: &str, lease: Duration, timeout: Duration) -> LockResult<Lease> {
         validate_lock_name(lock)?;
-        let started = Instant::now();
-        let deadline = started + timeout;
+        let deadline = Deadline::after(timeout);
         let mut attempt = 0u32;
         loop {
             let current = self.read(lock).await?;
@@ -176,16 +175,15 @@ impl LockProvider for ObjectStoreLockProvider {
                 }
                 Grant::Held { holder } => holder,
             };
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(left) = deadline.remaining(Instant::now()) else {
                 // After a lost race, report the winner if we can see it.
                 let holder = match holder {
                     Some(h) => Some(h),
                     None => self.read(lock).await?.and_then(|(s, _)| s.owner),
                 };
-                return Err(timeout_error(lock, started.elapsed(), holder));
-            }
-            tokio::time::sleep(backoff(attempt).min(deadline - now)).await;
+                return Err(deadline.timeout_error(lock, holder));
+            };
+            tokio::time::sleep(backoff(attempt).min(left)).await;
             attempt = attempt.saturating_add(1);
         }
     }

@@ -10,8 +10,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tokio_postgres::{Client, NoTls};
 
-use super::memory::{new_owner, not_holder, timeout_error, MAX_LEASE};
-use super::{backoff, validate_lock_name, Lease, LockProvider};
+use super::state::{new_owner, not_holder, MAX_LEASE};
+use super::{backoff, validate_lock_name, Deadline, Lease, LockProvider};
 use crate::error::{LockError, LockResult};
 
 /// Creates the state table if absent; serialised by an advisory lock because concurrent
@@ -287,19 +287,17 @@ async fn update_held_on(
 impl LockProvider for PostgresLockProvider {
     async fn acquire(&self, lock: &str, lease: Duration, timeout: Duration) -> LockResult<Lease> {
         validate_lock_name(lock)?;
-        let started = Instant::now();
-        let deadline = started + timeout;
+        let deadline = Deadline::after(timeout);
         let mut attempt = 0u32;
         loop {
             let holder = match self.try_acquire(lock, lease).await? {
                 Attempt::Granted(held) => return Ok(held),
                 Attempt::Held { holder } => holder,
             };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(timeout_error(lock, started.elapsed(), holder));
-            }
-            tokio::time::sleep(backoff(attempt).min(deadline - now)).await;
+            let Some(left) = deadline.remaining(Instant::now()) else {
+                return Err(deadline.timeout_error(lock, holder));
+            };
+            tokio::time::sleep(backoff(attempt).min(left)).await;
             attempt = attempt.saturating_add(1);
         }
     }

@@ -3,8 +3,9 @@
 //! `s3_storage()` uses `ARBOR_TEST_S3_ENDPOINT` when set (any S3-compatible server; bucket
 //! `ARBOR_TEST_S3_BUCKET`, default `arbor-test`, credentials `ARBOR_TEST_S3_ACCESS_KEY_ID` /
 //! `ARBOR_TEST_S3_SECRET_ACCESS_KEY`, default dummies), else starts moto with `scripts/moto.sh`.
-//! When no S3 is available the S3 tests are skipped with a visible message, except under `CI`,
-//! where they fail.
+//! When no S3 is available the S3 tests are skipped with a visible message (written straight to
+//! the process's stderr, which the test harness does not capture), except under `CI` or when
+//! `ARBOR_TEST_S3_ENDPOINT` is set: then S3 is mandatory and they fail.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -39,10 +40,17 @@ pub fn s3_env() -> Result<S3Env, String> {
     ENV.get_or_init(init_s3_env).clone()
 }
 
+/// The S3 endpoint named explicitly by `ARBOR_TEST_S3_ENDPOINT`, if any.
+fn explicit_endpoint() -> Option<String> {
+    std::env::var("ARBOR_TEST_S3_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty())
+}
+
 fn init_s3_env() -> Result<S3Env, String> {
-    let endpoint = match std::env::var("ARBOR_TEST_S3_ENDPOINT") {
-        Ok(e) if !e.is_empty() => e,
-        _ => start_moto()?,
+    let endpoint = match explicit_endpoint() {
+        Some(e) => e,
+        None => start_moto()?,
     };
     let bucket = env_or("ARBOR_TEST_S3_BUCKET", "arbor-test");
     create_bucket(&endpoint, &bucket)?;
@@ -125,8 +133,16 @@ fn create_bucket(endpoint: &str, bucket: &str) -> Result<(), String> {
     }
 }
 
-/// Reports that S3 is unavailable: a panic under `CI`, else a visible skip message.
+/// Reports that S3 is unavailable: a panic under `CI` or when `ARBOR_TEST_S3_ENDPOINT` names a
+/// server explicitly (it was asked for, so failing to reach it or to create the bucket is an
+/// error), else a visible skip message.
 fn unavailable(reason: &str) {
+    if let Some(endpoint) = explicit_endpoint() {
+        panic!(
+            "S3 tests: ARBOR_TEST_S3_ENDPOINT={endpoint} is set, so S3 is mandatory, but it is \
+             unusable: {reason}"
+        );
+    }
     if std::env::var_os("CI").is_some() {
         panic!(
             "S3 tests need moto but it is unavailable (CI is set, so they must not skip): {reason}"
