@@ -1,5 +1,15 @@
-//! `arbor-format`: the contents of Hudi data files.
+//! `arbor-format`: the contents of Hudi data files, independent of the timeline.
 //!
-//! This crate will own parquet base files with the `_hoodie_*` meta columns, the Hudi log format
-//! and the HFile reader and writer. It is not implemented yet (issue 3); it exports nothing so
-//! that no caller can mistake it for working code.
+//! - [`avro_arrow`]: Avro schemas and values <-> Arrow schemas and arrays;
+//! - [`log`]: the Hudi log format (blocks: Avro data, parquet data, delete, command), read and
+//!   written, with corruption detection;
+//! - [`base`]: parquet base files with the `_hoodie_*` meta columns, read to Arrow and written
+//!   from Arrow.
+
+pub mod avro_arrow;
+pub mod base;
+mod error;
+pub mod log;
+pub mod meta;
+
+pub use error::{FormatError, Result};

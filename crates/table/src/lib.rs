@@ -1,5 +1,11 @@
 //! `arbor-table`: opening, creating, writing and reading Hudi tables.
 //!
-//! This crate will own the write client (COW and MOR), indexes, optimistic concurrency,
-//! rollback, compaction and the snapshot/time-travel/incremental readers. It is not implemented
-//! yet (issue 3); it exports nothing so that no caller can mistake it for working code.
+//! Built so far: key generation ([`keygen`]: record keys and partition paths from Arrow
+//! batches) and the readers ([`read`]). The write client, indexes, optimistic concurrency,
+//! rollback and compaction follow (issue 3).
+
+mod error;
+pub mod keygen;
+pub mod read;
+
+pub use error::{Result, TableError};

@@ -1,0 +1,25 @@
+//! Parquet base files with the `_hoodie_*` meta columns (spec 4.2, 4.3).
+//!
+//! - [`BaseFileReader`] (and the shortcuts [`read_base_file`], [`base_file_schema`],
+//!   [`base_file_metadata`]) read a base file through [`arbor_storage::Storage`] with ranged
+//!   reads: the footer first, then only the column chunks of the projected columns. Only parquet
+//!   base files are read; Lance, ORC and HFile base files are
+//!   [`FormatError::UnsupportedFormat`](crate::FormatError::UnsupportedFormat).
+//! - [`BaseFileWriter`] writes a base file the way Spark does: the five meta columns first
+//!   (nullable strings), then the data columns; footer key/values `hoodie_min_record_key`,
+//!   `hoodie_max_record_key`, `parquet.avro.schema` and `writer.model.name=avro`; timestamps as
+//!   INT64 `TIMESTAMP(MICROS, isAdjustedToUTC=true)`, decimals as `FIXED_LEN_BYTE_ARRAY`.
+//!   Files are created with [`arbor_storage::Storage::put_if_absent`]: a data file is never
+//!   overwritten.
+
+mod reader;
+mod writer;
+
+pub use reader::{
+    base_file_metadata, base_file_schema, check_base_file_format, read_base_file, BaseFileReader,
+    ReadOptions,
+};
+pub use writer::{
+    BaseFileWriter, Compression, EncodedBaseFile, WrittenFile, FOOTER_AVRO_SCHEMA,
+    FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, FOOTER_WRITER_MODEL,
+};

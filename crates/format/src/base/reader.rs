@@ -1,0 +1,326 @@
+//! Reading parquet base files through [`Storage`] with ranged reads.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arbor_storage::{Storage, StorageError};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::async_reader::{AsyncFileReader, MetadataFetch};
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+use crate::error::{FormatError, Result};
+
+/// Bytes fetched from the end of the file on the first footer read; most Hudi footers (with the
+/// Avro schema and a bloom filter) fit.
+const FOOTER_PREFETCH: usize = 64 * 1024;
+
+/// Default rows per decoded batch.
+const DEFAULT_BATCH_SIZE: usize = 8192;
+
+/// Options of a base file read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Top-level columns to read, by name, in the order wanted in the output; `None` reads all
+    /// columns in file order. A name the file does not have is
+    /// [`FormatError::Schema`].
+    pub projection: Option<Vec<String>>,
+    /// Most rows per output batch (at least 1).
+    pub batch_size: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            projection: None,
+            batch_size: DEFAULT_BATCH_SIZE,
+        }
+    }
+}
+
+/// Fails with [`FormatError::UnsupportedFormat`] unless `key` names a parquet file (by its
+/// `.parquet` extension). Lance, ORC and HFile base files are named in the error's reason.
+pub fn check_base_file_format(key: &str) -> Result<()> {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("parquet") => Ok(()),
+        Some(other @ ("lance" | "orc" | "hfile")) => Err(FormatError::UnsupportedFormat {
+            path: key.to_string(),
+            reason: format!("{other} base files are not read by arbor (only parquet)"),
+        }),
+        _ => Err(FormatError::UnsupportedFormat {
+            path: key.to_string(),
+            reason: "not a parquet base file (expected the .parquet extension)".to_string(),
+        }),
+    }
+}
+
+/// Maps a parquet error of the file `key` to a [`FormatError`], giving back storage errors
+/// (missing file, I/O) as [`FormatError::Storage`].
+fn parquet_error(key: &str, err: ParquetError) -> FormatError {
+    match err {
+        ParquetError::External(inner) => match inner.downcast::<StorageError>() {
+            Ok(storage) => FormatError::Storage(*storage),
+            Err(other) => FormatError::Parquet {
+                path: key.to_string(),
+                reason: other.to_string(),
+            },
+        },
+        other => FormatError::Parquet {
+            path: key.to_string(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// Ranged reads of one object, borrowed (footer reads).
+struct BorrowedFetch<'a> {
+    storage: &'a dyn Storage,
+    key: &'a str,
+}
+
+impl MetadataFetch for BorrowedFetch<'_> {
+    fn fetch(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        async move {
+            self.storage
+                .get_range(self.key, range)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+}
+
+/// Reads and parses the footer of the base file `key` (of `size` bytes, looked up when `None`).
+pub async fn base_file_metadata(
+    storage: &dyn Storage,
+    key: &str,
+    size: Option<u64>,
+) -> Result<Arc<ParquetMetaData>> {
+    check_base_file_format(key)?;
+    let size = match size {
+        Some(s) => s,
+        None => storage.head(key).await?.size,
+    };
+    let metadata = ParquetMetaDataReader::new()
+        .with_prefetch_hint(Some(FOOTER_PREFETCH))
+        .load_and_finish(BorrowedFetch { storage, key }, size)
+        .await
+        .map_err(|e| parquet_error(key, e))?;
+    Ok(Arc::new(metadata))
+}
+
+/// The Arrow schema of the base file `key` (all columns, meta columns included), read from its
+/// footer only.
+pub async fn base_file_schema(storage: &dyn Storage, key: &str) -> Result<SchemaRef> {
+    let metadata = base_file_metadata(storage, key, None).await?;
+    let arrow = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+        .map_err(|e| parquet_error(key, e))?;
+    Ok(Arc::clone(arrow.schema()))
+}
+
+/// Reads the whole base file `key`, optionally projected to the named top-level columns (in
+/// the given order). The result has exactly the file's row count.
+pub async fn read_base_file(
+    storage: Arc<dyn Storage>,
+    key: &str,
+    projection: Option<&[String]>,
+) -> Result<Vec<RecordBatch>> {
+    let options = ReadOptions {
+        projection: projection.map(<[String]>::to_vec),
+        ..ReadOptions::default()
+    };
+    BaseFileReader::open(storage, key)
+        .await?
+        .stream(&options)?
+        .try_collect()
+        .await
+}
+
+/// The [`AsyncFileReader`] the parquet decoder pulls bytes through.
+struct StorageFileReader {
+    storage: Arc<dyn Storage>,
+    key: String,
+    metadata: Arc<ParquetMetaData>,
+}
+
+impl AsyncFileReader for StorageFileReader {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        async move {
+            self.storage
+                .get_range(&self.key, range)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        _options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
+        let metadata = Arc::clone(&self.metadata);
+        async move { Ok(metadata) }.boxed()
+    }
+}
+
+/// An opened parquet base file: footer parsed, data not yet read.
+///
+/// Guarantees: the file is a parquet file whose footer parsed; [`schema`](Self::schema) is the
+/// Arrow schema its data decodes to; [`stream`](Self::stream) yields exactly
+/// [`num_rows`](Self::num_rows) rows.
+#[derive(Debug, Clone)]
+pub struct BaseFileReader {
+    storage: Arc<dyn Storage>,
+    key: String,
+    size: u64,
+    metadata: ArrowReaderMetadata,
+}
+
+impl BaseFileReader {
+    /// Opens `key`: checks the format, looks up the size and reads the footer.
+    pub async fn open(storage: Arc<dyn Storage>, key: &str) -> Result<BaseFileReader> {
+        let size = storage.head(key).await?.size;
+        Self::open_with_size(storage, key, size).await
+    }
+
+    /// Opens `key` whose size is already known (from a listing), saving the `head` call.
+    pub async fn open_with_size(
+        storage: Arc<dyn Storage>,
+        key: &str,
+        size: u64,
+    ) -> Result<BaseFileReader> {
+        let parquet = base_file_metadata(storage.as_ref(), key, Some(size)).await?;
+        let metadata = ArrowReaderMetadata::try_new(parquet, ArrowReaderOptions::new())
+            .map_err(|e| parquet_error(key, e))?;
+        Ok(BaseFileReader {
+            storage,
+            key: key.to_string(),
+            size,
+            metadata,
+        })
+    }
+
+    /// The file's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The Arrow schema of all columns.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(self.metadata.schema())
+    }
+
+    /// The parsed parquet footer.
+    pub fn parquet_metadata(&self) -> &Arc<ParquetMetaData> {
+        self.metadata.metadata()
+    }
+
+    /// The row count recorded in the footer.
+    pub fn num_rows(&self) -> u64 {
+        u64::try_from(self.metadata.metadata().file_metadata().num_rows()).unwrap_or(0)
+    }
+
+    /// The value of a footer key/value entry (e.g. `hoodie_min_record_key`).
+    pub fn footer_value(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()?
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_deref())
+    }
+
+    /// Decodes the file as a stream of batches. With a projection, batches hold exactly the
+    /// named columns in the given order; an unknown name is [`FormatError::Schema`].
+    pub fn stream(
+        &self,
+        options: &ReadOptions,
+    ) -> Result<impl Stream<Item = Result<RecordBatch>> + Send + 'static> {
+        let schema = self.metadata.schema();
+        let (mask, order) = match &options.projection {
+            None => (ProjectionMask::all(), None),
+            Some(names) => {
+                let mut indices = Vec::with_capacity(names.len());
+                for name in names {
+                    let index = schema.index_of(name).map_err(|_| FormatError::Schema {
+                        field: Some(name.clone()),
+                        reason: format!("base file {} has no column {name:?}", self.key),
+                    })?;
+                    indices.push(index);
+                }
+                let mask = ProjectionMask::roots(self.metadata.parquet_schema(), indices);
+                (mask, Some(names.clone()))
+            }
+        };
+        let reader = StorageFileReader {
+            storage: Arc::clone(&self.storage),
+            key: self.key.clone(),
+            metadata: Arc::clone(self.metadata.metadata()),
+        };
+        let key = self.key.clone();
+        let stream =
+            ParquetRecordBatchStreamBuilder::new_with_metadata(reader, self.metadata.clone())
+                .with_projection(mask)
+                .with_batch_size(options.batch_size.max(1))
+                .build()
+                .map_err(|e| parquet_error(&key, e))?;
+        Ok(stream.map(move |batch| {
+            let batch = batch.map_err(|e| parquet_error(&key, e))?;
+            match &order {
+                None => Ok(batch),
+                Some(names) => reorder(&key, batch, names),
+            }
+        }))
+    }
+}
+
+/// Puts the columns of a projected batch in the requested order (parquet yields file order).
+fn reorder(key: &str, batch: RecordBatch, names: &[String]) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let mut indices = Vec::with_capacity(names.len());
+    for name in names {
+        let index = schema.index_of(name).map_err(|_| FormatError::Schema {
+            field: Some(name.clone()),
+            reason: format!("projected batch of {key} lacks column {name:?}"),
+        })?;
+        indices.push(index);
+    }
+    batch.project(&indices).map_err(|e| FormatError::Arrow {
+        path: key.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_check_base_file_format_parquet_ok() {
+        assert!(check_base_file_format("p=1/f_0-1-2_20240101000000000.parquet").is_ok());
+    }
+
+    #[test]
+    fn test_check_base_file_format_lance_orc_hfile_unsupported_naming_path() {
+        for key in ["a/x.lance", "a/x.orc", "a/x.hfile", "a/x.txt", "a/noext"] {
+            match check_base_file_format(key) {
+                Err(FormatError::UnsupportedFormat { path, .. }) => assert_eq!(path, key),
+                other => panic!("{key}: expected UnsupportedFormat, got {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! Writing parquet base files the way Spark/parquet-avro does.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arbor_storage::Storage;
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use bytes::Bytes;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
+use parquet::basic::{LogicalType, Type as PhysicalType, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+
+use crate::error::{FormatError, Result};
+use crate::meta;
+
+/// Footer key of the smallest record key in the file.
+pub const FOOTER_MIN_RECORD_KEY: &str = "hoodie_min_record_key";
+/// Footer key of the largest record key in the file.
+pub const FOOTER_MAX_RECORD_KEY: &str = "hoodie_max_record_key";
+/// Footer key of the Avro writer schema (meta columns included).
+pub const FOOTER_AVRO_SCHEMA: &str = "parquet.avro.schema";
+/// Footer key naming the object model (`avro`, as parquet-avro writes).
+pub const FOOTER_WRITER_MODEL: &str = "writer.model.name";
+
+/// Default rows per row group.
+const DEFAULT_ROW_GROUP_ROWS: usize = 1024 * 1024;
+
+/// Page compression of a base file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Snappy (Spark's and Hudi's default).
+    #[default]
+    Snappy,
+    /// Zstandard at the given level (1..=22).
+    Zstd(i32),
+    /// No compression.
+    Uncompressed,
+}
+
+/// What was written: the facts a commit's write stat needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenFile {
+    /// Key of the file relative to the storage root.
+    pub key: String,
+    /// Size of the file in bytes.
+    pub size: u64,
+    /// Number of rows.
+    pub num_rows: u64,
+    /// Smallest record key (Java `String` order), `None` for a file without rows.
+    pub min_record_key: Option<String>,
+    /// Largest record key (Java `String` order), `None` for a file without rows.
+    pub max_record_key: Option<String>,
+}
+
+/// A base file encoded in memory, not yet stored.
+#[derive(Debug, Clone)]
+pub struct EncodedBaseFile {
+    /// The parquet bytes.
+    pub bytes: Bytes,
+    /// Number of rows.
+    pub num_rows: u64,
+    /// Smallest record key (Java `String` order), `None` without rows.
+    pub min_record_key: Option<String>,
+    /// Largest record key (Java `String` order), `None` without rows.
+    pub max_record_key: Option<String>,
+}
+
+/// Writes one base file: the five `_hoodie_*` meta columns (computed here) followed by the
+/// caller's data columns.
+///
+/// Meta column values: `_hoodie_commit_time` = the instant; `_hoodie_commit_seqno` =
+/// `<instant>_<task partition id>_<row index>` (row index counted over the whole file);
+/// `_hoodie_record_key` = the caller's key of the row; `_hoodie_partition_path` = the partition
+/// path; `_hoodie_file_name` = the file name. A rewrite (compaction, clustering) may instead keep
+/// each row's original commit time and sequence number
+/// ([`preserve_commit_metadata`](Self::preserve_commit_metadata)).
+///
+/// Guarantees of every file written: meta columns first, all five nullable strings, in
+/// [`meta::META_COLUMNS`] order; every top-level data column optional; timestamps as INT64
+/// `TIMESTAMP(MICROS, isAdjustedToUTC=true)`; decimals as `FIXED_LEN_BYTE_ARRAY`; footer
+/// key/values [`FOOTER_MIN_RECORD_KEY`], [`FOOTER_MAX_RECORD_KEY`] (when there are rows),
+/// [`FOOTER_AVRO_SCHEMA`] and [`FOOTER_WRITER_MODEL`]`=avro`; no embedded Arrow schema (like
+/// Spark's files).
+#[derive(Debug, Clone)]
+pub struct BaseFileWriter {
+    instant_time: String,
+    file_name: String,
+    partition_path: String,
+    avro_schema: String,
+    task_partition_id: u64,
+    compression: Compression,
+    row_group_rows: usize,
+    preserved: Option<(Vec<String>, Vec<String>)>,
+}
+
+impl BaseFileWriter {
+    /// A writer for the file `file_name` (the bare name, e.g.
+    /// `<fileId>_<writeToken>_<instant>.parquet`) in `partition_path` (`""` when
+    /// non-partitioned), written by `instant_time`. `avro_schema` is the Avro writer schema JSON
+    /// of meta + data columns stored in the footer; [`BaseFileWriter::avro_schema_with_meta_fields`]
+    /// adds the meta fields to a data-only schema.
+    pub fn new(
+        instant_time: impl Into<String>,
+        file_name: impl Into<String>,
+        partition_path: impl Into<String>,
+        avro_schema: impl Into<String>,
+    ) -> BaseFileWriter {
+        BaseFileWriter {
+            instant_time: instant_time.into(),
+            file_name: file_name.into(),
+            partition_path: partition_path.into(),
+            avro_schema: avro_schema.into(),
+            task_partition_id: 0,
+            compression: Compression::default(),
+            row_group_rows: DEFAULT_ROW_GROUP_ROWS,
+            preserved: None,
+        }
+    }
+
+    /// The task partition id used in `_hoodie_commit_seqno` (default 0).
+    pub fn task_partition_id(mut self, id: u64) -> Self {
+        self.task_partition_id = id;
+        self
+    }
+
+    /// The page compression (default snappy).
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Most rows per row group (default 1 Mi; at least 1).
+    pub fn row_group_rows(mut self, rows: usize) -> Self {
+        self.row_group_rows = rows.max(1);
+        self
+    }
+
+    /// Keeps each row's original `_hoodie_commit_time` and `_hoodie_commit_seqno` (as
+    /// compaction and clustering do) instead of computing them; both lists must have one entry
+    /// per row.
+    pub fn preserve_commit_metadata(
+        mut self,
+        commit_times: Vec<String>,
+        commit_seqnos: Vec<String>,
+    ) -> Self {
+        self.preserved = Some((commit_times, commit_seqnos));
+        self
+    }
+
+    /// Prepends the five meta fields (`["null","string"]`, default null, as Hudi declares them)
+    /// to an Avro record schema JSON that lacks them; a schema that already starts with them is
+    /// returned unchanged (re-serialized). Anything but a record schema is
+    /// [`FormatError::Schema`].
+    pub fn avro_schema_with_meta_fields(data_schema: &str) -> Result<String> {
+        let schema_error = |reason: String| FormatError::Schema {
+            field: None,
+            reason,
+        };
+        let mut value: serde_json::Value = serde_json::from_str(data_schema)
+            .map_err(|e| schema_error(format!("avro schema is not JSON: {e}")))?;
+        let fields = value
+            .as_object_mut()
+            .filter(|o| o.get("type").and_then(|t| t.as_str()) == Some("record"))
+            .and_then(|o| o.get_mut("fields"))
+            .and_then(|f| f.as_array_mut())
+            .ok_or_else(|| schema_error("avro schema is not a record with fields".into()))?;
+        let has = |name: &str, fields: &Vec<serde_json::Value>| {
+            fields
+                .iter()
+                .any(|f| f.get("name").and_then(|n| n.as_str()) == Some(name))
+        };
+        let missing: Vec<&str> = meta::META_COLUMNS
+            .iter()
+            .copied()
+            .filter(|name| !has(name, fields))
+            .collect();
+        if missing.len() != meta::META_COLUMNS.len() && !missing.is_empty() {
+            return Err(FormatError::Schema {
+                field: missing.first().map(|m| m.to_string()),
+                reason: "avro schema has some meta fields but not all".into(),
+            });
+        }
+        if !missing.is_empty() {
+            let meta_fields = meta::META_COLUMNS.iter().map(|name| {
+                serde_json::json!({"name": name, "type": ["null", "string"], "doc": "", "default": null})
+            });
+            let data: Vec<serde_json::Value> = std::mem::take(fields);
+            *fields = meta_fields.chain(data).collect();
+        }
+        serde_json::to_string(&value).map_err(|e| schema_error(e.to_string()))
+    }
+
+    /// Encodes `batches` (data columns only, one schema) with `record_keys` (one per row, in
+    /// order) into parquet bytes. Errors name `key` (used only for messages).
+    pub fn encode(
+        &self,
+        key: &str,
+        batches: &[RecordBatch],
+        record_keys: &[String],
+    ) -> Result<EncodedBaseFile> {
+        let arrow_error = |reason: String| FormatError::Arrow {
+            path: key.to_string(),
+            reason,
+        };
+        let data_schema = match batches.first() {
+            Some(b) => b.schema(),
+            None => Arc::new(Schema::empty()),
+        };
+        for field in data_schema.fields() {
+            if meta::is_meta_column(field.name()) {
+                return Err(FormatError::Schema {
+                    field: Some(field.name().clone()),
+                    reason: format!("data for {key} must not contain meta columns"),
+                });
+            }
+        }
+        for (i, batch) in batches.iter().enumerate() {
+            if batch.schema().fields() != data_schema.fields() {
+                return Err(arrow_error(format!(
+                    "batch {i} has a different schema than batch 0"
+                )));
+            }
+        }
+        let num_rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        if record_keys.len() != num_rows {
+            return Err(arrow_error(format!(
+                "{} record keys for {num_rows} rows",
+                record_keys.len()
+            )));
+        }
+        if let Some((times, seqnos)) = &self.preserved {
+            if times.len() != num_rows || seqnos.len() != num_rows {
+                return Err(arrow_error(format!(
+                    "{} preserved commit times and {} sequence numbers for {num_rows} rows",
+                    times.len(),
+                    seqnos.len()
+                )));
+            }
+        }
+
+        let file_schema = file_schema(&data_schema);
+        let parquet_schema = parquet_schema(&file_schema).map_err(|e| FormatError::Parquet {
+            path: key.to_string(),
+            reason: e.to_string(),
+        })?;
+        let (min_key, max_key) = key_range(record_keys);
+        let mut kv = vec![
+            KeyValue::new(FOOTER_AVRO_SCHEMA.to_string(), self.avro_schema.clone()),
+            KeyValue::new(FOOTER_WRITER_MODEL.to_string(), "avro".to_string()),
+        ];
+        if let (Some(min), Some(max)) = (&min_key, &max_key) {
+            kv.push(KeyValue::new(
+                FOOTER_MIN_RECORD_KEY.to_string(),
+                min.clone(),
+            ));
+            kv.push(KeyValue::new(
+                FOOTER_MAX_RECORD_KEY.to_string(),
+                max.clone(),
+            ));
+        }
+        let compression = match self.compression {
+            Compression::Snappy => parquet::basic::Compression::SNAPPY,
+            Compression::Uncompressed => parquet::basic::Compression::UNCOMPRESSED,
+            Compression::Zstd(level) => {
+                parquet::basic::Compression::ZSTD(ZstdLevel::try_new(level).map_err(|e| {
+                    FormatError::Parquet {
+                        path: key.to_string(),
+                        reason: e.to_string(),
+                    }
+                })?)
+            }
+        };
+        let props = WriterProperties::builder()
+            .set_compression(compression)
+            .set_max_row_group_row_count(Some(self.row_group_rows))
+            .set_key_value_metadata(Some(kv))
+            .set_created_by("arbor".to_string())
+            .build();
+        let options = ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true)
+            .with_parquet_schema(parquet_schema);
+        let parquet_error = |e: parquet::errors::ParquetError| FormatError::Parquet {
+            path: key.to_string(),
+            reason: e.to_string(),
+        };
+        let mut writer =
+            ArrowWriter::try_new_with_options(Vec::new(), Arc::clone(&file_schema), options)
+                .map_err(parquet_error)?;
+        let mut row = 0usize;
+        for batch in batches {
+            let out = self.file_batch(key, &file_schema, batch, record_keys, row)?;
+            writer.write(&out).map_err(parquet_error)?;
+            row += batch.num_rows();
+        }
+        let bytes = writer.into_inner().map_err(parquet_error)?;
+        Ok(EncodedBaseFile {
+            bytes: Bytes::from(bytes),
+            num_rows: num_rows as u64,
+            min_record_key: min_key,
+            max_record_key: max_key,
+        })
+    }
+
+    /// Encodes (see [`encode`](Self::encode)) and creates `key` with
+    /// [`Storage::put_if_absent`]: an existing file is never overwritten (that fails with the
+    /// storage's `AlreadyExists`).
+    pub async fn write(
+        &self,
+        storage: &dyn Storage,
+        key: &str,
+        batches: &[RecordBatch],
+        record_keys: &[String],
+    ) -> Result<WrittenFile> {
+        let encoded = self.encode(key, batches, record_keys)?;
+        let size = encoded.bytes.len() as u64;
+        storage.put_if_absent(key, encoded.bytes).await?;
+        Ok(WrittenFile {
+            key: key.to_string(),
+            size,
+            num_rows: encoded.num_rows,
+            min_record_key: encoded.min_record_key,
+            max_record_key: encoded.max_record_key,
+        })
+    }
+
+    /// One output batch: meta columns for rows `first_row..` then the (converted) data columns.
+    fn file_batch(
+        &self,
+        key: &str,
+        file_schema: &SchemaRef,
+        batch: &RecordBatch,
+        record_keys: &[String],
+        first_row: usize,
+    ) -> Result<RecordBatch> {
+        let n = batch.num_rows();
+        let rows = first_row..first_row + n;
+        let keys = record_keys
+            .get(rows.clone())
+            .ok_or_else(|| FormatError::Arrow {
+                path: key.to_string(),
+                reason: format!("record keys missing for rows {rows:?}"),
+            })?;
+        let (commit_times, seqnos): (ArrayRef, ArrayRef) = match &self.preserved {
+            Some((times, seqs)) => {
+                let times = times.get(rows.clone()).unwrap_or_default();
+                let seqs = seqs.get(rows.clone()).unwrap_or_default();
+                (
+                    Arc::new(StringArray::from_iter_values(times)),
+                    Arc::new(StringArray::from_iter_values(seqs)),
+                )
+            }
+            None => (
+                Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                    self.instant_time.as_str(),
+                    n,
+                ))),
+                Arc::new(StringArray::from_iter_values(rows.clone().map(|i| {
+                    format!("{}_{}_{}", self.instant_time, self.task_partition_id, i)
+                }))),
+            ),
+        };
+        let mut columns: Vec<ArrayRef> = vec![
+            commit_times,
+            seqnos,
+            Arc::new(StringArray::from_iter_values(keys)),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                self.partition_path.as_str(),
+                n,
+            ))),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                self.file_name.as_str(),
+                n,
+            ))),
+        ];
+        for (column, field) in batch
+            .columns()
+            .iter()
+            .zip(file_schema.fields().iter().skip(meta::META_COLUMNS.len()))
+        {
+            let converted = if column.data_type() == field.data_type() {
+                Arc::clone(column)
+            } else {
+                arrow::compute::cast(column, field.data_type()).map_err(|e| FormatError::Arrow {
+                    path: key.to_string(),
+                    reason: format!("column {:?}: {e}", field.name()),
+                })?
+            };
+            columns.push(converted);
+        }
+        RecordBatch::try_new(Arc::clone(file_schema), columns).map_err(|e| FormatError::Arrow {
+            path: key.to_string(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// Java `String.compareTo` order (UTF-16 code units).
+fn java_cmp(a: &str, b: &str) -> Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// Smallest and largest key in Java order.
+fn key_range(keys: &[String]) -> (Option<String>, Option<String>) {
+    let min = keys.iter().min_by(|a, b| java_cmp(a, b)).cloned();
+    let max = keys.iter().max_by(|a, b| java_cmp(a, b)).cloned();
+    (min, max)
+}
+
+/// The Arrow schema of the file: meta columns, then the data columns made nullable, with
+/// top-level timestamps as microseconds in UTC.
+fn file_schema(data: &Schema) -> SchemaRef {
+    let mut fields: Vec<Field> = meta::META_COLUMNS
+        .iter()
+        .map(|name| Field::new(*name, DataType::Utf8, true))
+        .collect();
+    for field in data.fields() {
+        let data_type = match field.data_type() {
+            DataType::Timestamp(_, _) => {
+                DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+            }
+            other => other.clone(),
+        };
+        fields.push(
+            Field::new(field.name(), data_type, true).with_metadata(field.metadata().clone()),
+        );
+    }
+    Arc::new(Schema::new(fields))
+}
+
+/// The parquet schema parquet-rs would derive, with every decimal stored as
+/// `FIXED_LEN_BYTE_ARRAY` (as parquet-avro writes Avro `fixed` decimals) instead of INT32/INT64.
+fn parquet_schema(schema: &Schema) -> parquet::errors::Result<SchemaDescriptor> {
+    let derived = ArrowSchemaConverter::new().convert(schema)?;
+    let root = fixed_decimals(&derived.root_schema_ptr())?;
+    Ok(SchemaDescriptor::new(root))
+}
+
+/// Rewrites INT32/INT64 decimals under `tp` to fixed-length byte arrays.
+fn fixed_decimals(tp: &TypePtr) -> parquet::errors::Result<TypePtr> {
+    let info = tp.get_basic_info();
+    if tp.is_group() {
+        let fields = tp
+            .get_fields()
+            .iter()
+            .map(fixed_decimals)
+            .collect::<parquet::errors::Result<Vec<_>>>()?;
+        let mut builder = Type::group_type_builder(info.name())
+            .with_fields(fields)
+            .with_converted_type(info.converted_type())
+            .with_logical_type(info.logical_type_ref().cloned())
+            .with_id(info.has_id().then(|| info.id()));
+        if info.has_repetition() {
+            builder = builder.with_repetition(info.repetition());
+        }
+        return Ok(Arc::new(builder.build()?));
+    }
+    let is_decimal = matches!(info.logical_type_ref(), Some(LogicalType::Decimal { .. }));
+    let physical = tp.get_physical_type();
+    if !is_decimal || !matches!(physical, PhysicalType::INT32 | PhysicalType::INT64) {
+        return Ok(Arc::clone(tp));
+    }
+    let precision = tp.get_precision();
+    let length = decimal_length(precision);
+    let builder = Type::primitive_type_builder(info.name(), PhysicalType::FIXED_LEN_BYTE_ARRAY)
+        .with_repetition(info.repetition())
+        .with_logical_type(info.logical_type_ref().cloned())
+        .with_converted_type(info.converted_type())
+        .with_precision(precision)
+        .with_scale(tp.get_scale())
+        .with_length(length)
+        .with_id(info.has_id().then(|| info.id()));
+    Ok(Arc::new(builder.build()?))
+}
+
+/// Bytes a two's-complement decimal of `precision` digits needs (as parquet and Avro size
+/// `fixed` decimals).
+fn decimal_length(precision: i32) -> i32 {
+    // Smallest n with 2^(8n-1) > 10^precision.
+    let bits = f64::from(precision) * std::f64::consts::LOG2_10;
+    ((bits + 1.0) / 8.0).ceil() as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_decimal_length_matches_avro_sizes() {
+        // Sizes Spark wrote in the fixtures: decimal(10,5) -> 5, (15,2) -> 7, (10,2) -> 5.
+        assert_eq!(decimal_length(10), 5);
+        assert_eq!(decimal_length(15), 7);
+        assert_eq!(decimal_length(1), 1);
+        assert_eq!(decimal_length(9), 4);
+        assert_eq!(decimal_length(18), 8);
+        assert_eq!(decimal_length(38), 16);
+    }
+
+    #[test]
+    fn test_key_range_java_order_surrogates_before_private_use() {
+        // U+1F600 (surrogate pair D83D DE00) sorts before U+E000 in UTF-16, after it in UTF-8.
+        let keys = vec!["\u{E000}".to_string(), "\u{1F600}".to_string()];
+        let (min, max) = key_range(&keys);
+        assert_eq!(min.as_deref(), Some("\u{1F600}"));
+        assert_eq!(max.as_deref(), Some("\u{E000}"));
+    }
+
+    #[test]
+    fn test_avro_schema_with_meta_fields_prepends_once() {
+        let data = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"int"}]}"#;
+        let with = BaseFileWriter::avro_schema_with_meta_fields(data).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&with).unwrap();
+        let names: Vec<&str> = v["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "_hoodie_commit_time",
+                "_hoodie_commit_seqno",
+                "_hoodie_record_key",
+                "_hoodie_partition_path",
+                "_hoodie_file_name",
+                "id"
+            ]
+        );
+        let again = BaseFileWriter::avro_schema_with_meta_fields(&with).unwrap();
+        assert_eq!(again, with);
+    }
+
+    #[test]
+    fn test_avro_schema_with_meta_fields_not_record_is_schema_error() {
+        assert!(matches!(
+            BaseFileWriter::avro_schema_with_meta_fields(r#""string""#),
+            Err(FormatError::Schema { .. })
+        ));
+        assert!(matches!(
+            BaseFileWriter::avro_schema_with_meta_fields("{not json"),
+            Err(FormatError::Schema { .. })
+        ));
+    }
+}

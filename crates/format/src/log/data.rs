@@ -1,0 +1,227 @@
+//! Data blocks: Avro data blocks to Avro records, Avro and parquet data blocks to Arrow.
+
+use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::schema::Schema as AvroSchema;
+use apache_avro::types::Value;
+use arrow_array::{new_null_array, RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::block::{BlockType, LogBlock, BLOCK_CONTENT_VERSION};
+use crate::avro_arrow::{avro_records_to_batch, avro_schema_to_arrow, parse_avro_schema};
+use crate::{FormatError, Result};
+
+/// The decoded content of an Avro data block.
+#[derive(Debug, Clone)]
+pub struct AvroDataBlock {
+    /// The writer schema from the block's `SCHEMA` header.
+    pub schema: AvroSchema,
+    /// The records, in block order.
+    pub records: Vec<Value>,
+}
+
+fn corrupt(block: &LogBlock, path: &str, reason: String) -> FormatError {
+    FormatError::CorruptBlock {
+        path: path.to_string(),
+        offset: block.offset,
+        reason,
+    }
+}
+
+fn unsupported(block: &LogBlock, path: &str, reason: String) -> FormatError {
+    FormatError::UnsupportedBlock {
+        path: path.to_string(),
+        offset: block.offset,
+        reason,
+    }
+}
+
+fn header_schema(block: &LogBlock, path: &str) -> Result<AvroSchema> {
+    let json = block.schema_json().ok_or_else(|| {
+        corrupt(
+            block,
+            path,
+            format!("{} has no SCHEMA header", block.block_type),
+        )
+    })?;
+    parse_avro_schema(json).map_err(|e| FormatError::Avro {
+        path: format!("{path} (block at offset {})", block.offset),
+        reason: e.to_string(),
+    })
+}
+
+/// Decodes an Avro data block (content version 3: `i32 3`, `i32 count`, per record `i32 length`
+/// and an Avro binary datum of the header `SCHEMA`).
+pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBlock> {
+    if block.block_type != BlockType::AvroData {
+        return Err(unsupported(
+            block,
+            path,
+            format!("expected an AVRO_DATA_BLOCK, found {}", block.block_type),
+        ));
+    }
+    let schema = header_schema(block, path)?;
+    let mut rest: &[u8] = &block.content;
+    let mut next_i32 = |what: &str| -> Result<i32> {
+        let (head, tail) = rest.split_first_chunk::<4>().ok_or_else(|| {
+            corrupt(
+                block,
+                path,
+                format!("avro data block content ends before the {what}"),
+            )
+        })?;
+        rest = tail;
+        Ok(i32::from_be_bytes(*head))
+    };
+    let version = next_i32("content version")?;
+    if version != BLOCK_CONTENT_VERSION {
+        return Err(unsupported(
+            block,
+            path,
+            format!("avro data block content version {version} (only 3 is read)"),
+        ));
+    }
+    let count = next_i32("record count")?;
+    let count = usize::try_from(count)
+        .ok()
+        // Every record takes at least its 4-byte length.
+        .filter(|n| n.saturating_mul(4) <= rest.len())
+        .ok_or_else(|| {
+            corrupt(
+                block,
+                path,
+                format!("record count {count} does not fit in the content"),
+            )
+        })?;
+    let avro_err = |i: Option<usize>, e: apache_avro::Error| FormatError::Avro {
+        path: match i {
+            Some(i) => format!("{path} (block at offset {}, record {i})", block.offset),
+            None => format!("{path} (block at offset {})", block.offset),
+        },
+        reason: e.to_string(),
+    };
+    let datum_reader = GenericDatumReader::builder(&schema)
+        .build()
+        .map_err(|e| avro_err(None, e))?;
+    let mut records = Vec::with_capacity(count);
+    for i in 0..count {
+        let (head, tail) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| corrupt(block, path, format!("record {i}: length cut off")))?;
+        let len = i32::from_be_bytes(*head);
+        let datum = usize::try_from(len)
+            .ok()
+            .and_then(|n| tail.get(..n))
+            .ok_or_else(|| {
+                corrupt(
+                    block,
+                    path,
+                    format!("record {i}: length {len} exceeds the content"),
+                )
+            })?;
+        rest = tail.get(datum.len()..).unwrap_or_default();
+        let mut reader = datum;
+        let value = datum_reader
+            .read_value(&mut reader)
+            .map_err(|e| avro_err(Some(i), e))?;
+        records.push(value);
+    }
+    if !rest.is_empty() {
+        return Err(corrupt(
+            block,
+            path,
+            format!("{} bytes after the last record", rest.len()),
+        ));
+    }
+    Ok(AvroDataBlock { schema, records })
+}
+
+/// Decodes an Avro or parquet data block to Arrow. With `target`, columns are matched by name,
+/// cast to the target types and missing nullable columns filled with nulls (so log rows can be
+/// merged with base-file rows); without, the block's own schema is used (the header `SCHEMA`
+/// mapped per [`crate::avro_arrow`] for Avro blocks, the file's schema for parquet blocks).
+/// HFile and CDC blocks are [`FormatError::UnsupportedBlock`].
+pub fn decode_data_block(
+    block: &LogBlock,
+    path: &str,
+    target: Option<&SchemaRef>,
+) -> Result<Vec<RecordBatch>> {
+    match block.block_type {
+        BlockType::AvroData => {
+            let decoded = decode_avro_data_block(block, path)?;
+            let schema = match target {
+                Some(t) => t.clone(),
+                None => avro_schema_to_arrow(&decoded.schema)?,
+            };
+            Ok(vec![avro_records_to_batch(
+                &decoded.schema,
+                &decoded.records,
+                &schema,
+            )?])
+        }
+        BlockType::ParquetData => {
+            let parquet_err = |e: parquet::errors::ParquetError| FormatError::Parquet {
+                path: format!("{path} (block at offset {})", block.offset),
+                reason: e.to_string(),
+            };
+            let reader = ParquetRecordBatchReaderBuilder::try_new(block.content.clone())
+                .map_err(parquet_err)?
+                .build()
+                .map_err(parquet_err)?;
+            let mut out = Vec::new();
+            for batch in reader {
+                let batch = batch.map_err(|e| FormatError::Arrow {
+                    path: format!("{path} (block at offset {})", block.offset),
+                    reason: e.to_string(),
+                })?;
+                out.push(match target {
+                    Some(t) => conform_batch(&batch, t, path)?,
+                    None => batch,
+                });
+            }
+            Ok(out)
+        }
+        other => Err(unsupported(
+            block,
+            path,
+            format!("{other} content is not decoded to Arrow"),
+        )),
+    }
+}
+
+/// Reshapes `batch` to `target`: columns matched by name and cast to the target type; target
+/// columns the batch lacks are null (an error if not nullable); other columns are dropped.
+pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let mut columns = Vec::with_capacity(target.fields().len());
+    for field in target.fields() {
+        let column = match batch.column_by_name(field.name()) {
+            Some(c) if c.data_type() == field.data_type() => c.clone(),
+            Some(c) => {
+                arrow::compute::cast(c, field.data_type()).map_err(|e| FormatError::Schema {
+                    field: Some(field.name().clone()),
+                    reason: format!(
+                        "cannot cast {} to {}: {e}",
+                        c.data_type(),
+                        field.data_type()
+                    ),
+                })?
+            }
+            None if field.is_nullable() => new_null_array(field.data_type(), rows),
+            None => {
+                return Err(FormatError::Schema {
+                    field: Some(field.name().clone()),
+                    reason: format!("column is not nullable and {path} has no such column"),
+                })
+            }
+        };
+        columns.push(column);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(target.clone(), columns, &options).map_err(|e| {
+        FormatError::Arrow {
+            path: path.to_string(),
+            reason: e.to_string(),
+        }
+    })
+}

@@ -1,0 +1,48 @@
+//! The error type of this crate.
+
+/// Result of a table operation.
+pub type Result<T, E = TableError> = std::result::Result<T, E>;
+
+/// Everything table operations can fail with; variants carry the table path, instant, column
+/// or row concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TableError {
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] arbor_storage::StorageError),
+    /// The timeline or table config failed.
+    #[error(transparent)]
+    Timeline(#[from] arbor_timeline::TimelineError),
+    /// The file-system view failed.
+    #[error(transparent)]
+    FsView(Box<arbor_fsview::FsViewError>),
+    /// Reading or writing file contents failed.
+    #[error(transparent)]
+    Format(#[from] arbor_format::FormatError),
+    /// Input data is not acceptable (schema mismatch, null key, ...), naming the column and,
+    /// where one is at fault, the row.
+    #[error("invalid input{}{}: {reason}",
+        column.as_ref().map(|c| format!(" in column {c:?}")).unwrap_or_default(),
+        row.map(|r| format!(" at row {r}")).unwrap_or_default())]
+    InvalidInput {
+        /// The offending column.
+        column: Option<String>,
+        /// The offending row (0-based, in input order).
+        row: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The table's config does not allow the operation.
+    #[error("unsupported for this table: {reason}")]
+    Unsupported {
+        /// What is unsupported.
+        reason: String,
+    },
+}
+
+impl TableError {
+    pub(crate) fn from_fsview(e: arbor_fsview::FsViewError) -> Self {
+        TableError::FsView(Box::new(e))
+    }
+}

@@ -1,0 +1,232 @@
+//! Merging one file slice: base rows, then log blocks in order (data blocks and delete blocks),
+//! with the record-merge semantics of Hudi 1.x (`EVENT_TIME_ORDERING`, `COMMIT_TIME_ORDERING`).
+
+use std::collections::HashMap;
+
+use arbor_format::log::DeleteRecord;
+use arbor_format::meta;
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, UInt32Array};
+use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::record_batch::RecordBatch;
+
+use super::ordering::OrderKey;
+use crate::error::{Result, TableError};
+
+/// How records with the same key are merged (`hoodie.record.merge.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeMode {
+    /// The record with the greatest ordering value wins; ties go to the later record.
+    EventTime,
+    /// The latest written record wins.
+    CommitTime,
+}
+
+/// One part of a slice's log, in log order.
+#[derive(Debug, Clone)]
+pub enum LogPart {
+    /// Rows of a data block, already shaped to the read schema.
+    Rows(RecordBatch),
+    /// Records of a delete block.
+    Deletes(Vec<DeleteRecord>),
+}
+
+#[derive(Debug, Clone)]
+struct Buffered {
+    /// Row in the concatenated batch; `None` for a delete.
+    row: Option<usize>,
+    order: OrderKey,
+    is_delete: bool,
+}
+
+impl Buffered {
+    fn is_commit_time_delete(&self) -> bool {
+        self.is_delete && self.order.is_default()
+    }
+}
+
+/// Java's `shouldKeepNewerRecord`.
+fn keep_newer(old: &Buffered, new: &Buffered) -> bool {
+    if new.is_commit_time_delete() || old.is_commit_time_delete() {
+        return true;
+    }
+    match new.order.compare(&old.order) {
+        Some(o) => o != std::cmp::Ordering::Less,
+        None => true,
+    }
+}
+
+/// Merges a slice. `base` and the rows of `logs` must all have `schema`. Without log parts the
+/// base rows are returned as they are.
+pub fn merge_slice(
+    schema: &SchemaRef,
+    mode: MergeMode,
+    ordering_field: Option<&str>,
+    base: Vec<RecordBatch>,
+    logs: Vec<LogPart>,
+    context: &str,
+) -> Result<Option<RecordBatch>> {
+    let arrow_err = |e: arrow::error::ArrowError| TableError::Unsupported {
+        reason: format!("merging {context}: {e}"),
+    };
+    if logs.is_empty() {
+        if base.is_empty() {
+            return Ok(None);
+        }
+        let all = concat_batches(schema, &base).map_err(arrow_err)?;
+        return Ok(Some(drop_soft_deleted(all, context)?));
+    }
+    let base_rows: usize = base.iter().map(RecordBatch::num_rows).sum();
+    let mut batches = base;
+    let mut parts: Vec<(usize, usize, Option<Vec<DeleteRecord>>)> = Vec::new();
+    let mut offset = base_rows;
+    for part in logs {
+        match part {
+            LogPart::Rows(b) => {
+                let n = b.num_rows();
+                parts.push((offset, n, None));
+                offset += n;
+                batches.push(b);
+            }
+            LogPart::Deletes(d) => parts.push((offset, 0, Some(d))),
+        }
+    }
+    let all = concat_batches(schema, &batches).map_err(arrow_err)?;
+    let keys = all
+        .column_by_name(meta::RECORD_KEY)
+        .ok_or_else(|| TableError::Unsupported {
+            reason: format!(
+                "merging {context}: rows have no {} column (tables without meta fields cannot \
+                 have log files)",
+                meta::RECORD_KEY
+            ),
+        })?
+        .clone();
+    let keys = string_column(&keys, meta::RECORD_KEY, context)?;
+    let ordering: Option<ArrayRef> = match (mode, ordering_field) {
+        (MergeMode::EventTime, Some(f)) => all.column_by_name(f).cloned(),
+        _ => None,
+    };
+    let deleted_flags: Option<BooleanArray> = all
+        .column_by_name(meta::IS_DELETED)
+        .filter(|c| c.data_type() == &DataType::Boolean)
+        .map(|c| c.as_boolean().clone());
+    let record = |row: usize| Buffered {
+        row: Some(row),
+        order: ordering
+            .as_ref()
+            .map_or(OrderKey::Default, |c| OrderKey::from_column(c, row)),
+        is_delete: deleted_flags
+            .as_ref()
+            .is_some_and(|f| f.is_valid(row) && f.value(row)),
+    };
+
+    let mut buffer: HashMap<String, Buffered> = HashMap::new();
+    for (start, len, deletes) in parts {
+        if let Some(deletes) = deletes {
+            for d in deletes {
+                let Some(key) = d.record_key else { continue };
+                let del = Buffered {
+                    row: None,
+                    order: OrderKey::from_delete(d.ordering_value.as_ref()),
+                    is_delete: true,
+                };
+                let keep_existing = match (mode, buffer.get(&key)) {
+                    (MergeMode::CommitTime, _) | (_, None) => false,
+                    (MergeMode::EventTime, Some(existing)) if existing.is_commit_time_delete() => {
+                        true
+                    }
+                    (MergeMode::EventTime, Some(existing)) => {
+                        !del.order.is_default()
+                            && existing.order.compare(&del.order)
+                                == Some(std::cmp::Ordering::Greater)
+                    }
+                };
+                if !keep_existing {
+                    buffer.insert(key, del);
+                }
+            }
+            continue;
+        }
+        for row in start..start + len {
+            let Some(key) = keys.get(row).cloned().flatten() else {
+                continue;
+            };
+            let new = record(row);
+            let replace = match (mode, buffer.get(&key)) {
+                (MergeMode::CommitTime, _) | (_, None) => true,
+                (MergeMode::EventTime, Some(existing)) => keep_newer(existing, &new),
+            };
+            if replace {
+                buffer.insert(key, new);
+            }
+        }
+    }
+
+    let mut take: Vec<u32> = Vec::new();
+    let push = |take: &mut Vec<u32>, row: usize| -> Result<()> {
+        take.push(u32::try_from(row).map_err(|_| TableError::Unsupported {
+            reason: format!("merging {context}: more than 2^32 rows in one file slice"),
+        })?);
+        Ok(())
+    };
+    for row in 0..base_rows {
+        let base_rec = record(row);
+        let winner = match keys.get(row).cloned().flatten() {
+            Some(key) => match buffer.remove(&key) {
+                Some(log_rec) => match mode {
+                    MergeMode::CommitTime => log_rec,
+                    MergeMode::EventTime if keep_newer(&base_rec, &log_rec) => log_rec,
+                    MergeMode::EventTime => base_rec,
+                },
+                None => base_rec,
+            },
+            None => base_rec,
+        };
+        if let (false, Some(r)) = (winner.is_delete, winner.row) {
+            push(&mut take, r)?;
+        }
+    }
+    let mut rest: Vec<usize> = buffer
+        .into_values()
+        .filter(|b| !b.is_delete)
+        .filter_map(|b| b.row)
+        .collect();
+    rest.sort_unstable();
+    for r in rest {
+        push(&mut take, r)?;
+    }
+    let indices = UInt32Array::from(take);
+    let merged = take_record_batch(&all, &indices).map_err(arrow_err)?;
+    Ok(Some(merged))
+}
+
+/// Drops rows whose `_hoodie_is_deleted` is true.
+fn drop_soft_deleted(batch: RecordBatch, context: &str) -> Result<RecordBatch> {
+    let Some(flags) = batch
+        .column_by_name(meta::IS_DELETED)
+        .filter(|c| c.data_type() == &DataType::Boolean)
+    else {
+        return Ok(batch);
+    };
+    let keep: BooleanArray = flags
+        .as_boolean()
+        .iter()
+        .map(|v| Some(v != Some(true)))
+        .collect();
+    arrow::compute::filter_record_batch(&batch, &keep).map_err(|e| TableError::Unsupported {
+        reason: format!("filtering soft deletes of {context}: {e}"),
+    })
+}
+
+fn string_column(col: &ArrayRef, name: &str, context: &str) -> Result<Vec<Option<String>>> {
+    let casted =
+        arrow::compute::cast(col, &DataType::Utf8).map_err(|e| TableError::Unsupported {
+            reason: format!("merging {context}: column {name} is not a string: {e}"),
+        })?;
+    Ok(casted
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.map(str::to_string))
+        .collect())
+}

@@ -1,0 +1,201 @@
+//! Ordering values of records and deletes, compared the way hudi-rs 0.5.0 (and Java) do.
+//!
+//! Values are only compared when they are of the same class (Java's `isSameClass`); a null
+//! ordering value of a data record is the "default" (Java's `Integer(0)`), and a delete whose
+//! ordering value is null or default is a commit-time-ordering delete that wins unconditionally.
+
+use std::cmp::Ordering;
+
+use arbor_format::log::OrderingValue;
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::{
+    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, Int8Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+};
+
+/// A comparable ordering value, in the classes hudi-rs 0.5.0 compares: every integer-backed
+/// value (ints, longs, booleans, dates, timestamps) is a `Long`, every float a `Double`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OrderKey {
+    /// Null or absent, or Java's `Integer(0)` default: natural order.
+    Default,
+    /// Integer-backed values.
+    Long(i64),
+    /// Floating-point values.
+    Double(f64),
+    /// Strings.
+    String(String),
+    /// Bytes.
+    Bytes(Vec<u8>),
+    /// Decimals: unscaled value and scale (compared by value).
+    Decimal(i128, i8),
+    /// Composite (multi-field) values.
+    Composite(Vec<OrderKey>),
+    /// A type arbor does not compare; never the same class as anything.
+    Other,
+}
+
+impl OrderKey {
+    /// True for the default ordering value.
+    pub fn is_default(&self) -> bool {
+        matches!(self, OrderKey::Default)
+    }
+
+    /// Compares two keys of the same class; `None` for different classes.
+    pub fn compare(&self, other: &OrderKey) -> Option<Ordering> {
+        use OrderKey::*;
+        match (self, other) {
+            (Long(a), Long(b)) => Some(a.cmp(b)),
+            (Double(a), Double(b)) => Some(a.total_cmp(b)),
+            (String(a), String(b)) => Some(a.cmp(b)),
+            (Bytes(a), Bytes(b)) => Some(a.cmp(b)),
+            (Decimal(a, sa), Decimal(b, sb)) => Some(compare_decimal(*a, *sa, *b, *sb)),
+            (Composite(a), Composite(b)) if a.len() == b.len() => {
+                for (x, y) in a.iter().zip(b) {
+                    match x.compare(y)? {
+                        Ordering::Equal => continue,
+                        o => return Some(o),
+                    }
+                }
+                Some(Ordering::Equal)
+            }
+            (Default, Default) => Some(Ordering::Equal),
+            _ => None,
+        }
+    }
+
+    /// The ordering value of a delete record.
+    pub fn from_delete(value: Option<&OrderingValue>) -> OrderKey {
+        match value {
+            None => OrderKey::Default,
+            Some(v) if v.is_java_default() => OrderKey::Default,
+            Some(v) => Self::from_delete_value(v),
+        }
+    }
+
+    fn from_delete_value(v: &OrderingValue) -> OrderKey {
+        match v {
+            OrderingValue::Boolean(b) => OrderKey::Long(i64::from(*b)),
+            OrderingValue::Int(i) | OrderingValue::Date(i) | OrderingValue::LocalDate(i) => {
+                OrderKey::Long(i64::from(*i))
+            }
+            OrderingValue::Long(l)
+            | OrderingValue::TimeMicros(l)
+            | OrderingValue::TimestampMicros(l) => OrderKey::Long(*l),
+            OrderingValue::Float(f) => OrderKey::Double(f64::from(*f)),
+            OrderingValue::Double(d) => OrderKey::Double(*d),
+            OrderingValue::Bytes(b) => OrderKey::Bytes(b.clone()),
+            OrderingValue::String(s) => OrderKey::String(s.clone()),
+            OrderingValue::Decimal(d) => OrderKey::Decimal(*d, OrderingValue::DECIMAL_SCALE),
+            OrderingValue::Array(None) => OrderKey::Default,
+            OrderingValue::Array(Some(items)) => {
+                let mut parts = Vec::with_capacity(items.len());
+                for item in items {
+                    match item {
+                        Some(v) => parts.push(Self::from_delete_value(v)),
+                        None => return OrderKey::Default,
+                    }
+                }
+                OrderKey::Composite(parts)
+            }
+        }
+    }
+
+    /// The ordering value of row `row` of an ordering column (null: the default).
+    pub fn from_column(column: &ArrayRef, row: usize) -> OrderKey {
+        if row >= column.len() || column.is_null(row) {
+            return OrderKey::Default;
+        }
+        match column.data_type() {
+            DataType::Int8 => {
+                OrderKey::Long(i64::from(column.as_primitive::<Int8Type>().value(row)))
+            }
+            DataType::Int16 => {
+                OrderKey::Long(i64::from(column.as_primitive::<Int16Type>().value(row)))
+            }
+            DataType::Int32 => {
+                OrderKey::Long(i64::from(column.as_primitive::<Int32Type>().value(row)))
+            }
+            DataType::Int64 => OrderKey::Long(column.as_primitive::<Int64Type>().value(row)),
+            DataType::Boolean => OrderKey::Long(i64::from(column.as_boolean().value(row))),
+            DataType::Date32 => {
+                OrderKey::Long(i64::from(column.as_primitive::<Date32Type>().value(row)))
+            }
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                OrderKey::Long(column.as_primitive::<TimestampMillisecondType>().value(row))
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                OrderKey::Long(column.as_primitive::<TimestampMicrosecondType>().value(row))
+            }
+            DataType::Float32 => {
+                OrderKey::Double(f64::from(column.as_primitive::<Float32Type>().value(row)))
+            }
+            DataType::Float64 => OrderKey::Double(column.as_primitive::<Float64Type>().value(row)),
+            DataType::Utf8 => OrderKey::String(column.as_string::<i32>().value(row).to_string()),
+            DataType::LargeUtf8 => {
+                OrderKey::String(column.as_string::<i64>().value(row).to_string())
+            }
+            DataType::Binary => OrderKey::Bytes(column.as_binary::<i32>().value(row).to_vec()),
+            DataType::Decimal128(_, scale) => {
+                OrderKey::Decimal(column.as_primitive::<Decimal128Type>().value(row), *scale)
+            }
+            _ => OrderKey::Other,
+        }
+    }
+}
+
+/// Compares two decimals by value, whatever their scales.
+fn compare_decimal(a: i128, sa: i8, b: i128, sb: i8) -> Ordering {
+    // Bring both to the larger scale; a value whose rescaling overflows i128 is larger in
+    // magnitude than anything representable, so its sign decides.
+    let rescale = |v: i128, from: i8, to: i8| -> Option<i128> {
+        10i128
+            .checked_pow(u32::from(to.abs_diff(from)))
+            .and_then(|f| v.checked_mul(f))
+    };
+    let overflow = |v: i128| {
+        if v > 0 {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        }
+    };
+    if sa == sb {
+        a.cmp(&b)
+    } else if sa < sb {
+        match rescale(a, sa, sb) {
+            Some(a) => a.cmp(&b),
+            None => overflow(a),
+        }
+    } else {
+        match rescale(b, sb, sa) {
+            Some(b) => a.cmp(&b),
+            None => overflow(b).reverse(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_compare_same_class_only() {
+        assert_eq!(
+            OrderKey::Long(1).compare(&OrderKey::Long(2)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(OrderKey::Long(1).compare(&OrderKey::Double(1.0)), None);
+        assert!(OrderKey::from_delete(None).is_default());
+        assert!(OrderKey::from_delete(Some(&OrderingValue::Int(0))).is_default());
+        assert_eq!(
+            OrderKey::from_delete(Some(&OrderingValue::Long(0))),
+            OrderKey::Long(0)
+        );
+        assert_eq!(
+            compare_decimal(10, 1, 100, 2),
+            Ordering::Equal,
+            "1.0 == 1.00"
+        );
+    }
+}
