@@ -33,6 +33,20 @@ pub enum TableError {
         /// What is wrong.
         reason: String,
     },
+    /// Optimistic concurrency: another instant completed since this one started and changed
+    /// file groups this one also changed. This instant's files were rolled back.
+    #[error("commit conflict: instant {instant} and instant {other} both changed file groups {file_groups}; {instant} was rolled back")]
+    CommitConflict {
+        /// The instant that lost.
+        instant: String,
+        /// The instant that completed first.
+        other: String,
+        /// The file groups both touched (`partition/fileId`, comma separated).
+        file_groups: String,
+    },
+    /// The table lock could not be taken or kept.
+    #[error("table lock: {0}")]
+    Lock(#[from] arbor_storage::LockError),
     /// The table's config does not allow the operation.
     #[error("unsupported for this table: {reason}")]
     Unsupported {

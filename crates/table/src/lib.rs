@@ -7,5 +7,7 @@
 mod error;
 pub mod keygen;
 pub mod read;
+pub mod write;
 
 pub use error::{Result, TableError};
+pub use write::{CommitResult, CreateOptions, Table, WriteOperation, WriteOptions};

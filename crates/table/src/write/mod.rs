@@ -1,0 +1,15 @@
+//! The write path: creating tables, writing Arrow batches as Hudi commits, optimistic
+//! concurrency, rollback of failed writes, compaction.
+//!
+//! Module map (each file one concept): `options.rs` (CreateOptions, WriteOptions,
+//! WriteOperation, CommitResult), `table.rs` (Table: create/open/write/delete_partitions),
+//! `index.rs` (the Index trait and the simple index), `planner.rs` (assigning records to file
+//! groups, small-file packing), `cow.rs` / `mor.rs` (writing base files / log files),
+//! `commit.rs` (instant lifecycle, commit metadata, conflict check under the lock),
+//! `rollback.rs`, `compaction.rs`.
+
+pub mod options;
+pub mod table;
+
+pub use options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
+pub use table::Table;

@@ -1,0 +1,107 @@
+//! Options and results of the write path.
+
+use arbor_timeline::avro::WriteOperationType;
+use arbor_timeline::config::{RecordMergeMode, TableType};
+use arbor_timeline::{Action, InstantTime};
+use arrow::datatypes::SchemaRef;
+
+/// What a new table looks like.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// `hoodie.table.name`.
+    pub name: String,
+    /// Copy-on-write or merge-on-read.
+    pub table_type: TableType,
+    /// Record key columns (one: SIMPLE key generator; several: COMPLEX).
+    pub record_key_fields: Vec<String>,
+    /// Partition columns; empty for a non-partitioned table.
+    pub partition_fields: Vec<String>,
+    /// `field=value` partition directories.
+    pub hive_style_partitioning: bool,
+    /// The ordering (precombine) column, if any.
+    pub ordering_field: Option<String>,
+    /// The merge mode; `None`: event-time ordering with an ordering field, else commit time.
+    pub merge_mode: Option<RecordMergeMode>,
+    /// The data schema (without meta columns).
+    pub schema: SchemaRef,
+}
+
+/// Tuning of writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteOptions {
+    /// Largest base file to write (bytes, estimated from the input); default 120 MiB.
+    pub max_file_size: u64,
+    /// Base files smaller than this receive new inserts (small-file packing); default 100 MiB;
+    /// 0 disables packing.
+    pub small_file_limit: u64,
+    /// Merge-on-read: compact inline after this many deltacommits since the last compaction;
+    /// `None` never compacts inline.
+    pub inline_compact_every: Option<u32>,
+    /// How long to wait for the table lock.
+    pub lock_timeout: std::time::Duration,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            max_file_size: 120 * 1024 * 1024,
+            small_file_limit: 100 * 1024 * 1024,
+            inline_compact_every: None,
+            lock_timeout: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+/// A write operation on record batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOperation {
+    /// Insert records (existing keys are not looked up; duplicates may result).
+    Insert,
+    /// Insert without small-file packing or index lookups, for large initial loads.
+    BulkInsert,
+    /// Insert new keys, update existing ones.
+    Upsert,
+    /// Delete the records whose keys the batches name.
+    Delete,
+    /// Replace the partitions the batches touch with the batches' records.
+    InsertOverwrite,
+    /// Replace the whole table with the batches' records.
+    InsertOverwriteTable,
+}
+
+impl WriteOperation {
+    /// The operation type recorded in commit metadata.
+    pub fn operation_type(self) -> WriteOperationType {
+        match self {
+            WriteOperation::Insert => WriteOperationType::Insert,
+            WriteOperation::BulkInsert => WriteOperationType::BulkInsert,
+            WriteOperation::Upsert => WriteOperationType::Upsert,
+            WriteOperation::Delete => WriteOperationType::Delete,
+            WriteOperation::InsertOverwrite => WriteOperationType::InsertOverwrite,
+            WriteOperation::InsertOverwriteTable => WriteOperationType::InsertOverwriteTable,
+        }
+    }
+}
+
+/// What a completed commit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitResult {
+    /// The instant (requested) time.
+    pub instant: InstantTime,
+    /// The completion time.
+    pub completion_time: InstantTime,
+    /// The completed action (`commit`, `deltacommit`, `replacecommit`).
+    pub action: Action,
+    /// The operation.
+    pub operation: WriteOperationType,
+    /// Records inserted.
+    pub inserted: u64,
+    /// Records updated.
+    pub updated: u64,
+    /// Records deleted.
+    pub deleted: u64,
+    /// Data files written (base and log files).
+    pub files_written: usize,
+    /// File groups replaced (insert overwrite, delete partition).
+    pub file_groups_replaced: usize,
+}
