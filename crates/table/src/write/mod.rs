@@ -8,8 +8,17 @@
 //! `commit.rs` (instant lifecycle, commit metadata, conflict check under the lock),
 //! `rollback.rs`, `compaction.rs`.
 
+pub mod commit;
+pub mod compaction;
+pub mod cow;
+pub mod index;
+pub mod mor;
 pub mod options;
+pub mod planner;
+pub mod rollback;
+pub mod schema;
 pub mod table;
 
+pub use index::{Index, RecordLocation, SimpleIndex};
 pub use options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
-pub use table::Table;
+pub use table::{PreparedWrite, Table};

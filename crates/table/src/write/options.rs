@@ -39,6 +39,10 @@ pub struct WriteOptions {
     pub inline_compact_every: Option<u32>,
     /// How long to wait for the table lock.
     pub lock_timeout: std::time::Duration,
+    /// A pending write whose writer has not sent a heartbeat for this long is considered failed
+    /// and is rolled back by the next writer; default 60 s. `Duration::ZERO` rolls back every
+    /// pending write (only safe with a single writer).
+    pub heartbeat_timeout: std::time::Duration,
 }
 
 impl Default for WriteOptions {
@@ -48,6 +52,7 @@ impl Default for WriteOptions {
             small_file_limit: 100 * 1024 * 1024,
             inline_compact_every: None,
             lock_timeout: std::time::Duration::from_secs(60),
+            heartbeat_timeout: std::time::Duration::from_secs(60),
         }
     }
 }

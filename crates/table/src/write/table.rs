@@ -1,39 +1,259 @@
 //! `Table`: the handle writers use.
+//!
+//! A write follows the commit protocol of spec 2.3 in two phases, [`Table::prepare`] and
+//! [`Table::commit`] ([`Table::write`] runs both):
+//! 1. the input is validated (schema, keys, non-empty) before anything is written;
+//! 2. under the table lock: failed writes are rolled back (pending writes whose writer's heartbeat
+//!    lapsed), an instant time is generated and `<t>.<action>.requested` is created; the writer's
+//!    heartbeat is written first;
+//! 3. without the lock: the index locates existing keys, the planner assigns rows to file
+//!    groups, base files (COW, and new groups of MOR) or log files (MOR) are written, then
+//!    `<t>.<action>.inflight` with the workload profile;
+//! 4. under the table lock: the timeline is reloaded and checked for conflicts (completed writes
+//!    the plan did not see that touched the same file groups: this instant is then rolled back
+//!    and [`TableError::CommitConflict`] returned); else the completed instant is created with a
+//!    completion time after every time on the timeline. That creation is the commit point.
+//! 5. Inline compaction of merge-on-read tables, when configured.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use arbor_storage::{LockProvider, Storage};
-use arbor_timeline::TableConfig;
+use arbor_format::base::BaseFileWriter;
+use arbor_storage::{LockProvider, ObjectStoreLockProvider, Storage};
+use arbor_timeline::avro::{
+    decode_instant, encode_instant_for, HoodieCommitMetadata, HoodieReplaceCommitMetadata,
+    HoodieRequestedReplaceMetadata, InstantContent, WriteOperationType,
+};
+use arbor_timeline::config::{RecordMergeMode, TableType};
+use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::{
+    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
+    TableLayout,
+};
+use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
 
+use super::commit::{self, Conflict, LOCK_DIR};
+use super::compaction;
+use super::cow::{write_base_file, FileWriteContext, WrittenGroup};
+use super::index::SimpleIndex;
+use super::mor::write_log_file;
 use super::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
+use super::planner::{self, Combine, Input, PlanContext, WritePlan};
+use super::rollback;
+use super::schema::DataSchema;
 use crate::error::{Result, TableError};
-use crate::read::TableReader;
+use crate::keygen::KeyGenerator;
+use crate::read::{MergeMode, TableReader};
 
 /// A Hudi table opened for writing (main branch).
+///
+/// Cloning is cheap; clones share the instant time generator. Several handles (in one process
+/// or many) may write concurrently: the table lock and the conflict check keep commits
+/// consistent.
 #[derive(Debug, Clone)]
 pub struct Table {
     storage: Arc<dyn Storage>,
     config: TableConfig,
     lock: Option<Arc<dyn LockProvider>>,
     options: WriteOptions,
+    generator: Arc<InstantTimeGenerator>,
+    schema: DataSchema,
+    layout: TableLayout,
+}
+
+/// A write whose files are written and whose instant is inflight, waiting for
+/// [`Table::commit`]. Dropping it leaves the instant pending; the next writer rolls it back
+/// once its heartbeat lapses.
+#[derive(Debug, Clone)]
+pub struct PreparedWrite {
+    inflight: Instant,
+    operation: WriteOperationType,
+    metadata: HoodieCommitMetadata,
+    replaced: Option<BTreeMap<String, Vec<String>>>,
+    planned_against: BTreeSet<InstantTime>,
+    touched: BTreeSet<(String, String)>,
+    inserted: u64,
+    updated: u64,
+    deleted: u64,
+}
+
+impl PreparedWrite {
+    /// The instant (requested) time.
+    pub fn instant(&self) -> &InstantTime {
+        &self.inflight.requested_time
+    }
+
+    /// The action the instant completes as.
+    pub fn action(&self) -> Action {
+        self.inflight.action
+    }
+
+    /// The file groups written or replaced, as `(partition, fileId)`.
+    pub fn file_groups(&self) -> &BTreeSet<(String, String)> {
+        &self.touched
+    }
+
+    /// The commit metadata that completing will write.
+    pub fn metadata(&self) -> &HoodieCommitMetadata {
+        &self.metadata
+    }
+}
+
+fn invalid(column: Option<&str>, reason: impl Into<String>) -> TableError {
+    TableError::InvalidInput {
+        column: column.map(str::to_string),
+        row: None,
+        reason: reason.into(),
+    }
+}
+
+/// The merge mode and ordering field a table's config says writers and readers use.
+fn merge_of(config: &TableConfig) -> Result<(MergeMode, Option<String>)> {
+    let ordering = config.ordering_fields().into_iter().next();
+    let mode = match config.record_merge_mode()? {
+        Some(RecordMergeMode::EventTimeOrdering) => MergeMode::EventTime,
+        Some(RecordMergeMode::CommitTimeOrdering) => MergeMode::CommitTime,
+        Some(RecordMergeMode::Custom) => {
+            return Err(TableError::Unsupported {
+                reason: "writing tables with merge mode CUSTOM".into(),
+            })
+        }
+        None if ordering.is_some() => MergeMode::EventTime,
+        None => MergeMode::CommitTime,
+    };
+    Ok((mode, ordering))
 }
 
 impl Table {
     /// Creates a new version-8 table at the storage root (fails if one exists).
+    ///
+    /// Validates `options` against the schema: record key, partition and ordering columns must
+    /// exist, data columns must not be `_hoodie_*` meta columns; event-time ordering needs an
+    /// ordering field; CUSTOM merging is unsupported. Writes `.hoodie/hoodie.properties` with
+    /// the key generator (SIMPLE, COMPLEX or NON_PARTITION), explicit merge mode, UTC timeline,
+    /// no metadata-table partitions, and `hoodie.table.create.schema` (the Avro schema of the
+    /// data columns, record `<name>_record` in namespace `hoodie.<name>`; every column
+    /// nullable). Errors: `InvalidInput` naming the column, `Storage(AlreadyExists)` for an
+    /// existing table.
     pub async fn create(storage: Arc<dyn Storage>, options: CreateOptions) -> Result<Table> {
-        let _ = (storage, options);
-        Err(TableError::Unsupported {
-            reason: "Table::create is being written".into(),
+        if options.name.is_empty() {
+            return Err(invalid(None, "the table name is empty"));
+        }
+        if options.record_key_fields.is_empty() {
+            return Err(invalid(None, "a table needs at least one record key field"));
+        }
+        let schema = DataSchema::for_new_table(&options.name, &options.schema)?;
+        let has = |c: &str| schema.arrow.field_with_name(c).is_ok();
+        for (what, cols) in [
+            ("record key", &options.record_key_fields),
+            ("partition", &options.partition_fields),
+        ] {
+            for c in cols {
+                if !has(c) {
+                    return Err(invalid(
+                        Some(c),
+                        format!("the {what} column is not in the schema"),
+                    ));
+                }
+            }
+        }
+        if let Some(o) = &options.ordering_field {
+            if !has(o) {
+                return Err(invalid(Some(o), "the ordering column is not in the schema"));
+            }
+        }
+        let mode = match options.merge_mode {
+            Some(m) => m,
+            None if options.ordering_field.is_some() => RecordMergeMode::EventTimeOrdering,
+            None => RecordMergeMode::CommitTimeOrdering,
+        };
+        match mode {
+            RecordMergeMode::Custom => {
+                return Err(TableError::Unsupported {
+                    reason: "merge mode CUSTOM".into(),
+                })
+            }
+            RecordMergeMode::EventTimeOrdering if options.ordering_field.is_none() => {
+                return Err(invalid(None, "EVENT_TIME_ORDERING needs an ordering field"))
+            }
+            _ => {}
+        }
+        let mut builder = TableConfig::builder_v8(options.name.clone(), options.table_type)
+            .record_key_fields(options.record_key_fields.iter().cloned())
+            .partition_fields(options.partition_fields.iter().cloned())
+            .hive_style_partitioning(options.hive_style_partitioning)
+            .merge_mode(mode)
+            .create_schema(schema.avro_json.clone());
+        if let Some(o) = &options.ordering_field {
+            builder = builder.ordering_field(o.clone());
+        }
+        let config = builder.build()?;
+        // Key generation must accept the config before the table exists.
+        KeyGenerator::from_table_config(&config)?;
+        TableConfig::create(storage.as_ref(), DEFAULT_META_DIR, &config).await?;
+        let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        Ok(Table {
+            storage,
+            config,
+            lock: None,
+            options: WriteOptions::default(),
+            generator: Arc::new(InstantTimeGenerator::new()),
+            schema,
+            layout,
         })
     }
 
-    /// Opens an existing table.
+    /// Opens an existing table (version 8; older or newer versions are `Unsupported` for
+    /// writing). The data schema is the latest completed write's `extraMetadata.schema`, else
+    /// `hoodie.table.create.schema`, else what readers resolve.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Table> {
-        let _ = storage;
-        Err(TableError::Unsupported {
-            reason: "Table::open is being written".into(),
+        let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+        if config.version().code() != 8 {
+            return Err(TableError::Unsupported {
+                reason: format!(
+                    "arbor writes table version 8; this table is version {}",
+                    config.version().code()
+                ),
+            });
+        }
+        let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        let schema = Self::load_schema(&storage, &config, &layout).await?;
+        Ok(Table {
+            storage,
+            config,
+            lock: None,
+            options: WriteOptions::default(),
+            generator: Arc::new(InstantTimeGenerator::new()),
+            schema,
+            layout,
         })
+    }
+
+    async fn load_schema(
+        storage: &Arc<dyn Storage>,
+        config: &TableConfig,
+        layout: &TableLayout,
+    ) -> Result<DataSchema> {
+        let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+        for instant in tl.completed_writes().iter().rev() {
+            let bytes = tl.read(instant).await?;
+            let key = tl.key_of(instant)?;
+            let json = match decode_instant(instant, &bytes, &key, false)? {
+                InstantContent::Commit(m) => m.schema().map(str::to_string),
+                InstantContent::ReplaceCommit(m) => m.schema().map(str::to_string),
+                _ => None,
+            };
+            if let Some(json) = json.filter(|s| !s.trim().is_empty()) {
+                return DataSchema::from_avro_json(&json);
+            }
+        }
+        if let Some(json) = config.get("hoodie.table.create.schema") {
+            return DataSchema::from_avro_json(&json.replace("\\:", ":"));
+        }
+        let reader = TableReader::open(storage.clone()).await?;
+        DataSchema::from_read_schema(config.name(), reader.schema())
     }
 
     /// Uses `lock` as the table lock (default: an object-store lock under `.hoodie/.locks`).
@@ -48,29 +268,498 @@ impl Table {
         self
     }
 
+    /// Uses `generator` for instant and completion times (e.g. one on a manual clock in tests).
+    pub fn with_generator(mut self, generator: Arc<InstantTimeGenerator>) -> Self {
+        self.generator = generator;
+        self
+    }
+
     /// The table config.
     pub fn config(&self) -> &TableConfig {
         &self.config
     }
 
-    /// Writes `batches` (data columns only, matching the table schema) as one commit.
+    /// The data schema writes must match (Arrow, no meta columns; every column nullable).
+    pub fn schema(&self) -> &arrow::datatypes::SchemaRef {
+        &self.schema.arrow
+    }
+
+    /// The write options in use.
+    pub fn write_options(&self) -> &WriteOptions {
+        &self.options
+    }
+
+    fn lock_provider(&self) -> Arc<dyn LockProvider> {
+        match &self.lock {
+            Some(l) => l.clone(),
+            None => Arc::new(ObjectStoreLockProvider::new(self.storage.clone(), LOCK_DIR)),
+        }
+    }
+
+    fn table_type(&self) -> TableType {
+        self.config.table_type()
+    }
+
+    /// Writes `batches` (data columns only, matching the table schema) as one commit: a
+    /// `commit` (copy-on-write), `deltacommit` (merge-on-read) or, for insert overwrite, a
+    /// `replacecommit`. See the module doc for the protocol; on any error before the commit
+    /// point readers see nothing of the write.
     pub async fn write(
         &self,
         operation: WriteOperation,
         batches: Vec<RecordBatch>,
     ) -> Result<CommitResult> {
-        let _ = (operation, batches, &self.storage, &self.options);
-        Err(TableError::Unsupported {
-            reason: "Table::write is being written".into(),
+        let prepared = self.prepare(operation, batches).await?;
+        self.commit(prepared).await
+    }
+
+    /// Validates the input against the table: non-empty; every input column is a table column
+    /// of a compatible type (ints widen, string encodings convert); every table column present
+    /// (deletes need only the key and partition columns); no null or empty record key. Returns
+    /// the rows shaped to the table schema with their keys. Writes nothing.
+    pub fn validate(&self, operation: WriteOperation, batches: &[RecordBatch]) -> Result<Input> {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        if rows == 0 {
+            return Err(invalid(None, "the input has no rows"));
+        }
+        let is_delete = operation == WriteOperation::Delete;
+        if is_delete {
+            let needed = self
+                .config
+                .record_key_fields()
+                .into_iter()
+                .chain(self.config.partition_fields());
+            for c in needed {
+                let top = c.split('.').next().unwrap_or(&c).to_string();
+                if batches.iter().any(|b| b.column_by_name(&top).is_none()) {
+                    return Err(invalid(
+                        Some(&top),
+                        "a delete needs the record key and partition columns",
+                    ));
+                }
+            }
+        }
+        let shaped = self.schema.conform(batches, is_delete)?;
+        let batch = concat_batches(&self.schema.arrow, &shaped)
+            .map_err(|e| invalid(None, e.to_string()))?;
+        let keys = KeyGenerator::from_table_config(&self.config)?.keys(&batch)?;
+        Ok(Input { batch, keys })
+    }
+
+    fn action_for(&self, operation: WriteOperation) -> Action {
+        match operation {
+            WriteOperation::InsertOverwrite | WriteOperation::InsertOverwriteTable => {
+                Action::ReplaceCommit
+            }
+            _ if self.table_type() == TableType::MergeOnRead => Action::DeltaCommit,
+            _ => Action::Commit,
+        }
+    }
+
+    /// Under the lock: rolls back failed writes, creates the heartbeat and the requested file.
+    async fn start_instant(
+        &self,
+        action: Action,
+        operation: WriteOperationType,
+    ) -> Result<(ActiveTimeline, Instant)> {
+        let lock = self.lock_provider();
+        let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
+        let result = async {
+            commit::rollback_failed(
+                &self.storage,
+                &self.layout,
+                &self.generator,
+                self.options.heartbeat_timeout,
+            )
+            .await?;
+            let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+            let time = tl.next_instant_time(&self.generator).await?;
+            let requested = Instant::requested(time.clone(), action);
+            let content = if action == Action::ReplaceCommit {
+                let plan = HoodieRequestedReplaceMetadata {
+                    operation_type: Some(operation.name().to_string()),
+                    version: Some(1),
+                    ..HoodieRequestedReplaceMetadata::default()
+                };
+                Bytes::from(encode_instant_for(
+                    &requested,
+                    &InstantContent::RequestedReplace(Box::new(plan)),
+                )?)
+            } else {
+                Bytes::new()
+            };
+            commit::beat(&self.storage, &time).await?;
+            let requested = tl.create_requested(time, action, content).await?;
+            Ok::<_, TableError>((tl, requested))
+        }
+        .await;
+        commit::release(lock.as_ref(), &lease, result).await
+    }
+
+    /// Best-effort removal of this writer's own instant after a failure before the commit point.
+    async fn abort(&self, instant: &Instant) {
+        let lock = self.lock_provider();
+        let Ok(lease) = commit::acquire(lock.as_ref(), self.options.lock_timeout).await else {
+            return;
+        };
+        let r =
+            rollback::rollback_instant(&self.storage, &self.layout, instant, &self.generator).await;
+        if r.is_ok() {
+            let _ = commit::stop_heartbeat(&self.storage, &instant.requested_time).await;
+        }
+        let _ = commit::release(lock.as_ref(), &lease, r).await;
+    }
+
+    /// Phase one of a write: validates, starts the instant, plans, writes the data files and
+    /// moves the instant to inflight. Nothing is visible to readers until [`Table::commit`].
+    pub async fn prepare(
+        &self,
+        operation: WriteOperation,
+        batches: Vec<RecordBatch>,
+    ) -> Result<PreparedWrite> {
+        let input = self.validate(operation, &batches)?;
+        drop(batches);
+        let action = self.action_for(operation);
+        let op_type = operation.operation_type();
+        let (mut tl, requested) = self.start_instant(action, op_type).await?;
+        match self
+            .prepare_started(operation, &input, &mut tl, &requested)
+            .await
+        {
+            Ok(p) => Ok(p),
+            Err(e) => {
+                let latest = tl
+                    .get(&requested.requested_time, action)
+                    .and_then(|f| f.latest().cloned())
+                    .unwrap_or(requested);
+                self.abort(&latest).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn prepare_started(
+        &self,
+        operation: WriteOperation,
+        input: &Input,
+        tl: &mut ActiveTimeline,
+        requested: &Instant,
+    ) -> Result<PreparedWrite> {
+        let instant = requested.requested_time.to_string();
+        let reader = Arc::new(TableReader::open(self.storage.clone()).await?);
+        let view = reader.view();
+        let planned_against: BTreeSet<InstantTime> = view
+            .index()
+            .completed_writes()
+            .map(|i| i.requested_time.clone())
+            .collect();
+        let (mode, ordering_field) = merge_of(&self.config)?;
+        let ordering_col = ordering_field
+            .as_ref()
+            .and_then(|f| input.batch.column_by_name(f).cloned());
+        let all_partitions = if operation == WriteOperation::InsertOverwriteTable {
+            view.partitions()
+                .await
+                .map_err(TableError::from_fsview)?
+                .as_ref()
+                .clone()
+        } else {
+            Vec::new()
+        };
+        let index = SimpleIndex::new(self.storage.clone(), reader.clone());
+        let ctx = PlanContext {
+            operation,
+            table_type: self.table_type(),
+            view,
+            index: &index,
+            options: &self.options,
+            combine: Combine {
+                mode,
+                ordering: if mode == MergeMode::EventTime {
+                    ordering_col.as_ref()
+                } else {
+                    None
+                },
+            },
+            all_partitions,
+        };
+        let plan = planner::plan(&ctx, input).await?;
+        let written = self
+            .write_files(&instant, input, &plan, mode, ordering_field)
+            .await?;
+        let op_type = operation.operation_type();
+        let profile = commit::workload_profile(op_type, &self.schema.avro_json, &plan);
+        let inflight_instant = requested.with_state(State::Inflight);
+        let inflight_bytes = encode_instant_for(
+            &inflight_instant,
+            &InstantContent::Commit(Box::new(profile)),
+        )?;
+        let inflight = tl
+            .transition_to_inflight(requested, Bytes::from(inflight_bytes))
+            .await?;
+        commit::beat(&self.storage, &requested.requested_time).await?;
+        let mut touched: BTreeSet<(String, String)> = written
+            .iter()
+            .filter_map(|w| w.stat.file_id.clone().map(|f| (w.partition.clone(), f)))
+            .collect();
+        for (p, ids) in &plan.replaced {
+            for id in ids {
+                touched.insert((p.clone(), id.clone()));
+            }
+        }
+        let replaced = matches!(
+            operation,
+            WriteOperation::InsertOverwrite | WriteOperation::InsertOverwriteTable
+        )
+        .then(|| plan.replaced.clone());
+        Ok(PreparedWrite {
+            inflight,
+            operation: op_type,
+            metadata: commit::commit_metadata(op_type, &self.schema.avro_json, &written),
+            replaced,
+            planned_against,
+            touched,
+            inserted: written.iter().map(|w| w.inserted).sum(),
+            updated: written.iter().map(|w| w.updated).sum(),
+            deleted: written.iter().map(|w| w.deleted).sum(),
         })
     }
 
-    /// Deletes whole partitions (a `delete_partition` replacecommit).
+    async fn write_files(
+        &self,
+        instant: &str,
+        input: &Input,
+        plan: &WritePlan,
+        mode: MergeMode,
+        ordering_field: Option<String>,
+    ) -> Result<Vec<WrittenGroup>> {
+        let ctx = FileWriteContext {
+            storage: self.storage.clone(),
+            instant: instant.to_string(),
+            schema: self.schema.clone(),
+            avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&self.schema.avro_json)?,
+            mode,
+            ordering_field,
+        };
+        let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
+        for p in partitions {
+            commit::ensure_partition_marker(&self.storage, p, instant).await?;
+        }
+        let mor = self.table_type() == TableType::MergeOnRead;
+        let mut out = Vec::with_capacity(plan.groups.len());
+        for (task, group) in plan.groups.iter().enumerate() {
+            let task = task as u64;
+            let w = if mor && group.existing.is_some() {
+                write_log_file(&ctx, input, group, task).await?
+            } else {
+                write_base_file(&ctx, input, group, task).await?
+            };
+            out.push(w);
+        }
+        Ok(out)
+    }
+
+    /// Phase two of a write: under the table lock, checks for conflicts with writes completed
+    /// since the plan was made and completes the instant (the commit point). On a conflict the
+    /// instant is rolled back and [`TableError::CommitConflict`] names the other instant and the
+    /// shared file groups. Runs inline compaction afterwards when configured (a compaction
+    /// failure is logged; the write stays committed).
+    pub async fn commit(&self, prepared: PreparedWrite) -> Result<CommitResult> {
+        let lock = self.lock_provider();
+        let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
+        let result = self.commit_locked(&prepared).await;
+        let result = commit::release(lock.as_ref(), &lease, result).await;
+        let completed = result?;
+        let _ = commit::stop_heartbeat(&self.storage, prepared.instant()).await;
+        let completion_time = completed
+            .completion_time
+            .clone()
+            .unwrap_or_else(|| completed.requested_time.clone());
+        let result = CommitResult {
+            instant: prepared.instant().clone(),
+            completion_time,
+            action: completed.action,
+            operation: prepared.operation,
+            inserted: prepared.inserted,
+            updated: prepared.updated,
+            deleted: prepared.deleted,
+            files_written: prepared.metadata.write_stats().count(),
+            file_groups_replaced: prepared
+                .replaced
+                .as_ref()
+                .map_or(0, |r| r.values().map(Vec::len).sum()),
+        };
+        self.inline_compaction().await;
+        Ok(result)
+    }
+
+    async fn commit_locked(&self, prepared: &PreparedWrite) -> Result<Instant> {
+        let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        if let Some(Conflict { other, file_groups }) = commit::find_conflict(
+            &tl,
+            prepared.instant(),
+            &prepared.planned_against,
+            &prepared.touched,
+        )
+        .await?
+        {
+            match rollback::rollback_instant(
+                &self.storage,
+                &self.layout,
+                &prepared.inflight,
+                &self.generator,
+            )
+            .await
+            {
+                Ok(_) => {
+                    let _ = commit::stop_heartbeat(&self.storage, prepared.instant()).await;
+                }
+                Err(TableError::Unsupported { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            return Err(TableError::CommitConflict {
+                instant: prepared.instant().to_string(),
+                other: other.requested_time.to_string(),
+                file_groups: file_groups.join(","),
+            });
+        }
+        let completion = tl.next_instant_time(&self.generator).await?;
+        let mut completed = prepared.inflight.with_state(State::Completed);
+        completed.completion_time = Some(completion.clone());
+        let content = match &prepared.replaced {
+            Some(replaced) => InstantContent::ReplaceCommit(Box::new(
+                HoodieReplaceCommitMetadata::from_commit_metadata(
+                    prepared.metadata.clone(),
+                    replaced.clone(),
+                ),
+            )),
+            None => InstantContent::Commit(Box::new(prepared.metadata.clone())),
+        };
+        let bytes = encode_instant_for(&completed, &content)?;
+        Ok(tl
+            .complete(&prepared.inflight, completion, Bytes::from(bytes))
+            .await?)
+    }
+
+    /// Merge-on-read with `inline_compact_every = Some(n)`: when `n` or more deltacommits
+    /// completed since the last compaction, schedules one (under the lock) and runs it.
+    async fn inline_compaction(&self) {
+        let Some(n) = self.options.inline_compact_every else {
+            return;
+        };
+        if self.table_type() != TableType::MergeOnRead || n == 0 {
+            return;
+        }
+        let r = async {
+            let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+            let last = tl
+                .completed()
+                .into_iter()
+                .filter(|i| i.action == Action::Commit)
+                .map(|i| i.requested_time)
+                .max();
+            let since = tl
+                .completed()
+                .into_iter()
+                .filter(|i| i.action == Action::DeltaCommit)
+                .filter(|i| last.as_ref().is_none_or(|l| &i.requested_time > l))
+                .count();
+            if since < n as usize {
+                return Ok(());
+            }
+            let lock = self.lock_provider();
+            let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
+            let scheduled =
+                compaction::schedule_compaction(&self.storage, &self.layout, &self.generator).await;
+            let scheduled = commit::release(lock.as_ref(), &lease, scheduled).await?;
+            if let Some(t) = scheduled {
+                compaction::run_compaction(&self.storage, &self.layout, &t, &self.generator)
+                    .await?;
+            }
+            Ok::<_, TableError>(())
+        }
+        .await;
+        match r {
+            Ok(()) | Err(TableError::Unsupported { .. }) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "inline compaction failed; the write is committed")
+            }
+        }
+    }
+
+    /// Deletes whole partitions (a `delete_partition` replacecommit): every file group of the
+    /// partitions is replaced, no file is written, `extraMetadata.schema` is recorded. Fails
+    /// with `InvalidInput` for an empty list; partitions without file groups are accepted.
     pub async fn delete_partitions(&self, partitions: &[String]) -> Result<CommitResult> {
-        let _ = partitions;
-        Err(TableError::Unsupported {
-            reason: "Table::delete_partitions is being written".into(),
-        })
+        if partitions.is_empty() {
+            return Err(invalid(None, "no partitions to delete"));
+        }
+        for p in partitions {
+            arbor_fsview::listing::validate_partition(p).map_err(|e| TableError::InvalidInput {
+                column: None,
+                row: None,
+                reason: format!("partition {p:?}: {e}"),
+            })?;
+        }
+        let op = WriteOperationType::DeletePartition;
+        let (mut tl, requested) = self.start_instant(Action::ReplaceCommit, op).await?;
+        let prepared = async {
+            let reader = TableReader::open(self.storage.clone()).await?;
+            let planned_against: BTreeSet<InstantTime> = reader
+                .view()
+                .index()
+                .completed_writes()
+                .map(|i| i.requested_time.clone())
+                .collect();
+            let mut replaced: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            let mut touched = BTreeSet::new();
+            for p in partitions {
+                let slices = reader
+                    .view()
+                    .latest_file_slices(Some(p), None)
+                    .await
+                    .map_err(TableError::from_fsview)?;
+                let ids: Vec<String> = slices.into_iter().map(|s| s.file_id).collect();
+                for id in &ids {
+                    touched.insert((p.clone(), id.clone()));
+                }
+                if !ids.is_empty() {
+                    replaced.insert(p.clone(), ids);
+                }
+            }
+            let metadata = commit::commit_metadata(op, &self.schema.avro_json, &[]);
+            let inflight_instant = requested.with_state(State::Inflight);
+            let bytes = encode_instant_for(
+                &inflight_instant,
+                &InstantContent::Commit(Box::new(metadata.clone())),
+            )?;
+            let inflight = tl
+                .transition_to_inflight(&requested, Bytes::from(bytes))
+                .await?;
+            Ok::<_, TableError>(PreparedWrite {
+                inflight,
+                operation: op,
+                metadata,
+                replaced: Some(replaced),
+                planned_against,
+                touched,
+                inserted: 0,
+                updated: 0,
+                deleted: 0,
+            })
+        }
+        .await;
+        match prepared {
+            Ok(p) => self.commit(p).await,
+            Err(e) => {
+                let latest = tl
+                    .get(&requested.requested_time, Action::ReplaceCommit)
+                    .and_then(|f| f.latest().cloned())
+                    .unwrap_or(requested);
+                self.abort(&latest).await;
+                Err(e)
+            }
+        }
     }
 
     /// A reader of the table's current state.

@@ -6,5 +6,13 @@
     clippy::indexing_slicing
 )]
 
+mod compaction;
 mod fixtures_read;
 mod keygen;
+mod rollback;
+mod support_tables;
+mod write_cow;
+mod write_mor;
+mod write_occ;
+mod write_support;
+mod write_validation;

@@ -1,0 +1,261 @@
+//! Writing base files: a new file group's first base file, or a copy-on-write rewrite of an
+//! existing group (old rows merged with the changes).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arbor_format::base::{read_base_file, BaseFileWriter};
+use arbor_format::log::conform_batch;
+use arbor_format::meta;
+use arbor_fsview::slice::join;
+use arbor_storage::Storage;
+use arbor_timeline::avro::HoodieWriteStat;
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::compute::{concat_batches, interleave_record_batch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use super::planner::{GroupPlan, Input};
+use super::schema::DataSchema;
+use crate::error::{Result, TableError};
+use crate::read::{MergeMode, OrderKey};
+
+/// What every file writer of one instant shares.
+#[derive(Debug, Clone)]
+pub struct FileWriteContext {
+    /// The storage.
+    pub storage: Arc<dyn Storage>,
+    /// The instant writing the files.
+    pub instant: String,
+    /// The table's data schema.
+    pub schema: DataSchema,
+    /// The Avro schema with the five meta fields first.
+    pub avro_with_meta: String,
+    /// The merge mode deciding whether an update replaces a record (event time compares the
+    /// ordering field).
+    pub mode: MergeMode,
+    /// The ordering field.
+    pub ordering_field: Option<String>,
+}
+
+/// One written file and its write stat, with the record counts of the group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenGroup {
+    /// The partition path.
+    pub partition: String,
+    /// The write stat (spec 3.3).
+    pub stat: HoodieWriteStat,
+    /// Records inserted.
+    pub inserted: u64,
+    /// Records updated.
+    pub updated: u64,
+    /// Records deleted.
+    pub deleted: u64,
+}
+
+/// The write token of the `task`-th file of an instant.
+pub fn write_token(task: u64) -> String {
+    format!("{task}-0-{task}")
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn arrow_err(context: &str, e: impl std::fmt::Display) -> TableError {
+    TableError::Unsupported {
+        reason: format!("{context}: {e}"),
+    }
+}
+
+/// The string values of a column (nulls as `None`).
+pub(crate) fn strings(col: &ArrayRef, what: &str) -> Result<Vec<Option<String>>> {
+    let col = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| arrow_err(what, e))?;
+    let s = col.as_string::<i32>();
+    Ok((0..s.len())
+        .map(|i| s.is_valid(i).then(|| s.value(i).to_string()))
+        .collect())
+}
+
+/// The file schema of a base file as read: meta columns then data columns.
+pub(crate) fn full_schema(data: &SchemaRef) -> SchemaRef {
+    let mut fields: Vec<Arc<Field>> = meta::META_COLUMNS
+        .iter()
+        .map(|n| Arc::new(Field::new(*n, DataType::Utf8, true)))
+        .collect();
+    fields.extend(data.fields().iter().cloned());
+    Arc::new(Schema::new(fields))
+}
+
+/// Writes the base file of `group` as task `task`: for an existing group its current base
+/// file's rows merged with the group's changes (deleted keys dropped; updated keys replaced
+/// unless event-time ordering keeps the stored record; untouched rows keep their commit time
+/// and sequence number), then the inserts. Created with create-if-absent.
+pub async fn write_base_file(
+    ctx: &FileWriteContext,
+    input: &Input,
+    group: &GroupPlan,
+    task: u64,
+) -> Result<WrittenGroup> {
+    let token = write_token(task);
+    let file_name = format!("{}_{token}_{}.parquet", group.file_id, ctx.instant);
+    let key = join(&group.partition, &file_name);
+    let data_schema = ctx.schema.arrow.clone();
+
+    // The rows of the current base file, if any.
+    let (old_data, old_times, old_seqnos, old_keys, prev_commit) =
+        match group.existing.as_ref().and_then(|s| s.base_file_path()) {
+            Some(path) => {
+                let full = full_schema(&data_schema);
+                let mut batches = Vec::new();
+                for b in read_base_file(ctx.storage.clone(), &path, None).await? {
+                    batches.push(conform_batch(&b, &full, &path)?);
+                }
+                let all = concat_batches(&full, &batches).map_err(|e| arrow_err(&path, e))?;
+                let col = |name: &str| -> Result<Vec<Option<String>>> {
+                    let c = all
+                        .column_by_name(name)
+                        .ok_or_else(|| arrow_err(&path, format!("no column {name}")))?;
+                    strings(c, &path)
+                };
+                let times = col(meta::COMMIT_TIME)?;
+                let seqnos = col(meta::COMMIT_SEQNO)?;
+                let keys = col(meta::RECORD_KEY)?;
+                let data = conform_batch(&all, &data_schema, &path)?;
+                let prev = group
+                    .existing
+                    .as_ref()
+                    .map(|s| s.base_instant.to_string())
+                    .unwrap_or_else(|| "null".to_string());
+                (data, times, seqnos, keys, prev)
+            }
+            None => (
+                RecordBatch::new_empty(data_schema.clone()),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                "null".to_string(),
+            ),
+        };
+
+    let deletes: HashSet<&str> = group
+        .deletes
+        .iter()
+        .filter_map(|&r| input.keys.get(r).map(|k| k.record_key.as_str()))
+        .collect();
+    let updates: HashMap<&str, usize> = group
+        .updates
+        .iter()
+        .filter_map(|&r| input.keys.get(r).map(|k| (k.record_key.as_str(), r)))
+        .collect();
+    let ordering_old = ctx
+        .ordering_field
+        .as_ref()
+        .and_then(|f| old_data.column_by_name(f).cloned());
+    let ordering_new = ctx
+        .ordering_field
+        .as_ref()
+        .and_then(|f| input.batch.column_by_name(f).cloned());
+
+    let mut indices: Vec<(usize, usize)> = Vec::new();
+    let mut times: Vec<String> = Vec::new();
+    let mut seqnos: Vec<String> = Vec::new();
+    let mut record_keys: Vec<String> = Vec::new();
+    let (mut inserted, mut updated, mut deleted) = (0u64, 0u64, 0u64);
+    let mut used_updates: HashSet<&str> = HashSet::new();
+    let new_meta = |pos: usize, times: &mut Vec<String>, seqnos: &mut Vec<String>| {
+        times.push(ctx.instant.clone());
+        seqnos.push(format!("{}_{task}_{pos}", ctx.instant));
+    };
+
+    for (row, key) in old_keys.iter().enumerate() {
+        let key_str = key.as_deref().unwrap_or_default();
+        if key.is_some() && deletes.contains(key_str) {
+            deleted += 1;
+            continue;
+        }
+        if let Some(&new_row) = key.as_ref().and_then(|k| updates.get(k.as_str())) {
+            used_updates.insert(key_str);
+            let keep_old = ctx.mode == MergeMode::EventTime
+                && match (&ordering_old, &ordering_new) {
+                    (Some(o), Some(n)) => {
+                        OrderKey::from_column(o, row).compare(&OrderKey::from_column(n, new_row))
+                            == Some(std::cmp::Ordering::Greater)
+                    }
+                    _ => false,
+                };
+            updated += 1;
+            if !keep_old {
+                let pos = indices.len();
+                indices.push((1, new_row));
+                new_meta(pos, &mut times, &mut seqnos);
+                record_keys.push(key_str.to_string());
+                continue;
+            }
+        }
+        indices.push((0, row));
+        times.push(old_times.get(row).cloned().flatten().unwrap_or_default());
+        seqnos.push(old_seqnos.get(row).cloned().flatten().unwrap_or_default());
+        record_keys.push(key_str.to_string());
+    }
+    // Updates whose key the file no longer holds, and inserts, are appended.
+    let mut appended: Vec<usize> = group
+        .updates
+        .iter()
+        .copied()
+        .filter(|&r| {
+            input
+                .keys
+                .get(r)
+                .is_some_and(|k| !used_updates.contains(k.record_key.as_str()))
+        })
+        .collect();
+    inserted += appended.len() as u64;
+    appended.extend(group.inserts.iter().copied());
+    inserted += group.inserts.len() as u64;
+    for r in appended {
+        let key = input
+            .keys
+            .get(r)
+            .ok_or_else(|| arrow_err(&key, format!("input row {r} has no key")))?;
+        let pos = indices.len();
+        indices.push((1, r));
+        new_meta(pos, &mut times, &mut seqnos);
+        record_keys.push(key.record_key.clone());
+    }
+
+    let out = interleave_record_batch(&[&old_data, &input.batch], &indices)
+        .map_err(|e| arrow_err(&key, e))?;
+    let writer = BaseFileWriter::new(
+        ctx.instant.clone(),
+        file_name.clone(),
+        group.partition.clone(),
+        ctx.avro_with_meta.clone(),
+    )
+    .task_partition_id(task)
+    .preserve_commit_metadata(times, seqnos);
+    let written = writer
+        .write(ctx.storage.as_ref(), &key, &[out], &record_keys)
+        .await?;
+    let size = to_i64(written.size);
+    let stat = HoodieWriteStat {
+        file_id: Some(group.file_id.clone()),
+        path: Some(key),
+        prev_commit: Some(prev_commit),
+        num_writes: Some(to_i64(written.num_rows)),
+        num_deletes: Some(to_i64(deleted)),
+        num_update_writes: Some(to_i64(updated)),
+        num_inserts: Some(to_i64(inserted)),
+        total_write_bytes: Some(size),
+        total_write_errors: Some(0),
+        partition_path: Some(group.partition.clone()),
+        file_size_in_bytes: Some(size),
+        ..HoodieWriteStat::default()
+    };
+    Ok(WrittenGroup {
+        partition: group.partition.clone(),
+        stat,
+        inserted,
+        updated,
+        deleted,
+    })
+}

@@ -1,0 +1,144 @@
+//! How record keys find their file group: the [`Index`] trait and the [`SimpleIndex`].
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use arbor_format::base::read_base_file;
+use arbor_format::meta;
+use arbor_fsview::FileSlice;
+use arbor_storage::Storage;
+use arbor_timeline::InstantTime;
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::DataType;
+use async_trait::async_trait;
+
+use crate::error::{Result, TableError};
+use crate::read::TableReader;
+
+/// Where an existing record lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordLocation {
+    /// The partition path.
+    pub partition: String,
+    /// The file group.
+    pub file_id: String,
+    /// The base instant of the latest slice holding the record.
+    pub base_instant: InstantTime,
+}
+
+/// Looks up which file group holds each record key.
+///
+/// Contract: for every key of `keys` that exists in `partition` in the table state the index
+/// was built on (a committed, not deleted record of a latest file slice that is not replaced),
+/// the answer maps it to the file group holding it; absent keys are not in the map. An
+/// implementation never reports a file group that does not hold the key.
+#[async_trait]
+pub trait Index: Debug + Send + Sync {
+    /// The locations of those `keys` that exist in `partition`.
+    async fn locate(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, RecordLocation>>;
+}
+
+/// An index that reads the record keys of the latest file slices of the asked partition: the
+/// `_hoodie_record_key` column of base files, or the merged slice when it has log files (so
+/// keys inserted or deleted in logs are seen).
+#[derive(Debug, Clone)]
+pub struct SimpleIndex {
+    storage: Arc<dyn Storage>,
+    reader: Arc<TableReader>,
+}
+
+impl SimpleIndex {
+    /// An index over the state `reader` (opened on `storage`) was opened at.
+    pub fn new(storage: Arc<dyn Storage>, reader: Arc<TableReader>) -> Self {
+        SimpleIndex { storage, reader }
+    }
+
+    /// The keys of one latest slice, in file order.
+    pub async fn slice_keys(
+        storage: &Arc<dyn Storage>,
+        reader: &TableReader,
+        slice: &FileSlice,
+    ) -> Result<Vec<String>> {
+        let batches: Vec<RecordBatch> = if slice.log_files.is_empty() {
+            match slice.base_file_path() {
+                Some(path) => {
+                    let projection = [meta::RECORD_KEY.to_string()];
+                    read_base_file(storage.clone(), &path, Some(&projection)).await?
+                }
+                None => Vec::new(),
+            }
+        } else {
+            reader
+                .read_slice(slice, None, false)
+                .await?
+                .into_iter()
+                .collect()
+        };
+        let mut keys = Vec::new();
+        for b in &batches {
+            let Some(col) = b.column_by_name(meta::RECORD_KEY) else {
+                return Err(TableError::Unsupported {
+                    reason: format!(
+                        "file group {} in partition {:?} has no {} column",
+                        slice.file_id,
+                        slice.partition,
+                        meta::RECORD_KEY
+                    ),
+                });
+            };
+            let col = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| {
+                TableError::Unsupported {
+                    reason: format!("record keys of file group {}: {e}", slice.file_id),
+                }
+            })?;
+            let strings = col.as_string::<i32>();
+            for i in 0..strings.len() {
+                if strings.is_valid(i) {
+                    keys.push(strings.value(i).to_string());
+                }
+            }
+        }
+        Ok(keys)
+    }
+}
+
+#[async_trait]
+impl Index for SimpleIndex {
+    async fn locate(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, RecordLocation>> {
+        let mut out = HashMap::new();
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        let wanted: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let slices = self
+            .reader
+            .view()
+            .latest_file_slices(Some(partition), None)
+            .await
+            .map_err(TableError::from_fsview)?;
+        for slice in &slices {
+            for key in Self::slice_keys(&self.storage, &self.reader, slice).await? {
+                if wanted.contains(key.as_str()) {
+                    out.insert(
+                        key,
+                        RecordLocation {
+                            partition: slice.partition.clone(),
+                            file_id: slice.file_id.clone(),
+                            base_instant: slice.base_instant.clone(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,364 @@
+//! Assigning input records to file groups: updates and deletes to the group holding their key,
+//! inserts packed into small file groups up to the maximum file size, the rest into new groups.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use arbor_fsview::{FileSlice, FileSystemView};
+use arbor_timeline::config::TableType;
+use arrow::array::{ArrayRef, RecordBatch};
+
+use super::index::Index;
+use super::options::{WriteOperation, WriteOptions};
+use crate::error::{Result, TableError};
+use crate::keygen::HoodieKey;
+use crate::read::{MergeMode, OrderKey};
+
+/// The validated input of one write: one batch in the table's data schema and the key of each
+/// row.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// All input rows, shaped to the table's data schema.
+    pub batch: RecordBatch,
+    /// Record key and partition path of each row.
+    pub keys: Vec<HoodieKey>,
+}
+
+/// What one file group receives in a write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupPlan {
+    /// The partition path.
+    pub partition: String,
+    /// The file group id (new groups: a fresh `<uuid>-0`).
+    pub file_id: String,
+    /// The latest slice of an existing group; `None` for a new group.
+    pub existing: Option<FileSlice>,
+    /// Input rows inserted (new keys).
+    pub inserts: Vec<usize>,
+    /// Input rows replacing existing records of the group.
+    pub updates: Vec<usize>,
+    /// Input rows whose keys are deleted from the group.
+    pub deletes: Vec<usize>,
+}
+
+impl GroupPlan {
+    fn new(partition: &str, file_id: String, existing: Option<FileSlice>) -> Self {
+        GroupPlan {
+            partition: partition.to_string(),
+            file_id,
+            existing,
+            inserts: Vec::new(),
+            updates: Vec::new(),
+            deletes: Vec::new(),
+        }
+    }
+
+    /// True if nothing is written to the group.
+    pub fn is_empty(&self) -> bool {
+        self.inserts.is_empty() && self.updates.is_empty() && self.deletes.is_empty()
+    }
+}
+
+/// Where every input record goes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WritePlan {
+    /// File groups written, ordered by partition then file id (new groups in creation order).
+    pub groups: Vec<GroupPlan>,
+    /// File groups replaced (insert overwrite), per partition.
+    pub replaced: BTreeMap<String, Vec<String>>,
+    /// Partitions the input touches.
+    pub partitions: BTreeSet<String>,
+}
+
+/// A fresh file id: a UUID v4 and the suffix `-0`.
+pub fn new_file_id() -> String {
+    format!("{}-0", uuid::Uuid::new_v4())
+}
+
+/// How duplicates within one input are combined (Hudi's pre-combine before upsert/delete).
+#[derive(Debug, Clone)]
+pub struct Combine<'a> {
+    /// The table's merge mode.
+    pub mode: MergeMode,
+    /// The ordering column of the input, if event-time ordering applies.
+    pub ordering: Option<&'a ArrayRef>,
+}
+
+/// Keeps one row per (partition, key): the later one, unless event-time ordering says the
+/// earlier has a greater ordering value. Rows keep input order.
+pub fn dedupe(input: &Input, combine: &Combine<'_>) -> Vec<usize> {
+    let mut chosen: HashMap<&HoodieKey, usize> = HashMap::new();
+    for (row, key) in input.keys.iter().enumerate() {
+        let keep_old = match (chosen.get(key), combine.mode, combine.ordering) {
+            (Some(&old), MergeMode::EventTime, Some(col)) => {
+                OrderKey::from_column(col, old).compare(&OrderKey::from_column(col, row))
+                    == Some(std::cmp::Ordering::Greater)
+            }
+            _ => false,
+        };
+        if !keep_old {
+            chosen.insert(key, row);
+        }
+    }
+    let mut rows: Vec<usize> = chosen.into_values().collect();
+    rows.sort_unstable();
+    rows
+}
+
+/// Everything the planner needs besides the input.
+pub struct PlanContext<'a> {
+    /// The operation.
+    pub operation: WriteOperation,
+    /// The table type.
+    pub table_type: TableType,
+    /// The view of the state the write is planned against.
+    pub view: &'a FileSystemView,
+    /// The index answering key lookups.
+    pub index: &'a dyn Index,
+    /// Sizes.
+    pub options: &'a WriteOptions,
+    /// Pre-combining of duplicate keys.
+    pub combine: Combine<'a>,
+    /// For `InsertOverwriteTable`: every partition of the table.
+    pub all_partitions: Vec<String>,
+}
+
+/// Estimated bytes per row of the input (its in-memory size, at least 1).
+fn bytes_per_row(batch: &RecordBatch) -> u64 {
+    let rows = batch.num_rows().max(1) as u64;
+    (batch.get_array_memory_size() as u64 / rows).max(1)
+}
+
+/// Plans a write (see the module doc).
+pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
+    use WriteOperation as Op;
+    let rows: Vec<usize> = match ctx.operation {
+        Op::Upsert | Op::Delete => dedupe(input, &ctx.combine),
+        _ => (0..input.keys.len()).collect(),
+    };
+    let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for row in rows {
+        let key = input
+            .keys
+            .get(row)
+            .ok_or_else(|| TableError::InvalidInput {
+                column: None,
+                row: Some(row),
+                reason: "row without key".into(),
+            })?;
+        by_partition
+            .entry(key.partition_path.clone())
+            .or_default()
+            .push(row);
+    }
+    let bpr = bytes_per_row(&input.batch);
+    let rows_per_file = (ctx.options.max_file_size / bpr).max(1);
+    let mut plan = WritePlan {
+        partitions: by_partition.keys().cloned().collect(),
+        ..WritePlan::default()
+    };
+
+    if matches!(
+        ctx.operation,
+        Op::InsertOverwrite | Op::InsertOverwriteTable
+    ) {
+        let replace_in: Vec<String> = if ctx.operation == Op::InsertOverwriteTable {
+            let mut all: BTreeSet<String> = ctx.all_partitions.iter().cloned().collect();
+            all.extend(plan.partitions.iter().cloned());
+            all.into_iter().collect()
+        } else {
+            plan.partitions.iter().cloned().collect()
+        };
+        for p in replace_in {
+            let slices = latest_slices(ctx.view, &p).await?;
+            let ids: Vec<String> = slices.into_iter().map(|s| s.file_id).collect();
+            if !ids.is_empty() {
+                plan.replaced.insert(p, ids);
+            }
+        }
+    }
+
+    for (partition, rows) in by_partition {
+        let mut groups: BTreeMap<String, GroupPlan> = BTreeMap::new();
+        let slices = match ctx.operation {
+            Op::InsertOverwrite | Op::InsertOverwriteTable | Op::BulkInsert => Vec::new(),
+            _ => latest_slices(ctx.view, &partition).await?,
+        };
+        let mut inserts: Vec<usize> = Vec::new();
+        match ctx.operation {
+            Op::Upsert | Op::Delete => {
+                let keys: Vec<String> = rows
+                    .iter()
+                    .filter_map(|&r| input.keys.get(r).map(|k| k.record_key.clone()))
+                    .collect();
+                let found = ctx.index.locate(&partition, &keys).await?;
+                for (&row, key) in rows.iter().zip(&keys) {
+                    match found.get(key) {
+                        Some(loc) => {
+                            let group = groups.entry(loc.file_id.clone()).or_insert_with(|| {
+                                let existing =
+                                    slices.iter().find(|s| s.file_id == loc.file_id).cloned();
+                                GroupPlan::new(&partition, loc.file_id.clone(), existing)
+                            });
+                            if ctx.operation == Op::Delete {
+                                group.deletes.push(row);
+                            } else {
+                                group.updates.push(row);
+                            }
+                        }
+                        None if ctx.operation == Op::Upsert => inserts.push(row),
+                        None => {}
+                    }
+                }
+            }
+            _ => inserts = rows,
+        }
+        // A group the index names must have a latest slice; anything else is a stale index.
+        for g in groups.values() {
+            if g.existing.is_none() {
+                return Err(TableError::Unsupported {
+                    reason: format!(
+                        "the index located records in file group {} of partition {partition:?}, \
+                         which has no latest slice",
+                        g.file_id
+                    ),
+                });
+            }
+        }
+        let mut rest = inserts.as_slice();
+        let packing =
+            matches!(ctx.operation, Op::Insert | Op::Upsert) && ctx.options.small_file_limit > 0;
+        if packing && !rest.is_empty() {
+            for slice in small_files(ctx, &slices) {
+                if rest.is_empty() {
+                    break;
+                }
+                let size = slice_size(ctx.table_type, slice);
+                let room = ctx.options.max_file_size.saturating_sub(size) / bpr;
+                let take = usize::try_from(room).unwrap_or(usize::MAX).min(rest.len());
+                if take == 0 {
+                    continue;
+                }
+                let (now, later) = rest.split_at(take);
+                groups
+                    .entry(slice.file_id.clone())
+                    .or_insert_with(|| {
+                        GroupPlan::new(&partition, slice.file_id.clone(), Some(slice.clone()))
+                    })
+                    .inserts
+                    .extend_from_slice(now);
+                rest = later;
+            }
+        }
+        plan.groups
+            .extend(groups.into_values().filter(|g| !g.is_empty()));
+        if !rest.is_empty() {
+            let n_files = rest
+                .len()
+                .div_ceil(usize::try_from(rows_per_file).unwrap_or(usize::MAX));
+            let per_file = rest.len().div_ceil(n_files.max(1));
+            for chunk in rest.chunks(per_file.max(1)) {
+                let mut g = GroupPlan::new(&partition, new_file_id(), None);
+                g.inserts.extend_from_slice(chunk);
+                plan.groups.push(g);
+            }
+        }
+    }
+    Ok(plan)
+}
+
+async fn latest_slices(view: &FileSystemView, partition: &str) -> Result<Vec<FileSlice>> {
+    view.latest_file_slices(Some(partition), None)
+        .await
+        .map_err(TableError::from_fsview)
+}
+
+/// The size counted against the small-file limit: the base file (COW) or the whole slice (MOR).
+fn slice_size(table_type: TableType, slice: &FileSlice) -> u64 {
+    match table_type {
+        TableType::CopyOnWrite => slice.base_file.as_ref().map_or(0, |b| b.size),
+        _ => slice.total_size(),
+    }
+}
+
+/// Slices that may receive inserts: below the small-file limit, not in a pending compaction or
+/// clustering, with a base file for copy-on-write; smallest first.
+fn small_files<'s>(ctx: &PlanContext<'_>, slices: &'s [FileSlice]) -> Vec<&'s FileSlice> {
+    let pending_compaction: BTreeSet<(&str, &str)> = ctx
+        .view
+        .pending_compaction_operations()
+        .iter()
+        .map(|op| (op.partition.as_str(), op.file_id.as_str()))
+        .collect();
+    let clustering = ctx.view.pending_clustering_file_groups();
+    let mut out: Vec<&FileSlice> = slices
+        .iter()
+        .filter(|s| {
+            !pending_compaction.contains(&(s.partition.as_str(), s.file_id.as_str()))
+                && !clustering.contains_key(&(s.partition.clone(), s.file_id.clone()))
+                && (ctx.table_type != TableType::CopyOnWrite || s.base_file.is_some())
+                && slice_size(ctx.table_type, s) < ctx.options.small_file_limit
+        })
+        .collect();
+    out.sort_by_key(|s| (slice_size(ctx.table_type, s), s.file_id.clone()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn input(keys: &[&str], ts: &[i64]) -> Input {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, true),
+            Field::new("ts", DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(keys.to_vec())),
+                Arc::new(Int64Array::from(ts.to_vec())),
+            ],
+        )
+        .unwrap();
+        Input {
+            batch,
+            keys: keys
+                .iter()
+                .map(|k| HoodieKey {
+                    record_key: k.to_string(),
+                    partition_path: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn test_dedupe_commit_time_keeps_last() {
+        let i = input(&["a", "b", "a"], &[5, 1, 1]);
+        let c = Combine {
+            mode: MergeMode::CommitTime,
+            ordering: None,
+        };
+        assert_eq!(dedupe(&i, &c), vec![1, 2]);
+    }
+
+    #[test]
+    fn test_dedupe_event_time_keeps_greatest_ordering() {
+        let i = input(&["a", "b", "a"], &[5, 1, 1]);
+        let col = i.batch.column(1).clone();
+        let c = Combine {
+            mode: MergeMode::EventTime,
+            ordering: Some(&col),
+        };
+        assert_eq!(dedupe(&i, &c), vec![0, 1]);
+    }
+
+    #[test]
+    fn test_new_file_id_has_no_underscore_and_suffix() {
+        let id = new_file_id();
+        assert!(id.ends_with("-0") && !id.contains('_'));
+    }
+}

@@ -1,0 +1,130 @@
+//! The write client on merge-on-read tables: the same sequence as copy-on-write (updates and
+//! deletes as log files), checked against the model, arbor's reader and hudi-rs 0.5.0; the
+//! write stats of log files.
+
+use arbor_table::WriteOperation;
+use arbor_timeline::avro::{decode_instant, InstantContent};
+use arbor_timeline::config::TableType;
+use arbor_timeline::Action;
+
+use super::write_cow::run_scenario;
+use super::write_support::*;
+
+#[tokio::test]
+async fn test_write_mor_hive_partitioned_sequence_matches_model_and_peer() {
+    run_scenario(TableType::MergeOnRead, Layout::Hive).await;
+}
+
+#[tokio::test]
+async fn test_write_mor_plain_partitioned_sequence_matches_model_and_peer() {
+    run_scenario(TableType::MergeOnRead, Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn test_write_mor_non_partitioned_sequence_matches_model_and_peer() {
+    run_scenario(TableType::MergeOnRead, Layout::None).await;
+}
+
+#[tokio::test]
+async fn test_write_mor_update_and_delete_write_one_log_file_with_spec_stats() {
+    let t = create(TableType::MergeOnRead, Layout::None).await;
+    let first = t.write(WriteOperation::Insert, &rows(0..4, 1, "a")).await;
+    assert_eq!(first.action, Action::DeltaCommit);
+    let up = t.write(WriteOperation::Upsert, &rows(0..2, 2, "b")).await;
+    let del = t.write(WriteOperation::Delete, &rows(3..4, 0, "x")).await;
+    assert_eq!(del.deleted, 1);
+
+    let slices = t
+        .reader()
+        .await
+        .view()
+        .latest_file_slices(None, None)
+        .await
+        .unwrap();
+    assert_eq!(slices.len(), 1);
+    let slice = &slices[0];
+    let base = slice.base_file.as_ref().unwrap();
+    assert_eq!(base.instant_time, first.instant);
+    assert_eq!(slice.log_files.len(), 2, "one log file per deltacommit");
+    assert!(slice.log_files.iter().all(|l| l.version == 1));
+
+    let tl = t.timeline().await;
+    let inst = tl
+        .completed_writes()
+        .into_iter()
+        .find(|i| i.requested_time == up.instant)
+        .unwrap();
+    let bytes = tl.read(&inst).await.unwrap();
+    let InstantContent::Commit(meta) = decode_instant(&inst, &bytes, "x", false).unwrap() else {
+        panic!("not commit metadata");
+    };
+    let stats: Vec<_> = meta.write_stats().collect();
+    assert_eq!(stats.len(), 1);
+    let (p, s) = stats[0];
+    assert_eq!(p, "");
+    let log = format!(".{}_{}.log.1_0-0-0", slice.file_id, up.instant);
+    assert_eq!(s.path.as_deref(), Some(log.as_str()));
+    assert_eq!(s.log_files.as_deref(), Some(&[log.clone()][..]));
+    assert_eq!(s.base_file.as_deref(), Some(base.file_name().as_str()));
+    assert_eq!((s.log_version, s.log_offset), (Some(1), Some(0)));
+    assert_eq!(s.num_update_writes, Some(2));
+    assert_eq!(s.total_write_bytes, s.file_size_in_bytes);
+    let size = t.storage.head(&log).await.unwrap().size as i64;
+    assert_eq!(s.file_size_in_bytes, Some(size));
+
+    let mut m = Model::default();
+    m.upsert(&rows(0..4, 1, "a"));
+    m.upsert(&rows(0..2, 2, "b"));
+    m.delete(&rows(3..4, 0, "x"));
+    assert_snapshot(&t, &m, "update and delete").await;
+    assert_peer_agrees(&t, &[Query::Snapshot], "update and delete").await;
+}
+
+#[tokio::test]
+async fn test_write_mor_inline_compaction_every_two_deltacommits_compacts() {
+    let t = create(TableType::MergeOnRead, Layout::Hive).await;
+    let table = t
+        .table
+        .clone()
+        .with_write_options(arbor_table::WriteOptions {
+            inline_compact_every: Some(2),
+            ..arbor_table::WriteOptions::default()
+        });
+    table
+        .write(WriteOperation::Insert, vec![batch(&rows(0..6, 1, "a"))])
+        .await
+        .unwrap();
+    assert!(t
+        .completed()
+        .await
+        .iter()
+        .all(|i| i.action != Action::Commit));
+    table
+        .write(WriteOperation::Upsert, vec![batch(&rows(0..3, 2, "b"))])
+        .await
+        .unwrap();
+    let compactions: Vec<_> = t
+        .completed()
+        .await
+        .into_iter()
+        .filter(|i| i.action == Action::Commit)
+        .collect();
+    assert_eq!(
+        compactions.len(),
+        1,
+        "the second deltacommit triggers a compaction"
+    );
+    let slices = t
+        .reader()
+        .await
+        .view()
+        .latest_file_slices(None, None)
+        .await
+        .unwrap();
+    assert!(slices.iter().all(|s| s.log_files.is_empty()));
+    let mut m = Model::default();
+    m.upsert(&rows(0..6, 1, "a"));
+    m.upsert(&rows(0..3, 2, "b"));
+    assert_snapshot(&t, &m, "inline compaction").await;
+    assert_peer_agrees(&t, &[Query::Snapshot], "inline compaction").await;
+}
