@@ -1,5 +1,7 @@
 //! Developer tasks for arbor: `cargo xtask test` runs every test (starting PostgreSQL and an S3
-//! server first), `cargo xtask demo` runs the main job on the local file system.
+//! server first) and then the interop matrix, `cargo xtask interop` runs the interop matrix
+//! alone (arbor's writes read by hudi-rs, see `interop/mod.rs`), `cargo xtask demo` runs the
+//! main job on the local file system.
 //!
 
 use std::env;
@@ -7,13 +9,16 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
-mod demo;
+mod bench;
+mod interop;
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(args.get(1..).unwrap_or_default()),
         Some("demo") => demo(args.get(1..).unwrap_or_default()),
+        Some("interop") => interop::run(args.get(1..).unwrap_or_default(), None),
+        Some("bench") => bench::run(args.get(1..).unwrap_or_default()),
         Some("services") => services().map(|envs| {
             for (k, v) in envs {
                 println!("export {k}={v:?}");
@@ -23,8 +28,10 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
-                 test [--no-clippy]  start PostgreSQL, moto (S3) and the peer reader, run clippy and every test\n  \
-                 demo [DIR]          run the demo on the local file system\n  \
+                 test [--no-clippy]  start PostgreSQL, moto (S3) and the peer reader, run clippy, every test, then interop\n  \
+                 interop [--keep DIR] [--only S] [--late-arrivals]  the interop matrix: arbor's tables read by hudi-rs, arbor and a model\n  \
+                 demo [DIR] [--type cow|mor]  `arbor demo`: a table written, upserted, deleted and read step by step\n  \
+                 bench data-path [--sizes N,N] [--runs N] [--no-peer]  the data-path benchmark (release build)\n  \
                  services            start PostgreSQL and moto, print their environment"
             );
             Err("no task given".to_string())
@@ -164,7 +171,13 @@ fn test(args: &[String]) -> Result<(), String> {
         .arg("stop")
         .current_dir(repo_root())
         .status();
-    result
+    // The interop matrix runs even when a test failed: its report is worth having either way.
+    let peer = envs
+        .iter()
+        .find(|(k, _)| k == "ARBOR_PEER_PYTHON")
+        .map(|(_, v)| PathBuf::from(v));
+    let interop = interop::run(&[], peer);
+    result.and(interop)
 }
 
 fn demo(args: &[String]) -> Result<(), String> {
@@ -173,15 +186,15 @@ fn demo(args: &[String]) -> Result<(), String> {
         .map(PathBuf::from)
         .unwrap_or_else(|_| repo_root().join("target"));
     let arbor = target.join("debug").join("arbor");
-    demo::run(args, |a: &[&str]| {
-        let status = Command::new(&arbor)
-            .args(a)
-            .status()
-            .map_err(|e| format!("cannot run {}: {e}", arbor.display()))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("arbor {} failed with {status}", a.join(" ")))
-        }
-    })
+    // `arbor demo [DIR] [--type cow|mor]`, DIR (default ./arbor-demo) relative to the caller.
+    let status = Command::new(&arbor)
+        .arg("demo")
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", arbor.display()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("arbor demo failed with {status}"))
+    }
 }

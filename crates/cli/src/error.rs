@@ -12,6 +12,17 @@ pub enum CliError {
     /// A timeline failure (config, instants, archive).
     #[error(transparent)]
     Timeline(#[from] arbor_timeline::TimelineError),
+    /// A table failure (create, open, write, read).
+    #[error(transparent)]
+    Table(#[from] arbor_table::TableError),
+    /// An input file cannot be read or does not fit the table.
+    #[error("{path}: {reason}")]
+    Input {
+        /// The input file as given on the command line.
+        path: String,
+        /// What is wrong, naming the column (and row) at fault where there is one.
+        reason: String,
+    },
     /// A failure concerning one table, prefixed with the table's location.
     #[error("{location}: {source}")]
     AtTable {

@@ -5,13 +5,20 @@
 
 mod commands;
 mod error;
+mod input;
 mod output;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::commands::create::CreateArgs;
+use crate::commands::delete_partition::DeletePartitionArgs;
+use crate::commands::demo::DemoArgs;
+use crate::commands::files::FilesArgs;
+use crate::commands::read::ReadArgs;
 use crate::commands::timeline::TimelineArgs;
+use crate::commands::write::WriteArgs;
 
 /// arbor: write, read and manage Apache Hudi tables, with branches and tags.
 #[derive(Debug, Parser)]
@@ -34,8 +41,21 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Create an empty table whose schema comes from an input file.
+    Create(CreateArgs),
+    /// Write rows from a .parquet, .csv or .jsonl file as one commit (creating the table if
+    /// asked to).
+    Write(WriteArgs),
+    /// Delete whole partitions (one replacecommit).
+    DeletePartition(DeletePartitionArgs),
+    /// Read a table: snapshot, time travel, incremental or read-optimized.
+    Read(ReadArgs),
+    /// List the latest file slice of every file group.
+    Files(FilesArgs),
     /// List the instants of a table's timeline.
     Timeline(TimelineArgs),
+    /// Create a table in a fresh directory, write, upsert, delete and read it, step by step.
+    Demo(DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,7 +80,13 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         let options = commands::storage_options(&cli.storage_options)?;
         match cli.command {
+            Command::Create(args) => commands::create::run(args, &options).await,
+            Command::Write(args) => commands::write::run(args, &options).await,
+            Command::DeletePartition(args) => commands::delete_partition::run(args, &options).await,
+            Command::Read(args) => commands::read::run(args, &options).await,
+            Command::Files(args) => commands::files::run(args, &options).await,
             Command::Timeline(args) => commands::timeline::run(args, &options).await,
+            Command::Demo(args) => commands::demo::run(args, &options).await,
         }
     });
     match result {

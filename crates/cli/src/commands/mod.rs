@@ -1,6 +1,12 @@
 //! One module per subcommand; each parses its arguments, calls the library and prints.
 
+pub mod create;
+pub mod delete_partition;
+pub mod demo;
+pub mod files;
+pub mod read;
 pub mod timeline;
+pub mod write;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -6,5 +6,8 @@
     clippy::indexing_slicing
 )]
 
+mod create_write;
+mod demo;
 mod fixtures;
+mod read;
 mod timeline;

@@ -1,0 +1,286 @@
+//! `arbor demo [<dir>] [--type cow|mor]`: creates a table of taxi trips in `<dir>/trips`, then
+//! inserts, upserts, deletes, reads (latest, time travel, incremental) and lists files and the
+//! timeline, printing each step as the `arbor` command that does it.
+
+use std::path::{Path, PathBuf};
+
+use arbor_storage::StorageOptions;
+use clap::Args;
+
+use crate::commands::create::{TableSpec, TypeArg};
+use crate::commands::files::{print_slices, slices};
+use crate::commands::read::{self, ReadArgs, ReadFormat};
+use crate::commands::timeline::{self, TimelineArgs};
+use crate::commands::write::{self, CommitReport, OpArg, WriteArgs};
+use crate::error::{CliError, CliResult};
+use crate::output::print_text;
+
+/// The file that marks a directory as the demo's own, so a rerun may replace what it made.
+const MARKER: &str = ".arbor-demo";
+
+/// Arguments of `arbor demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The directory to work in (created if missing). The demo writes `<dir>/input/` and the
+    /// table `<dir>/trips`, and replaces them on a rerun (only if an earlier demo made them).
+    #[arg(default_value = "arbor-demo")]
+    pub dir: PathBuf,
+    /// The table type.
+    #[arg(long = "type", value_enum, default_value_t = TypeArg::Cow)]
+    pub table_type: TypeArg,
+}
+
+const TRIPS_CSV: &str = "\
+uuid,city,rider,driver,fare,ts
+trip-01,san_francisco,rider-A,driver-K,19.10,1695159649087
+trip-02,san_francisco,rider-C,driver-M,27.70,1695091554788
+trip-03,san_francisco,rider-D,driver-L,33.90,1695046462179
+trip-04,sao_paulo,rider-F,driver-P,34.15,1695516137016
+trip-05,sao_paulo,rider-G,driver-Q,43.40,1695376420876
+trip-06,chennai,rider-I,driver-S,41.06,1695173887231
+trip-07,chennai,rider-J,driver-T,17.85,1695115999911
+";
+
+const UPDATES_JSONL: &str = r#"{"uuid":"trip-01","city":"san_francisco","rider":"rider-A","driver":"driver-K","fare":25.00,"ts":1695159700000}
+{"uuid":"trip-06","city":"chennai","rider":"rider-I","driver":"driver-S","fare":45.50,"ts":1695173900000}
+{"uuid":"trip-08","city":"sao_paulo","rider":"rider-H","driver":"driver-R","fare":12.30,"ts":1695200000000}
+"#;
+
+const DELETES_CSV: &str = "\
+uuid,city
+trip-03,san_francisco
+trip-07,chennai
+";
+
+fn io_err(path: &Path, what: &str, e: std::io::Error) -> CliError {
+    CliError::Usage(format!("{}: cannot {what}: {e}", path.display()))
+}
+
+/// Prepares `dir`: removes the table and inputs of an earlier demo, refuses to touch anything
+/// the demo did not make.
+fn prepare(dir: &Path) -> CliResult<(PathBuf, PathBuf)> {
+    let table = dir.join("trips");
+    let inputs = dir.join("input");
+    let marker = dir.join(MARKER);
+    if (table.exists() || inputs.exists()) && !marker.exists() {
+        return Err(CliError::Usage(format!(
+            "{} already holds trips/ or input/ that arbor demo did not make; \
+             choose another directory",
+            dir.display()
+        )));
+    }
+    for d in [&table, &inputs] {
+        if d.exists() {
+            std::fs::remove_dir_all(d).map_err(|e| io_err(d, "remove it", e))?;
+        }
+    }
+    std::fs::create_dir_all(&inputs).map_err(|e| io_err(&inputs, "create it", e))?;
+    std::fs::write(
+        &marker,
+        "made by `arbor demo`; a rerun replaces trips/ and input/ here\n",
+    )
+    .map_err(|e| io_err(&marker, "write it", e))?;
+    Ok((table, inputs))
+}
+
+fn step(n: u32, title: &str, command: &str) -> CliResult<()> {
+    print_text(&format!("\n== {n}. {title}\n$ arbor {command}"))
+}
+
+fn read_args(table: &str) -> ReadArgs {
+    ReadArgs {
+        table: table.to_string(),
+        as_of: None,
+        incremental: None,
+        read_optimized: false,
+        columns: Vec::new(),
+        meta: false,
+        format: ReadFormat::Table,
+        output: None,
+        limit: None,
+    }
+}
+
+async fn write_step(
+    table: &str,
+    input: &Path,
+    op: OpArg,
+    spec: TableSpec,
+    options: &StorageOptions,
+) -> CliResult<CommitReport> {
+    let args = WriteArgs {
+        table: table.to_string(),
+        input: input.to_path_buf(),
+        op,
+        spec,
+        json: false,
+    };
+    let report = write::write(&args, options).await?;
+    report.print(false)?;
+    Ok(report)
+}
+
+/// Runs the command.
+pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
+    let (table_dir, inputs) = prepare(&args.dir)?;
+    let table = table_dir.display().to_string();
+    let trips = inputs.join("trips.csv");
+    let updates = inputs.join("updates.jsonl");
+    let deletes = inputs.join("deletes.csv");
+    for (path, text) in [
+        (&trips, TRIPS_CSV),
+        (&updates, UPDATES_JSONL),
+        (&deletes, DELETES_CSV),
+    ] {
+        std::fs::write(path, text).map_err(|e| io_err(path, "write it", e))?;
+    }
+    let kind = match args.table_type {
+        TypeArg::Cow => "cow",
+        TypeArg::Mor => "mor",
+    };
+    print_text(&format!(
+        "arbor demo: a {} Hudi table (version 8) of taxi trips in {table}\n\
+         inputs: {} (7 trips), {} (2 fare corrections, 1 new trip), {} (2 trips to delete)",
+        if kind == "cow" {
+            "copy-on-write"
+        } else {
+            "merge-on-read"
+        },
+        trips.display(),
+        updates.display(),
+        deletes.display()
+    ))?;
+
+    step(
+        1,
+        "create the table and insert the first trips (the schema is inferred from the CSV)",
+        &format!(
+            "write {table} {} --op insert --type {kind} --key uuid --partition-by city --ordering ts",
+            trips.display()
+        ),
+    )?;
+    let spec = TableSpec {
+        table_type: Some(args.table_type),
+        key: vec!["uuid".into()],
+        partition_by: vec!["city".into()],
+        ordering: Some("ts".into()),
+        ..TableSpec::default()
+    };
+    let first = write_step(&table, &trips, OpArg::Insert, spec, options).await?;
+
+    step(2, "read the latest snapshot", &format!("read {table}"))?;
+    read::run(read_args(&table), options).await?;
+
+    step(
+        3,
+        "upsert: two fares change (a larger ts wins), one trip is new",
+        &format!("write {table} {} --op upsert", updates.display()),
+    )?;
+    write_step(
+        &table,
+        &updates,
+        OpArg::Upsert,
+        TableSpec::default(),
+        options,
+    )
+    .await?;
+    step(4, "read again", &format!("read {table}"))?;
+    read::run(read_args(&table), options).await?;
+
+    step(
+        5,
+        "delete two trips by key (the input names only uuid and city)",
+        &format!("write {table} {} --op delete", deletes.display()),
+    )?;
+    write_step(
+        &table,
+        &deletes,
+        OpArg::Delete,
+        TableSpec::default(),
+        options,
+    )
+    .await?;
+    step(6, "read again", &format!("read {table}"))?;
+    read::run(read_args(&table), options).await?;
+
+    step(
+        7,
+        "time travel: the table as of the first commit",
+        &format!("read {table} --as-of {}", first.instant),
+    )?;
+    read::run(
+        ReadArgs {
+            as_of: Some(first.instant.clone()),
+            ..read_args(&table)
+        },
+        options,
+    )
+    .await?;
+
+    let columns = "_hoodie_commit_time,uuid,city,fare";
+    step(
+        8,
+        "incremental: what changed after the first commit completed",
+        &format!(
+            "read {table} --incremental {} --columns {columns}",
+            first.completion_time
+        ),
+    )?;
+    read::run(
+        ReadArgs {
+            incremental: Some(vec![first.completion_time.clone()]),
+            columns: columns.split(',').map(str::to_string).collect(),
+            ..read_args(&table)
+        },
+        options,
+    )
+    .await?;
+
+    step(9, "the files a snapshot reads", &format!("files {table}"))?;
+    print_slices(&slices(&table, None, options).await?, false)?;
+
+    step(10, "the timeline", &format!("timeline {table}"))?;
+    timeline::run(
+        TimelineArgs {
+            table: table.clone(),
+            all: false,
+            json: false,
+        },
+        options,
+    )
+    .await?;
+
+    print_text(&format!(
+        "\nDone. The table is in {table}; try:\n  \
+         arbor read {table} --format jsonl\n  \
+         arbor read {table} --meta --limit 3\n  \
+         arbor files {table} --json\n  \
+         arbor delete-partition {table} chennai"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn test_prepare_foreign_directory_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("trips")).unwrap();
+        let err = prepare(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("did not make"), "{err}");
+        assert!(dir.path().join("trips").exists());
+    }
+
+    #[test]
+    fn test_prepare_rerun_replaces_own_table() {
+        let dir = tempfile::tempdir().unwrap();
+        prepare(dir.path()).unwrap();
+        std::fs::create_dir_all(dir.path().join("trips/x")).unwrap();
+        prepare(dir.path()).unwrap();
+        assert!(!dir.path().join("trips").exists());
+        assert!(dir.path().join("input").is_dir());
+    }
+}

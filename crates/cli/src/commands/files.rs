@@ -1,0 +1,205 @@
+//! `arbor files <table> [--as-of T] [--json]`: the latest file slice of every file group.
+
+use arbor_fsview::FileSlice;
+use arbor_storage::StorageOptions;
+use arbor_table::read::TableReader;
+use clap::Args;
+use serde::Serialize;
+
+use crate::commands::open_table_storage;
+use crate::error::{CliError, CliResult};
+use crate::output::{print_json, print_table, print_text};
+
+/// Arguments of `arbor files`.
+#[derive(Debug, Args)]
+pub struct FilesArgs {
+    /// The table's base path or URL.
+    pub table: String,
+    /// The file slices as of this instant (requested time) instead of the latest.
+    #[arg(long, value_name = "INSTANT")]
+    pub as_of: Option<String>,
+    /// Show the base and log file names (default: their sizes and counts only).
+    #[arg(long, short = 'l')]
+    pub long: bool,
+    /// Print JSON (always with file names and sizes) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One data file.
+#[derive(Debug, Serialize)]
+pub struct FileEntry {
+    /// The file name (inside the partition directory).
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// One file slice: what a snapshot query reads of one file group.
+#[derive(Debug, Serialize)]
+pub struct SliceEntry {
+    /// The partition path (`""` when not partitioned).
+    pub partition: String,
+    /// The file group id.
+    pub file_id: String,
+    /// The slice's base instant.
+    pub base_instant: String,
+    /// The base file, if any.
+    pub base_file: Option<FileEntry>,
+    /// The log files, in order.
+    pub log_files: Vec<FileEntry>,
+    /// Bytes of all the slice's files.
+    pub total_size: u64,
+}
+
+impl SliceEntry {
+    fn new(s: &FileSlice) -> Self {
+        SliceEntry {
+            partition: s.partition.clone(),
+            file_id: s.file_id.clone(),
+            base_instant: s.base_instant.to_string(),
+            base_file: s.base_file.as_ref().map(|b| FileEntry {
+                name: b.file_name(),
+                size: b.size,
+            }),
+            log_files: s
+                .log_files
+                .iter()
+                .map(|l| FileEntry {
+                    name: l.file_name(),
+                    size: l.size,
+                })
+                .collect(),
+            total_size: s.total_size(),
+        }
+    }
+}
+
+/// Bytes in a short human form (`1.5 KiB`).
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let name = UNITS.get(unit).copied().unwrap_or("B");
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {name}")
+    }
+}
+
+/// The latest file slices of the table at `location`, sorted by partition then file id.
+pub async fn slices(
+    location: &str,
+    as_of: Option<&str>,
+    options: &StorageOptions,
+) -> CliResult<Vec<SliceEntry>> {
+    let storage = open_table_storage(location, options)?;
+    let reader = TableReader::open(storage)
+        .await
+        .map_err(|e| CliError::at(location, e))?;
+    let as_of = as_of
+        .map(|t| crate::commands::read::parse_instant("--as-of", t))
+        .transpose()?;
+    let slices = reader
+        .view()
+        .latest_file_slices(None, as_of.as_ref())
+        .await
+        .map_err(|e| CliError::at(location, CliError::Usage(e.to_string())))?;
+    let mut out: Vec<SliceEntry> = slices.iter().map(SliceEntry::new).collect();
+    out.sort_by(|a, b| (&a.partition, &a.file_id).cmp(&(&b.partition, &b.file_id)));
+    Ok(out)
+}
+
+/// Prints slices as a table; `long` shows file names instead of sizes and counts.
+pub fn print_slices(slices: &[SliceEntry], long: bool) -> CliResult<()> {
+    if slices.is_empty() {
+        return print_text("(no file slices)");
+    }
+    let rows = slices
+        .iter()
+        .map(|s| {
+            let log_bytes: u64 = s.log_files.iter().map(|l| l.size).sum();
+            let (base, logs) = if long {
+                (
+                    s.base_file
+                        .as_ref()
+                        .map(|b| b.name.clone())
+                        .unwrap_or_else(|| "-".into()),
+                    s.log_files
+                        .iter()
+                        .map(|l| l.name.clone())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                )
+            } else {
+                (
+                    s.base_file
+                        .as_ref()
+                        .map(|b| human_size(b.size))
+                        .unwrap_or_else(|| "-".into()),
+                    match s.log_files.len() {
+                        0 => String::new(),
+                        n => format!("{n} ({})", human_size(log_bytes)),
+                    },
+                )
+            };
+            vec![
+                if s.partition.is_empty() {
+                    "-".to_string()
+                } else {
+                    s.partition.clone()
+                },
+                s.file_id.clone(),
+                s.base_instant.clone(),
+                base,
+                if logs.is_empty() { "-".into() } else { logs },
+                human_size(s.total_size),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "PARTITION",
+            "FILE ID",
+            "BASE INSTANT",
+            "BASE FILE",
+            "LOG FILES",
+            "TOTAL",
+        ],
+        rows,
+    )?;
+    let total: u64 = slices.iter().map(|s| s.total_size).sum();
+    print_text(&format!(
+        "{} file slices, {}{}",
+        slices.len(),
+        human_size(total),
+        if long { "" } else { " (--long for file names)" }
+    ))
+}
+
+/// Runs the command.
+pub async fn run(args: FilesArgs, options: &StorageOptions) -> CliResult<()> {
+    let slices = slices(&args.table, args.as_of.as_deref(), options).await?;
+    if args.json {
+        print_json(&slices)
+    } else {
+        print_slices(&slices, args.long)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_human_size_units() {
+        assert_eq!(human_size(12), "12 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}

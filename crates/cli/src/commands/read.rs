@@ -1,0 +1,360 @@
+//! `arbor read <table> [--as-of T | --incremental S [E]] [--read-optimized] [--columns ...]
+//! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta]`.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arbor_format::meta;
+use arbor_storage::StorageOptions;
+use arbor_table::read::TableReader;
+use arbor_timeline::InstantTime;
+use arrow::array::RecordBatch;
+use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn};
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::error::ArrowError;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use clap::{Args, ValueEnum};
+
+use crate::commands::open_table_storage;
+use crate::error::{CliError, CliResult};
+use crate::input::concat;
+use crate::output::{print_table, print_text};
+
+/// Rows the `table` format shows unless `--limit` says otherwise.
+pub const DEFAULT_TABLE_LIMIT: usize = 50;
+
+/// Arguments of `arbor read`.
+///
+/// Rows come sorted by partition path, then record key. The data columns are shown;
+/// `--meta` adds Hudi's `_hoodie_*` meta columns, `--columns` picks any columns in any order.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Rows come sorted by partition path, then record key. Without --columns \
+    the data columns are output; --meta adds Hudi's _hoodie_* meta columns. The table format \
+    shows 50 rows unless --limit says otherwise; the other formats output every row.\n\n\
+    Examples:\n  \
+    arbor read ./trips --as-of 20250101120000000\n  \
+    arbor read ./trips --incremental 20250101120000000 --columns _hoodie_commit_time,uuid,fare\n  \
+    arbor read ./trips --format parquet --output trips.parquet"
+)]
+pub struct ReadArgs {
+    /// The table's base path or URL.
+    pub table: String,
+    /// Time travel: the table as of this instant (requested time, yyyyMMddHHmmssSSS).
+    #[arg(long, value_name = "INSTANT", conflicts_with = "incremental")]
+    pub as_of: Option<String>,
+    /// Incremental query: the records written by instants that completed after START and up
+    /// to END (completion times; `-` for an open bound; END defaults to the latest).
+    #[arg(long, num_args = 1..=2, value_names = ["START", "END"])]
+    pub incremental: Option<Vec<String>>,
+    /// Base files only (read-optimized query; for merge-on-read tables it skips log files).
+    #[arg(long, conflicts_with = "incremental")]
+    pub read_optimized: bool,
+    /// The columns to output, comma separated, in this order (meta columns allowed).
+    #[arg(long, value_delimiter = ',', value_name = "COLS")]
+    pub columns: Vec<String>,
+    /// Also output the `_hoodie_*` meta columns (ignored with --columns).
+    #[arg(long)]
+    pub meta: bool,
+    /// Output format; parquet needs --output.
+    #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
+    pub format: ReadFormat,
+    /// Write to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output at most N rows. Default: 50 for the table format, all rows for the others.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+/// Output formats of `arbor read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReadFormat {
+    /// A human table.
+    Table,
+    /// One JSON object per line.
+    Jsonl,
+    /// CSV with a header row.
+    Csv,
+    /// A parquet file (needs --output).
+    Parquet,
+}
+
+fn parse_bound(s: &str) -> CliResult<Option<InstantTime>> {
+    if s == "-" {
+        Ok(None)
+    } else {
+        parse_instant("--incremental", s).map(Some)
+    }
+}
+
+/// Parses an instant time given to `flag`; the error names the flag.
+pub fn parse_instant(flag: &str, s: &str) -> CliResult<InstantTime> {
+    InstantTime::parse(s).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
+}
+
+/// Reads the rows the arguments select, sorted and projected, with the output schema and the
+/// number of rows before the limit.
+pub async fn query(
+    args: &ReadArgs,
+    options: &StorageOptions,
+) -> CliResult<(SchemaRef, Vec<RecordBatch>, usize)> {
+    let storage = open_table_storage(&args.table, options)?;
+    let at = |e: arbor_table::TableError| CliError::at(&args.table, e);
+    let reader = TableReader::open(storage).await.map_err(at)?;
+    let schema = reader.schema().clone();
+    let projection = projection(&schema, args)?;
+    let batches = if let Some(bounds) = &args.incremental {
+        let start = parse_bound(bounds.first().map(String::as_str).unwrap_or("-"))?;
+        let end = parse_bound(bounds.get(1).map(String::as_str).unwrap_or("-"))?;
+        reader
+            .incremental(start.as_ref(), end.as_ref())
+            .await
+            .map_err(at)?
+    } else {
+        let as_of = args
+            .as_of
+            .as_deref()
+            .map(|t| parse_instant("--as-of", t))
+            .transpose()?;
+        if args.read_optimized {
+            reader.read_optimized(as_of.as_ref()).await.map_err(at)?
+        } else {
+            reader.snapshot(as_of.as_ref()).await.map_err(at)?
+        }
+    };
+    let all = sorted(&schema, &batches)?;
+    let total = all.num_rows();
+    let limit = args.limit.or(match args.format {
+        ReadFormat::Table => Some(DEFAULT_TABLE_LIMIT),
+        _ => None,
+    });
+    let shown = limit.map_or(all.clone(), |n| all.slice(0, n.min(total)));
+    let out_schema = Arc::new(Schema::new(
+        projection
+            .iter()
+            .map(|&i| schema.fields().get(i).cloned())
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default(),
+    ));
+    let projected = shown
+        .project(&projection)
+        .map_err(|e| CliError::Output(e.to_string()))?;
+    let batches = if projected.num_rows() == 0 {
+        Vec::new()
+    } else {
+        vec![projected]
+    };
+    Ok((out_schema, batches, total))
+}
+
+/// The indices of the output columns.
+fn projection(schema: &SchemaRef, args: &ReadArgs) -> CliResult<Vec<usize>> {
+    if args.columns.is_empty() {
+        return Ok(schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| args.meta || !meta::is_meta_column(f.name()))
+            .map(|(i, _)| i)
+            .collect());
+    }
+    args.columns
+        .iter()
+        .map(|c| {
+            schema.index_of(c.trim()).map_err(|_| {
+                let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                CliError::at(
+                    &args.table,
+                    CliError::Usage(format!(
+                        "unknown column {c:?} (columns: {})",
+                        known.join(", ")
+                    )),
+                )
+            })
+        })
+        .collect()
+}
+
+/// All rows in one batch, sorted by partition path then record key when the table has those
+/// meta columns.
+fn sorted(schema: &SchemaRef, batches: &[RecordBatch]) -> CliResult<RecordBatch> {
+    let all = concat(schema, batches)?;
+    let keys: Vec<SortColumn> = [meta::PARTITION_PATH, meta::RECORD_KEY]
+        .iter()
+        .filter_map(|name| all.column_by_name(name))
+        .map(|c| SortColumn {
+            values: c.clone(),
+            options: None,
+        })
+        .collect();
+    if keys.is_empty() || all.num_rows() < 2 {
+        return Ok(all);
+    }
+    let indices = lexsort_to_indices(&keys, None).map_err(|e| CliError::Output(e.to_string()))?;
+    take_record_batch(&all, &indices).map_err(|e| CliError::Output(e.to_string()))
+}
+
+/// The cells of `batches` as text (nulls as `null`).
+pub fn cells(batches: &[RecordBatch]) -> CliResult<Vec<Vec<String>>> {
+    let options = FormatOptions::default().with_null("null");
+    let mut rows = Vec::new();
+    for b in batches {
+        let formatters = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::Output(e.to_string()))?;
+        for r in 0..b.num_rows() {
+            rows.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
+        }
+    }
+    Ok(rows)
+}
+
+/// Prints `batches` as a human table followed by a line counting the rows.
+pub fn print_rows(schema: &SchemaRef, batches: &[RecordBatch], total: usize) -> CliResult<()> {
+    let shown: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if schema.fields().is_empty() || shown == 0 {
+        return print_text(&format!("(no rows; {total} in total)"));
+    }
+    let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    print_table(&header, cells(batches)?)?;
+    if shown < total {
+        print_text(&format!(
+            "{shown} of {total} rows shown (--limit N to see more)"
+        ))
+    } else {
+        print_text(&format!("{total} rows"))
+    }
+}
+
+/// Stdout that remembers whether the reader went away (`arbor read ... | head`), so that a
+/// closed pipe is told apart from a real output error whatever error type the writer wraps it in.
+struct PipeOut<W: Write> {
+    inner: W,
+    broken: bool,
+}
+
+impl<W: Write> Write for PipeOut<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            self.broken = true;
+        }
+        r
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            self.broken = true;
+        }
+        r
+    }
+}
+
+fn write_text(
+    format: ReadFormat,
+    out: &mut dyn Write,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<(), ArrowError> {
+    match format {
+        ReadFormat::Csv => {
+            let mut w = arrow::csv::WriterBuilder::new()
+                .with_header(true)
+                .build(&mut *out);
+            if batches.is_empty() {
+                w.write(&RecordBatch::new_empty(schema.clone()))?;
+            }
+            for b in batches {
+                w.write(b)?;
+            }
+        }
+        _ => {
+            let mut w = arrow::json::LineDelimitedWriter::new(&mut *out);
+            for b in batches {
+                w.write(b)?;
+            }
+            w.finish()?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs the command.
+pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
+    if args.format == ReadFormat::Parquet && args.output.is_none() {
+        return Err(CliError::Usage(
+            "--format parquet needs --output FILE".into(),
+        ));
+    }
+    let (schema, batches, total) = query(&args, options).await?;
+    let create = |p: &PathBuf| {
+        File::create(p).map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
+    };
+    match (args.format, &args.output) {
+        (ReadFormat::Table, None) => print_rows(&schema, &batches, total),
+        (ReadFormat::Table, Some(p)) => {
+            let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            let mut table = comfy_table::Table::new();
+            table
+                .load_preset(comfy_table::presets::UTF8_BORDERS_ONLY)
+                .set_header(header);
+            for r in cells(&batches)? {
+                table.add_row(r);
+            }
+            let mut f = create(p)?;
+            writeln!(f, "{table}").map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
+        }
+        (ReadFormat::Parquet, Some(p)) => {
+            let f = create(p)?;
+            let mut w = parquet::arrow::ArrowWriter::try_new(f, schema.clone(), None)
+                .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))?;
+            for b in &batches {
+                w.write(b)
+                    .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))?;
+            }
+            w.close()
+                .map(|_| ())
+                .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
+        }
+        (format, Some(p)) => {
+            let mut f = std::io::BufWriter::new(create(p)?);
+            write_text(format, &mut f, &schema, &batches)
+                .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
+        }
+        (format, None) => {
+            let mut out = std::io::BufWriter::new(PipeOut {
+                inner: std::io::stdout().lock(),
+                broken: false,
+            });
+            let result = write_text(format, &mut out, &schema, &batches);
+            let broken = out.get_ref().broken;
+            match result {
+                Err(_) if broken => Ok(()),
+                Err(e) => Err(CliError::Output(e.to_string())),
+                Ok(()) => Ok(()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn test_parse_bound_dash_is_open() {
+        assert!(parse_bound("-").unwrap().is_none());
+        assert!(parse_bound("20240101000000000").unwrap().is_some());
+        assert!(parse_bound("yesterday").is_err());
+    }
+}

@@ -1,0 +1,325 @@
+//! `arbor write <table> <input> [--op OP] [table definition flags]`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use arbor_storage::StorageOptions;
+use arbor_table::{CommitResult, Table, WriteOperation};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::commands::create::{create_table, open_target, remove_made_dir, TableSpec};
+use crate::error::{CliError, CliResult};
+use crate::input;
+use crate::output::{print_json, print_text};
+
+/// Arguments of `arbor write`.
+///
+/// Writing to a table that does not exist yet creates it, but only when the table definition
+/// flags say how (at least --type and --key); its data schema is then inferred from the
+/// input. For an existing table the input is checked against the table's schema: every table
+/// column must be present (for --op delete, only the key and partition columns are needed),
+/// no other column may be, and every value must convert to the table's type.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "A missing table is created by the write only when --type and --key are \
+    given; its data schema is then inferred from the input (CSV: arrow-csv inference; JSON \
+    lines: arrow-json inference; parquet: the file's schema). For an existing table the input \
+    is checked against the table's schema by column name: every table column must be present \
+    (--op delete needs only the key and partition columns), no other column may be, and every \
+    value must convert to the table's type; the error names the column and row (counted from \
+    0). Table definition flags given for an existing table must agree with it.\n\n\
+    Examples:\n  \
+    arbor write ./trips trips.csv --type cow --key uuid --partition-by city --ordering ts\n  \
+    arbor write ./trips changes.jsonl              # upsert into the existing table\n  \
+    arbor write ./trips gone.csv --op delete       # delete the keys gone.csv names"
+)]
+pub struct WriteArgs {
+    /// The table's base path or URL.
+    pub table: String,
+    /// The rows to write: a .parquet, .csv (with a header row) or .jsonl file. Hudi's
+    /// `_hoodie_*` meta columns in it are ignored.
+    pub input: PathBuf,
+    /// The write operation.
+    #[arg(long, value_enum, default_value_t = OpArg::Upsert)]
+    pub op: OpArg,
+    /// Table definition, used only when the table does not exist yet.
+    #[command(flatten)]
+    pub spec: TableSpec,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The write operation on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OpArg {
+    /// Add the rows (existing keys are not looked up).
+    Insert,
+    /// Add the rows without small-file packing or lookups (large initial loads).
+    BulkInsert,
+    /// Insert new keys, update existing ones.
+    Upsert,
+    /// Delete the records whose keys the rows name.
+    Delete,
+    /// Replace the partitions the rows touch with the rows.
+    InsertOverwrite,
+    /// Replace the whole table with the rows.
+    InsertOverwriteTable,
+}
+
+impl OpArg {
+    /// The library's operation.
+    pub fn operation(self) -> WriteOperation {
+        match self {
+            OpArg::Insert => WriteOperation::Insert,
+            OpArg::BulkInsert => WriteOperation::BulkInsert,
+            OpArg::Upsert => WriteOperation::Upsert,
+            OpArg::Delete => WriteOperation::Delete,
+            OpArg::InsertOverwrite => WriteOperation::InsertOverwrite,
+            OpArg::InsertOverwriteTable => WriteOperation::InsertOverwriteTable,
+        }
+    }
+}
+
+/// A spinner on stderr while long work runs, shown only when both stdout and stderr are
+/// terminals (never in pipes, files or tests).
+pub struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    /// Starts the spinner with `message`.
+    pub fn start(message: &str) -> Self {
+        if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+            return Progress(None);
+        }
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} [{elapsed}]") {
+            bar.set_style(style);
+        }
+        bar.set_message(message.to_string());
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Progress(Some(bar))
+    }
+
+    /// Changes the message.
+    pub fn set(&self, message: &str) {
+        if let Some(b) = &self.0 {
+            b.set_message(message.to_string());
+        }
+    }
+
+    /// Removes the spinner.
+    pub fn finish(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// What `arbor write` and `arbor delete-partition` report.
+#[derive(Debug, Serialize)]
+pub struct CommitReport {
+    /// The table location.
+    pub table: String,
+    /// True if this command created the table.
+    pub created: bool,
+    /// Rows read from the input (`None` for delete-partition).
+    pub input_rows: Option<usize>,
+    /// The instant (requested) time.
+    pub instant: String,
+    /// The completion time.
+    pub completion_time: String,
+    /// The completed action.
+    pub action: String,
+    /// The operation type.
+    pub operation: String,
+    /// Records inserted.
+    pub inserted: u64,
+    /// Records updated.
+    pub updated: u64,
+    /// Records deleted.
+    pub deleted: u64,
+    /// Data files written.
+    pub files_written: usize,
+    /// File groups replaced.
+    pub file_groups_replaced: usize,
+}
+
+impl CommitReport {
+    /// The report of `result`.
+    pub fn new(table: &str, created: bool, input_rows: Option<usize>, r: &CommitResult) -> Self {
+        CommitReport {
+            table: table.to_string(),
+            created,
+            input_rows,
+            instant: r.instant.to_string(),
+            completion_time: r.completion_time.to_string(),
+            action: r.action.name().to_string(),
+            operation: r.operation.name().to_string(),
+            inserted: r.inserted,
+            updated: r.updated,
+            deleted: r.deleted,
+            files_written: r.files_written,
+            file_groups_replaced: r.file_groups_replaced,
+        }
+    }
+
+    /// The human text: what was committed, then the counts.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        if self.created {
+            out.push_str(&format!("created the table at {}\n", self.table));
+        }
+        out.push_str(&format!(
+            "{} committed: instant {} ({}, completed {})\n",
+            self.operation.to_ascii_lowercase(),
+            self.instant,
+            self.action,
+            self.completion_time
+        ));
+        if let Some(n) = self.input_rows {
+            out.push_str(&format!("  input rows:  {n}\n"));
+        }
+        out.push_str(&format!(
+            "  records:     {} inserted, {} updated, {} deleted\n",
+            self.inserted, self.updated, self.deleted
+        ));
+        out.push_str(&format!(
+            "  files:       {} written, {} file groups replaced",
+            self.files_written, self.file_groups_replaced
+        ));
+        out
+    }
+
+    /// Prints the report as text or JSON.
+    pub fn print(&self, json: bool) -> CliResult<()> {
+        if json {
+            print_json(self)
+        } else {
+            print_text(&self.text())
+        }
+    }
+}
+
+/// Writes the input to the table (creating it first when asked to); returns the report.
+pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<CommitReport> {
+    let location = args.table.as_str();
+    input::InputFormat::from_path(&args.input)?;
+    let target = open_target(location, options, args.spec.table_type.is_some()).await?;
+    let progress = Progress::start(&format!("reading {}", args.input.display()));
+    match target {
+        Some(target) if target.exists => {
+            let table = Table::open(target.storage.clone())
+                .await
+                .map_err(|e| CliError::at(location, e))?;
+            args.spec.check_matches(table.config())?;
+            let schema = table.schema().clone();
+            // A delete needs only the key (and partition) columns.
+            let allow_missing = args.op == OpArg::Delete;
+            let data = input::read_for_schema(&args.input, &schema, allow_missing)?;
+            let rows = non_empty(&args.input, &data)?;
+            progress.set(&format!(
+                "writing {rows} rows ({})",
+                args.op
+                    .operation()
+                    .operation_type()
+                    .name()
+                    .to_ascii_lowercase()
+            ));
+            let result = table
+                .write(args.op.operation(), data.batches)
+                .await
+                .map_err(|e| CliError::at(location, e))?;
+            progress.finish();
+            Ok(CommitReport::new(location, false, Some(rows), &result))
+        }
+        Some(target) if args.spec.table_type.is_some() => {
+            let data = input::read_inferred(&args.input)?;
+            let rows = match non_empty(&args.input, &data) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    remove_made_dir(&target);
+                    return Err(e);
+                }
+            };
+            let create =
+                match args
+                    .spec
+                    .create_options(location, data.schema.clone(), "arbor write")
+                {
+                    Ok(c) => c,
+                    Err(e) => {
+                        remove_made_dir(&target);
+                        return Err(e);
+                    }
+                };
+            progress.set("creating the table");
+            let table = create_table(location, &target, create).await?;
+            progress.set(&format!(
+                "writing {rows} rows ({})",
+                args.op
+                    .operation()
+                    .operation_type()
+                    .name()
+                    .to_ascii_lowercase()
+            ));
+            let result = match table.write(args.op.operation(), data.batches).await {
+                Ok(r) => r,
+                Err(e) => {
+                    // Nothing else was ever in a directory this command made.
+                    remove_made_dir(&target);
+                    let note = if target.made_dir.is_some() {
+                        ""
+                    } else {
+                        " (the table was created, but holds no data)"
+                    };
+                    return Err(CliError::at(
+                        location,
+                        CliError::Usage(format!("{e}{note}")),
+                    ));
+                }
+            };
+            progress.finish();
+            Ok(CommitReport::new(location, true, Some(rows), &result))
+        }
+        _ if args.spec.any_given() => Err(CliError::at(
+            location,
+            CliError::Usage(
+                "no table here; to create one with this write, give --type cow|mor and --key COLS"
+                    .into(),
+            ),
+        )),
+        _ => Err(CliError::at(
+            location,
+            CliError::Usage(
+                "no table here (to create one with this write, add --type cow|mor --key COLS; \
+                 see arbor write --help)"
+                    .into(),
+            ),
+        )),
+    }
+}
+
+fn non_empty(path: &std::path::Path, data: &input::Input) -> CliResult<usize> {
+    match data.num_rows() {
+        0 => Err(CliError::Input {
+            path: path.display().to_string(),
+            reason: "empty input: no rows to write".into(),
+        }),
+        n => Ok(n),
+    }
+}
+
+/// Runs the command.
+pub async fn run(args: WriteArgs, options: &StorageOptions) -> CliResult<()> {
+    let report = write(&args, options).await?;
+    report.print(args.json)
+}

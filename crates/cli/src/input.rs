@@ -1,0 +1,569 @@
+//! Input files of `arbor write` and `arbor create --schema-from`: `.parquet`, `.csv` (with a
+//! header row) and `.jsonl` (one JSON object per line), read into Arrow record batches.
+//!
+//! Two modes: [`read_inferred`] infers the column types (arrow-csv / arrow-json inference, the
+//! parquet file's own schema) for a new table; [`read_for_schema`] reads an input for an
+//! existing table and converts every column, by name, to the table's type. Text inputs are
+//! read as strings and parsed straight into the table's types, so `"007"` stays `"007"` in a
+//! string column. Hudi's `_hoodie_*` meta columns in an input (for example an
+//! `arbor read --meta` export) are ignored: the writer sets them.
+//!
+//! Errors name the file and, where one is at fault, the column and the row (counted from 0
+//! over the data rows, in input order, like the table's own errors).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek};
+use std::path::Path;
+use std::sync::Arc;
+
+use arbor_format::meta::is_meta_column;
+use arrow::array::{Array, ArrayRef};
+use arrow::compute::{cast_with_options, concat_batches, CastOptions};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::error::{CliError, CliResult};
+
+/// Rows per record batch when reading text inputs.
+const BATCH_ROWS: usize = 8192;
+
+/// The file formats `arbor write` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Apache Parquet (`.parquet`, `.pq`).
+    Parquet,
+    /// Comma-separated values with a header row (`.csv`).
+    Csv,
+    /// One JSON object per line (`.jsonl`, `.ndjson`).
+    Jsonl,
+}
+
+impl InputFormat {
+    /// The format named by the file's extension (case-insensitive); an error names the
+    /// extensions that are understood.
+    pub fn from_path(path: &Path) -> CliResult<Self> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
+        match ext.as_str() {
+            "parquet" | "pq" => Ok(InputFormat::Parquet),
+            "csv" => Ok(InputFormat::Csv),
+            "jsonl" | "ndjson" => Ok(InputFormat::Jsonl),
+            _ => Err(input_error(
+                path,
+                "unknown input format: expected a .parquet, .csv or .jsonl file",
+            )),
+        }
+    }
+}
+
+/// An input file read into memory.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The schema of `batches` (data columns only: meta columns are dropped).
+    pub schema: SchemaRef,
+    /// The rows, in file order.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Input {
+    /// The number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+fn input_error(path: &Path, reason: impl Into<String>) -> CliError {
+    CliError::Input {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn open(path: &Path) -> CliResult<File> {
+    File::open(path).map_err(|e| input_error(path, format!("cannot open: {e}")))
+}
+
+/// The schema of an input file, inferred as [`read_inferred`] does, without keeping the rows
+/// of a parquet file.
+pub fn infer_schema(path: &Path) -> CliResult<SchemaRef> {
+    match InputFormat::from_path(path)? {
+        InputFormat::Parquet => {
+            let builder = ParquetRecordBatchReaderBuilder::try_new(open(path)?)
+                .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+            check_inferred(path, data_only(builder.schema()))
+        }
+        InputFormat::Csv | InputFormat::Jsonl => Ok(read_inferred(path)?.schema),
+    }
+}
+
+/// Reads an input file, inferring its column types: the parquet schema, or arrow-csv /
+/// arrow-json inference over the whole file. A column whose type cannot be inferred (only
+/// nulls) is an error naming it.
+pub fn read_inferred(path: &Path) -> CliResult<Input> {
+    let input = match InputFormat::from_path(path)? {
+        InputFormat::Parquet => read_parquet(path)?,
+        InputFormat::Csv => {
+            let mut file = BufReader::new(open(path)?);
+            let format = arrow::csv::reader::Format::default().with_header(true);
+            let (schema, _) = format
+                .infer_schema(&mut file, None)
+                .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
+            rewind(path, &mut file)?;
+            read_csv(path, file, Arc::new(schema))?
+        }
+        InputFormat::Jsonl => {
+            let mut file = BufReader::new(open(path)?);
+            let (schema, _) = arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
+                .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+            rewind(path, &mut file)?;
+            read_json(path, file, Arc::new(schema))?
+        }
+    };
+    let schema = check_inferred(path, data_only(&input.schema))?;
+    let batches = input
+        .batches
+        .iter()
+        .map(|b| project_by_name(path, b, &schema))
+        .collect::<CliResult<Vec<_>>>()?;
+    Ok(Input { schema, batches })
+}
+
+/// Reads an input file for a table whose data schema is `target`: every target column must be
+/// in the input (unless `allow_missing`: a delete names keys, and the table checks that the
+/// key and partition columns are there), every input column must be in the target, and every
+/// value must convert to the target type. The result has the target's columns (those present,
+/// with `allow_missing`) in the target's order and types.
+pub fn read_for_schema(path: &Path, target: &SchemaRef, allow_missing: bool) -> CliResult<Input> {
+    let input = match InputFormat::from_path(path)? {
+        InputFormat::Parquet => read_parquet(path)?,
+        InputFormat::Csv => {
+            // Every column as text, parsed into the target types by the casts below.
+            let mut file = BufReader::new(open(path)?);
+            let mut header = String::new();
+            file.read_line(&mut header)
+                .map_err(|e| input_error(path, format!("cannot read the header row: {e}")))?;
+            rewind(path, &mut file)?;
+            let names = csv_header(path, &header)?;
+            let fields: Vec<Field> = names
+                .iter()
+                .map(|n| Field::new(n.as_str(), DataType::Utf8, true))
+                .collect();
+            read_csv(path, file, Arc::new(Schema::new(fields)))?
+        }
+        InputFormat::Jsonl => {
+            let mut file = BufReader::new(open(path)?);
+            let (schema, _) = arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
+                .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+            rewind(path, &mut file)?;
+            read_json(path, file, Arc::new(schema))?
+        }
+    };
+    conform(path, &input, target, allow_missing)
+}
+
+/// Converts `input` to `target` by column name (see [`read_for_schema`]).
+pub fn conform(
+    path: &Path,
+    input: &Input,
+    target: &SchemaRef,
+    allow_missing: bool,
+) -> CliResult<Input> {
+    let data = data_only(&input.schema);
+    for f in data.fields() {
+        if target.field_with_name(f.name()).is_err() {
+            let known: Vec<&str> = target.fields().iter().map(|f| f.name().as_str()).collect();
+            return Err(input_error(
+                path,
+                format!(
+                    "column {:?} is not in the table schema (table columns: {})",
+                    f.name(),
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    for f in target.fields() {
+        if data.field_with_name(f.name()).is_err() && !allow_missing {
+            return Err(input_error(
+                path,
+                format!(
+                    "column {:?} of the table is missing from the input",
+                    f.name()
+                ),
+            ));
+        }
+    }
+    let fields: Vec<Arc<Field>> = target
+        .fields()
+        .iter()
+        .filter(|f| data.field_with_name(f.name()).is_ok())
+        .cloned()
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(fields, target.metadata().clone()));
+    let mut batches = Vec::with_capacity(input.batches.len());
+    let mut offset = 0usize;
+    for batch in &input.batches {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        for f in schema.fields() {
+            let column = batch
+                .column_by_name(f.name())
+                .ok_or_else(|| input_error(path, format!("column {:?} vanished", f.name())))?;
+            columns.push(convert_column(path, f, column, offset)?);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        let converted = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+            .map_err(|e| input_error(path, e.to_string()))?;
+        offset += batch.num_rows();
+        batches.push(converted);
+    }
+    Ok(Input { schema, batches })
+}
+
+/// Casts one column to `field`'s type; a value that does not convert, or a null in a column
+/// the table declares non-nullable, is an error naming the column and the first such row.
+fn convert_column(
+    path: &Path,
+    field: &Field,
+    column: &ArrayRef,
+    offset: usize,
+) -> CliResult<ArrayRef> {
+    let strict = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    let converted = if column.data_type() == field.data_type() {
+        column.clone()
+    } else {
+        match cast_with_options(column, field.data_type(), &strict) {
+            Ok(c) => c,
+            Err(e) => {
+                // Find the first value the lenient cast turns into a null.
+                let lenient = cast_with_options(column, field.data_type(), &CastOptions::default());
+                let row = lenient
+                    .ok()
+                    .and_then(|l| (0..column.len()).find(|&i| column.is_valid(i) && l.is_null(i)));
+                let at = row
+                    .map(|r| {
+                        let value = arrow::util::display::ArrayFormatter::try_new(
+                            column.as_ref(),
+                            &arrow::util::display::FormatOptions::default(),
+                        )
+                        .map(|f| f.value(r).to_string())
+                        .unwrap_or_default();
+                        format!(" at row {}: value {value:?}", offset + r)
+                    })
+                    .unwrap_or_default();
+                return Err(input_error(
+                    path,
+                    format!(
+                        "column {:?} cannot be read as {} (the table's type){at} ({e})",
+                        field.name(),
+                        field.data_type()
+                    ),
+                ));
+            }
+        }
+    };
+    if !field.is_nullable() && converted.null_count() > 0 {
+        let row = (0..converted.len())
+            .find(|&i| converted.is_null(i))
+            .unwrap_or(0);
+        return Err(input_error(
+            path,
+            format!(
+                "column {:?} is null at row {}, but the table does not allow nulls in it",
+                field.name(),
+                offset + row
+            ),
+        ));
+    }
+    Ok(converted)
+}
+
+fn rewind<R: Seek>(path: &Path, file: &mut R) -> CliResult<()> {
+    file.rewind()
+        .map(|_| ())
+        .map_err(|e| input_error(path, format!("cannot re-read: {e}")))
+}
+
+/// The column names of a CSV header row; empty or duplicate names are errors.
+fn csv_header(path: &Path, line: &str) -> CliResult<Vec<String>> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    if line.trim().is_empty() {
+        return Err(input_error(path, "empty input: no header row"));
+    }
+    let (schema, _) = arrow::csv::reader::Format::default()
+        .with_header(true)
+        .infer_schema(std::io::Cursor::new(format!("{line}\n")), Some(0))
+        .map_err(|e| input_error(path, format!("cannot read the header row: {e}")))?;
+    check_names(path, &schema)?;
+    Ok(schema.fields().iter().map(|f| f.name().clone()).collect())
+}
+
+/// Column names must be non-empty and unique.
+fn check_names(path: &Path, schema: &Schema) -> CliResult<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for f in schema.fields() {
+        let n = f.name();
+        if n.trim().is_empty() {
+            return Err(input_error(path, "the input has a column without a name"));
+        }
+        if !seen.insert(n.as_str()) {
+            return Err(input_error(
+                path,
+                format!("column {n:?} appears twice in the input"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn read_csv<R: std::io::Read>(path: &Path, file: R, schema: SchemaRef) -> CliResult<Input> {
+    if schema.fields().is_empty() {
+        return Err(input_error(path, "empty input: no header row"));
+    }
+    let reader = arrow::csv::ReaderBuilder::new(schema.clone())
+        .with_header(true)
+        .with_batch_size(BATCH_ROWS)
+        .build(file)
+        .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
+    Ok(Input { schema, batches })
+}
+
+fn read_json<R: BufRead>(path: &Path, file: R, schema: SchemaRef) -> CliResult<Input> {
+    if schema.fields().is_empty() {
+        return Err(input_error(path, "empty input: no JSON objects"));
+    }
+    let reader = arrow::json::ReaderBuilder::new(schema.clone())
+        .with_batch_size(BATCH_ROWS)
+        .build(file)
+        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+    Ok(Input { schema, batches })
+}
+
+fn read_parquet(path: &Path) -> CliResult<Input> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(open(path)?)
+        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let reader = builder
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    Ok(Input { schema, batches })
+}
+
+/// `schema` without Hudi's meta columns and without schema metadata.
+fn data_only(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Arc<Field>> = schema
+        .fields()
+        .iter()
+        .filter(|f| !is_meta_column(f.name()))
+        .cloned()
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+fn check_inferred(path: &Path, schema: SchemaRef) -> CliResult<SchemaRef> {
+    if schema.fields().is_empty() {
+        return Err(input_error(path, "the input has no data columns"));
+    }
+    check_names(path, &schema)?;
+    if let Some(f) = schema
+        .fields()
+        .iter()
+        .find(|f| f.data_type() == &DataType::Null)
+    {
+        return Err(input_error(
+            path,
+            format!(
+                "column {:?} holds only nulls, so its type cannot be inferred; \
+                 create the table from a parquet file or give the column a value",
+                f.name()
+            ),
+        ));
+    }
+    Ok(schema)
+}
+
+fn project_by_name(path: &Path, batch: &RecordBatch, schema: &SchemaRef) -> CliResult<RecordBatch> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            batch
+                .column_by_name(f.name())
+                .cloned()
+                .ok_or_else(|| input_error(path, format!("column {:?} vanished", f.name())))
+        })
+        .collect::<CliResult<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+        .map_err(|e| input_error(path, e.to_string()))
+}
+
+/// All rows of `batches` in one batch of `schema` (an empty batch when there are none).
+pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> CliResult<RecordBatch> {
+    concat_batches(schema, batches).map_err(|e| CliError::Output(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use arrow::array::{AsArray, Int64Array, StringArray};
+    use arrow::datatypes::Int64Type;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn target() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, true),
+        ]))
+    }
+
+    #[test]
+    fn test_from_path_unknown_extension_errors() {
+        let err = InputFormat::from_path(Path::new("x.txt")).unwrap_err();
+        assert!(err.to_string().contains("unknown input format"), "{err}");
+        assert_eq!(
+            InputFormat::from_path(Path::new("a.JSONL")).unwrap(),
+            InputFormat::Jsonl
+        );
+    }
+
+    #[test]
+    fn test_read_inferred_csv_infers_types_and_drops_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "a.csv",
+            "_hoodie_commit_time,id,n\n1,a,1\n2,b,2\n",
+        );
+        let input = read_inferred(&p).unwrap();
+        assert_eq!(input.num_rows(), 2);
+        let names: Vec<&str> = input
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, ["id", "n"]);
+        assert_eq!(input.schema.field(1).data_type(), &DataType::Int64);
+    }
+
+    #[test]
+    fn test_read_for_schema_csv_keeps_leading_zeros_in_strings() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.csv", "n,id\n5,007\n,008\n");
+        let input = read_for_schema(&p, &target(), false).unwrap();
+        let b = &input.batches[0];
+        assert_eq!(b.schema(), target());
+        let ids: &StringArray = b.column(0).as_string::<i32>();
+        assert_eq!(ids.value(0), "007");
+        let n: &Int64Array = b.column(1).as_primitive::<Int64Type>();
+        assert_eq!(n.value(0), 5);
+        assert!(n.is_null(1));
+    }
+
+    #[test]
+    fn test_read_for_schema_unknown_column_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "a.jsonl",
+            "{\"id\":\"a\",\"n\":1,\"extra\":2}\n",
+        );
+        let err = read_for_schema(&p, &target(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"extra\" is not in the table schema"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn test_read_for_schema_missing_column_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.jsonl", "{\"id\":\"a\"}\n");
+        let err = read_for_schema(&p, &target(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"n\" of the table is missing"), "{err}");
+        let ok = read_for_schema(&p, &target(), true).unwrap();
+        let names: Vec<&str> = ok
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, ["id"]);
+    }
+
+    #[test]
+    fn test_read_for_schema_bad_value_names_column_and_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.csv", "id,n\na,1\nb,x\n");
+        let err = read_for_schema(&p, &target(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("column \"n\""), "{err}");
+        assert!(err.contains("at row 1"), "{err}");
+        assert!(err.contains("\"x\""), "{err}");
+    }
+
+    #[test]
+    fn test_read_for_schema_null_in_required_column_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.csv", "id,n\na,1\n,2\n");
+        let err = read_for_schema(&p, &target(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"id\" is null at row 1"), "{err}");
+    }
+
+    #[test]
+    fn test_read_inferred_only_nulls_column_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.jsonl", "{\"id\":\"a\",\"z\":null}\n");
+        let err = read_inferred(&p).unwrap_err().to_string();
+        assert!(err.contains("\"z\" holds only nulls"), "{err}");
+    }
+
+    #[test]
+    fn test_read_inferred_duplicate_csv_header_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.csv", "id,id\na,b\n");
+        let err = read_for_schema(&p, &target(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("appears twice"), "{err}");
+    }
+
+    #[test]
+    fn test_read_inferred_missing_file_errors() {
+        let err = read_inferred(Path::new("/nonexistent/x.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("/nonexistent/x.csv: cannot open"), "{err}");
+    }
+}

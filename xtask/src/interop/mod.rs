@@ -1,0 +1,164 @@
+//! `cargo xtask interop`: the interop scenario matrix (issue 3, item 5).
+//!
+//! Six tables, {COW, MOR} × {hive-style partitioned, non-hive partitioned, non-partitioned},
+//! are written through `arbor_table::Table` with one sequence of operations ([`scenario`])
+//! while an in-memory [`model`] follows every instant. Then, for every completed instant of
+//! every table, three queries are answered three ways ([`check`]): the snapshot of the table
+//! as it was right after the instant (a copy taken then), time travel to the instant on the
+//! final table, and the incremental range (previous completion time, this completion time] on
+//! the final table; by arbor's reader, by hudi-rs 0.5.0 (`scripts/peer_digest.py`) and from
+//! the model. Row counts, `data_sha256` (the canonicalisation of `scripts/canonical_rows.py`)
+//! and schemas must agree ([`report`]).
+//!
+//! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--late-arrivals]`. `--keep`
+//! writes the tables under DIR and keeps them; otherwise they go to a temporary directory that
+//! is kept (and named) only when a check fails. `--only` runs the scenarios whose name
+//! (`cow/hive`, `mor/plain`, `mor/nonpartitioned`, ...) contains SUBSTRING.
+//! `--late-arrivals` adds updates with a smaller ordering value to the upserts; it shows a
+//! known divergence of hudi-rs 0.5.0 (see `scenario::Scenario::late_arrivals`), so it is not
+//! part of the default matrix. The peer Python is `$ARBOR_PEER_PYTHON`, else what
+//! `scripts/peer.sh` prints. Closes with `interop: N passed, M failed`; exits non-zero when
+//! M > 0 or nothing was checked.
+
+mod check;
+mod data;
+mod model;
+mod peer;
+mod report;
+mod scenario;
+
+use std::path::{Path, PathBuf};
+
+use check::{Check, Kind};
+use report::CheckIds;
+use scenario::Scenario;
+
+/// Runs the matrix. `python`: the peer Python (`None`: `$ARBOR_PEER_PYTHON`, else
+/// `scripts/peer.sh`).
+pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
+    let mut keep: Option<PathBuf> = None;
+    let mut only: Option<String> = None;
+    let mut late_arrivals = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--keep" => keep = it.next().map(PathBuf::from),
+            "--only" => only = it.next().cloned(),
+            "--late-arrivals" => late_arrivals = true,
+            other => {
+                return Err(format!(
+                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--late-arrivals])"
+                ))
+            }
+        }
+    }
+    let python = match python {
+        Some(p) => p,
+        None => peer_python()?,
+    };
+    let (work, temp) = match keep {
+        Some(dir) => {
+            if dir.exists() {
+                return Err(format!(
+                    "interop: {} exists; --keep wants a new directory",
+                    dir.display()
+                ));
+            }
+            (dir, None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("arbor-interop-")
+                .tempdir()
+                .map_err(|e| format!("interop: cannot create a temporary directory: {e}"))?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    let scenarios: Vec<Scenario> = Scenario::all(late_arrivals)
+        .into_iter()
+        .filter(|s| only.as_ref().is_none_or(|o| s.name().contains(o.as_str())))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("interop: tokio runtime: {e}"))?;
+    let checks = runtime.block_on(write_and_read(&scenarios, &work));
+    let (passed, failed) = digest_and_report(&python, &work, &checks)?;
+    println!("interop: {passed} passed, {failed} failed");
+    if failed == 0 && passed > 0 {
+        return Ok(());
+    }
+    if let Some(t) = temp {
+        let kept = t.keep();
+        eprintln!("interop: tables kept in {}", kept.display());
+    }
+    if passed == 0 && failed == 0 {
+        Err("interop: nothing was checked".to_string())
+    } else {
+        Err(format!("interop: {failed} checks failed"))
+    }
+}
+
+/// The peer Python: `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints.
+fn peer_python() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("ARBOR_PEER_PYTHON") {
+        return Ok(PathBuf::from(p));
+    }
+    crate::script_output("peer.sh", &[])
+        .map(PathBuf::from)
+        .map_err(|e| format!("interop needs the peer reader: {e}"))
+}
+
+/// Writes every scenario table, then builds its checks (reading with arbor).
+async fn write_and_read(scenarios: &[Scenario], work: &Path) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for s in scenarios {
+        let dir = work.join(s.name().replace('/', "-"));
+        eprintln!("interop: writing {}", s.name());
+        let outcome = scenario::run(*s, &dir).await;
+        checks.extend(check::build(&outcome, dir.join("digests")).await);
+    }
+    checks
+}
+
+/// Digests every side of every check in one `peer_digest.py --batch` run, decides the checks
+/// and prints the report. Returns `(passed, failed)`.
+fn digest_and_report(
+    python: &Path,
+    work: &Path,
+    checks: &[Check],
+) -> Result<(usize, usize), String> {
+    let mut requests = Vec::new();
+    let mut ids = Vec::new();
+    for c in checks {
+        let mut id = CheckIds::default();
+        if let Kind::Rows { arbor, peer, model } = &c.kind {
+            let mut add = |side: &check::Side,
+                           slot: &mut Option<usize>,
+                           err: &mut Option<String>| match side {
+                Ok(req) => {
+                    *slot = Some(requests.len());
+                    requests.push(req.clone());
+                }
+                Err(e) => *err = Some(e.clone()),
+            };
+            add(arbor, &mut id.arbor, &mut id.arbor_error);
+            add(peer, &mut id.peer, &mut id.peer_error);
+            add(model, &mut id.model, &mut id.model_error);
+        }
+        ids.push(id);
+    }
+    let script = crate::repo_root().join("scripts").join("peer_digest.py");
+    let answers = if requests.is_empty() {
+        Default::default()
+    } else {
+        peer::digest_all(python, &script, work, &requests)?
+    };
+    let verdicts: Vec<_> = checks
+        .iter()
+        .zip(&ids)
+        .map(|(c, id)| report::decide(c, &answers, id))
+        .collect();
+    Ok(report::print(checks, &verdicts))
+}
