@@ -391,7 +391,17 @@ impl ActiveTimeline {
         // Two completers with different completion times create different files; both creates
         // succeed. Resolve deterministically: the smallest completion time wins, the loser
         // removes its own file and reports AlreadyCompleted.
-        let after = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        // Past the commit point, a failure to re-list must not turn a visible commit into a
+        // reported failure (a caller would retry and duplicate the write): the race check is
+        // skipped, and readers still resolve duplicates by the smallest completion time.
+        let after = match ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await {
+            Ok(after) => after,
+            Err(e) => {
+                tracing::warn!(file = %key, error = %e, "completed; could not re-list to check for a completion race");
+                self.insert(completed.clone());
+                return Ok(completed);
+            }
+        };
         if let Some(winner) = after
             .get(&inflight.requested_time, inflight.action)
             .and_then(|f| f.completed.clone())

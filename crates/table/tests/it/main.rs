@@ -7,6 +7,7 @@
 )]
 
 mod compaction;
+mod crash_sweep;
 mod fixtures_read;
 mod keygen;
 mod rollback;

@@ -513,3 +513,36 @@ mod creation_property {
         }
     }
 }
+
+/// Past the commit point a failing re-list does not turn the visible completion into an error.
+#[tokio::test]
+async fn test_complete_relist_failure_after_commit_point_is_success() {
+    use arbor_storage::{FaultInjectingStorage, FaultMode};
+    let inner: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+    let faulty = Arc::new(FaultInjectingStorage::new(inner.clone()));
+    let storage: Arc<dyn Storage> = faulty.clone();
+    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+    TableConfig::create(storage.as_ref(), ".hoodie", &config)
+        .await
+        .unwrap();
+    let layout = TableLayout::from_config(".hoodie", &config).unwrap();
+    let mut tl = ActiveTimeline::load(storage.clone(), layout).await.unwrap();
+    let (req, _) = inflight_for_race();
+    tl.create_requested(req.requested_time.clone(), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    let c = t("20250101000000009");
+    let mut done = infl.with_state(State::Completed);
+    done.completion_time = Some(c.clone());
+    // complete(): list (pre-check), create (commit point), list (race check): fail the last.
+    let n = faulty.op_count() + 2;
+    faulty.set_mode(FaultMode::FailAt(n));
+    let got = tl.complete(&infl, c, commit_bytes(&done)).await.unwrap();
+    assert_eq!(got, done);
+    assert!(faulty.ops().iter().any(|op| op.index == n));
+    let fresh = ActiveTimeline::load(inner, tl.layout().clone())
+        .await
+        .unwrap();
+    assert_eq!(fresh.completed(), vec![done]);
+}
