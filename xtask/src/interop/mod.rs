@@ -10,13 +10,13 @@
 //! the model. Row counts, `data_sha256` (the canonicalisation of `scripts/canonical_rows.py`)
 //! and schemas must agree ([`report`]).
 //!
-//! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--late-arrivals]`. `--keep`
+//! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals]`. `--keep`
 //! writes the tables under DIR and keeps them; otherwise they go to a temporary directory that
 //! is kept (and named) only when a check fails. `--only` runs the scenarios whose name
 //! (`cow/hive`, `mor/plain`, `mor/nonpartitioned`, ...) contains SUBSTRING.
-//! `--late-arrivals` adds updates with a smaller ordering value to the upserts; it shows a
-//! known divergence of hudi-rs 0.5.0 (see `scenario::Scenario::late_arrivals`), so it is not
-//! part of the default matrix. The peer Python is `$ARBOR_PEER_PYTHON`, else what
+//! By default the upserts also carry late arrivals (updates with a smaller ordering value than
+//! the stored row, see `scenario::Scenario::late_arrivals`); `--no-late-arrivals` leaves them
+//! out (`--late-arrivals`, the default, is still accepted). The peer Python is `$ARBOR_PEER_PYTHON`, else what
 //! `scripts/peer.sh` prints. Closes with `interop: N passed, M failed`; exits non-zero when
 //! M > 0 or nothing was checked.
 
@@ -38,16 +38,17 @@ use scenario::Scenario;
 pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
     let mut keep: Option<PathBuf> = None;
     let mut only: Option<String> = None;
-    let mut late_arrivals = false;
+    let mut late_arrivals = true;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--keep" => keep = it.next().map(PathBuf::from),
             "--only" => only = it.next().cloned(),
             "--late-arrivals" => late_arrivals = true,
+            "--no-late-arrivals" => late_arrivals = false,
             other => {
                 return Err(format!(
-                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--late-arrivals])"
+                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals])"
                 ))
             }
         }

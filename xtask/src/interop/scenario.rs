@@ -46,10 +46,11 @@ pub enum Partitioning {
 pub struct Scenario {
     pub table_type: TableType,
     pub partitioning: Partitioning,
-    /// Upserts also carry late arrivals (see [`stale_updates`]). Off in the default matrix:
-    /// hudi-rs 0.5.0's incremental query on merge-on-read returns such losing log records
-    /// (it merges only the log files in the range, not the older base file), where arbor and
-    /// Hudi's semantics return the stored row, so the incremental checks of MOR upserts fail.
+    /// Upserts also carry late arrivals (see [`stale_updates`]); on in the default matrix.
+    /// hudi-rs 0.5.0's incremental query on merge-on-read merges only the log files in the
+    /// range, not the older base file, so a losing record in a log file would be returned;
+    /// arbor's merge-on-read writer therefore drops records that lose to the stored record
+    /// (`CommitResult::skipped_stale`) instead of writing them to a log file.
     pub late_arrivals: bool,
 }
 

@@ -94,6 +94,7 @@ fn read_args(table: &str) -> ReadArgs {
         incremental: None,
         read_optimized: false,
         columns: Vec::new(),
+        filters: Vec::new(),
         meta: false,
         format: ReadFormat::Table,
         output: None,

@@ -1,5 +1,6 @@
 //! `arbor read <table> [--as-of T | --incremental S [E]] [--read-optimized] [--columns ...]
-//! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta]`.
+//! [--where FIELD=VALUE ...] [--format table|jsonl|csv|parquet] [--output FILE] [--limit N]
+//! [--meta]`.
 
 use std::fs::File;
 use std::io::Write;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 
 use arbor_format::meta;
 use arbor_storage::StorageOptions;
-use arbor_table::read::TableReader;
+use arbor_table::read::{PartitionFilter, ReadOptions, TableReader};
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
 use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn};
@@ -37,6 +38,7 @@ pub const DEFAULT_TABLE_LIMIT: usize = 50;
     Examples:\n  \
     arbor read ./trips --as-of 20250101120000000\n  \
     arbor read ./trips --incremental 20250101120000000 --columns _hoodie_commit_time,uuid,fare\n  \
+    arbor read ./trips --where city=san_francisco --columns uuid,fare\n  \
     arbor read ./trips --format parquet --output trips.parquet"
 )]
 pub struct ReadArgs {
@@ -55,6 +57,10 @@ pub struct ReadArgs {
     /// The columns to output, comma separated, in this order (meta columns allowed).
     #[arg(long, value_delimiter = ',', value_name = "COLS")]
     pub columns: Vec<String>,
+    /// Read only the partitions where FIELD=VALUE (repeatable, all must hold; partition
+    /// fields only; also FIELD!=V, <, <=, >, >=). Other partitions' files are not read.
+    #[arg(long = "where", value_name = "FIELD=VALUE")]
+    pub filters: Vec<String>,
     /// Also output the `_hoodie_*` meta columns (ignored with --columns).
     #[arg(long)]
     pub meta: bool,
@@ -105,26 +111,37 @@ pub async fn query(
     let at = |e: arbor_table::TableError| CliError::at(&args.table, e);
     let reader = TableReader::open(storage).await.map_err(at)?;
     let schema = reader.schema().clone();
-    let projection = projection(&schema, args)?;
-    let batches = if let Some(bounds) = &args.incremental {
+    // The output columns, then the sort keys; only these are read.
+    let mut columns: Vec<String> = projection(&schema, args)?
+        .iter()
+        .filter_map(|&i| schema.fields().get(i).map(|f| f.name().clone()))
+        .collect();
+    let shown_columns = columns.len();
+    for key in [meta::PARTITION_PATH, meta::RECORD_KEY] {
+        if schema.field_with_name(key).is_ok() && !columns.iter().any(|c| c == key) {
+            columns.push(key.to_string());
+        }
+    }
+    let mut read_options = ReadOptions::new()
+        .columns(columns)
+        .partition_filters(filters(&reader, args)?);
+    if let Some(bounds) = &args.incremental {
         let start = parse_bound(bounds.first().map(String::as_str).unwrap_or("-"))?;
         let end = parse_bound(bounds.get(1).map(String::as_str).unwrap_or("-"))?;
-        reader
-            .incremental(start.as_ref(), end.as_ref())
-            .await
-            .map_err(at)?
+        read_options = read_options.incremental(start, end);
     } else {
         let as_of = args
             .as_of
             .as_deref()
             .map(|t| parse_instant("--as-of", t))
             .transpose()?;
-        if args.read_optimized {
-            reader.read_optimized(as_of.as_ref()).await.map_err(at)?
-        } else {
-            reader.snapshot(as_of.as_ref()).await.map_err(at)?
-        }
-    };
+        read_options = read_options
+            .as_of_opt(as_of)
+            .read_optimized(args.read_optimized);
+    }
+    let schema = reader.output_schema(&read_options).map_err(at)?;
+    let projection: Vec<usize> = (0..shown_columns).collect();
+    let batches = reader.read(read_options).await.map_err(at)?;
     let all = sorted(&schema, &batches)?;
     let total = all.num_rows();
     let limit = args.limit.or(match args.format {
@@ -148,6 +165,32 @@ pub async fn query(
         vec![projected]
     };
     Ok((out_schema, batches, total))
+}
+
+/// The `--where` filters; a field that is not a partition field is a usage error naming it.
+fn filters(reader: &TableReader, args: &ReadArgs) -> CliResult<Vec<PartitionFilter>> {
+    let fields: Vec<String> = reader
+        .config()
+        .partition_fields()
+        .into_iter()
+        .map(|f| f.split(':').next().unwrap_or_default().to_string())
+        .collect();
+    args.filters
+        .iter()
+        .map(|w| {
+            let f = PartitionFilter::parse(w)
+                .map_err(|e| CliError::Usage(format!("--where {w:?}: {e}")))?;
+            if f.field != meta::PARTITION_PATH && !fields.contains(&f.field) {
+                return Err(CliError::Usage(format!(
+                    "--where: {:?} is not a partition field of {} (partition fields: [{}])",
+                    f.field,
+                    args.table,
+                    fields.join(", ")
+                )));
+            }
+            Ok(f)
+        })
+        .collect()
 }
 
 /// The indices of the output columns.

@@ -1,4 +1,6 @@
-//! Readers to Arrow: snapshot, time travel, incremental and read-optimized queries.
+//! Readers to Arrow: snapshot, time travel, incremental and read-optimized queries, with
+//! projection, partition filters and streaming ([`TableReader::read`],
+//! [`TableReader::read_stream`], [`ReadOptions`]).
 //!
 //! Semantics follow hudi-rs 0.5.0 (the peer reader arbor is checked against):
 //! - the read schema is the table's latest schema (`extraMetadata.schema` of the latest
@@ -9,43 +11,47 @@
 //!   of the admitted instants;
 //! - log blocks count only when their instant is committed; a rollback command block
 //!   invalidates the earlier blocks of its target instant.
+//!
+//! Partition filters prune before any file is read: only the partitions whose path values
+//! match are listed (snapshot and read-optimized queries) and only their slices are read.
 
+mod filter;
 mod merge;
+mod options;
 mod ordering;
 mod schema;
+mod stream;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use arbor_format::base::{check_base_file_format, read_base_file};
-use arbor_format::log::{
-    conform_batch, decode_data_block, decode_delete_block, read_log_bytes, BlockType,
-    CommandBlockType, ReadMode,
-};
 use arbor_format::meta;
 use arbor_fsview::{FileSlice, FileSystemView};
 use arbor_storage::Storage;
 use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{InstantTime, TableConfig};
-use arrow::array::{AsArray, BooleanArray};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 
+pub use filter::{FilterOp, PartitionFilter, PartitionPruner};
 pub use merge::{merge_slice, LogPart, MergeMode};
+pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
 pub use ordering::OrderKey;
 
 use crate::error::{Result, TableError};
+use stream::{SlicePlan, SliceReader};
+
+/// How many partitions are listed at once by a filtered read.
+const LISTING_CONCURRENCY: usize = 8;
 
 /// Reads one table (main) at the state it had when opened.
 #[derive(Debug)]
 pub struct TableReader {
-    storage: Arc<dyn Storage>,
     config: TableConfig,
-    view: FileSystemView,
-    schema: SchemaRef,
-    mode: Option<MergeMode>,
-    ordering_field: Option<String>,
+    slices: SliceReader,
 }
 
 impl TableReader {
@@ -66,18 +72,20 @@ impl TableReader {
             None => Some(MergeMode::CommitTime),
         };
         Ok(TableReader {
-            storage,
             config,
-            view,
-            schema,
-            mode,
-            ordering_field,
+            slices: SliceReader {
+                storage,
+                view: Arc::new(view),
+                schema,
+                mode,
+                ordering_field,
+            },
         })
     }
 
     /// The read schema: meta columns (when the table populates them) then data columns.
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        &self.slices.schema
     }
 
     /// The table config.
@@ -87,28 +95,185 @@ impl TableReader {
 
     /// The file-system view the reader plans with.
     pub fn view(&self) -> &FileSystemView {
-        &self.view
+        &self.slices.view
+    }
+
+    /// The schema of the batches [`TableReader::read`] returns for `options`: the requested
+    /// columns in the requested order, else the read schema. An unknown column is
+    /// [`TableError::InvalidInput`] naming it.
+    pub fn output_schema(&self, options: &ReadOptions) -> Result<SchemaRef> {
+        let schema = self.schema();
+        let Some(columns) = options.get_columns() else {
+            return Ok(schema.clone());
+        };
+        let fields = columns
+            .iter()
+            .map(|c| {
+                schema
+                    .field_with_name(c)
+                    .map(|f| Arc::new(f.clone()))
+                    .map_err(|_| unknown_column(schema, c))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(Schema::new(fields)))
+    }
+
+    /// The rows `options` select, as batches of at most `options.get_batch_size()` rows with
+    /// the [`output_schema`](Self::output_schema). Empty batches are left out.
+    pub async fn read(&self, options: ReadOptions) -> Result<Vec<RecordBatch>> {
+        self.read_stream(options).await?.try_collect().await
+    }
+
+    /// [`TableReader::read`] as a stream: the query is planned (and partitions pruned) now, the
+    /// file slices are read when the stream is polled, one at a time, so at most one merged
+    /// slice is held in memory. Slices without log files to merge stream their base file's
+    /// batches with the projection pushed down to the parquet reader.
+    pub async fn read_stream(
+        &self,
+        options: ReadOptions,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let output = self.output_schema(&options)?;
+        let pruner =
+            PartitionPruner::new(&self.config, self.schema(), options.get_partition_filters())?;
+        let view = &self.slices.view;
+        let (slices, admitted) = match options.get_incremental() {
+            Some((start, end)) => {
+                if options.get_as_of().is_some() || options.is_read_optimized() {
+                    return Err(TableError::InvalidInput {
+                        column: None,
+                        row: None,
+                        reason: "an incremental query cannot be combined with as_of or \
+                                 read_optimized"
+                            .into(),
+                    });
+                }
+                let inc = view
+                    .completed_between(start, end)
+                    .await
+                    .map_err(TableError::from_fsview)?;
+                let admitted: BTreeSet<String> = inc
+                    .instants
+                    .iter()
+                    .map(|i| i.requested_time.to_string())
+                    .collect();
+                if admitted.is_empty() {
+                    return Ok(futures::stream::empty().boxed());
+                }
+                let mut slices = Vec::new();
+                for s in inc.file_slices {
+                    if pruner.matches(&s.partition)? {
+                        slices.push(s);
+                    }
+                }
+                (slices, Some(admitted))
+            }
+            None => (
+                self.pruned_slices(&pruner, options.get_as_of()).await?,
+                None,
+            ),
+        };
+        let work = self.work_schema(&options, admitted.is_some())?;
+        let projection = output
+            .fields()
+            .iter()
+            .map(|f| {
+                work.index_of(f.name())
+                    .map_err(|_| unknown_column(&work, f.name()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let plan = Arc::new(SlicePlan {
+            as_of: options.get_as_of().cloned(),
+            base_only: options.is_read_optimized(),
+            work,
+            projection,
+            admitted,
+            batch_size: options.get_batch_size(),
+        });
+        let reader = self.slices.clone();
+        Ok(futures::stream::iter(slices)
+            .map(move |slice| reader.clone().slice_stream(slice, plan.clone()))
+            .flatten()
+            .boxed())
+    }
+
+    /// The latest slices (as of `as_of`) of the partitions `pruner` keeps; only those
+    /// partitions are listed.
+    async fn pruned_slices(
+        &self,
+        pruner: &PartitionPruner,
+        as_of: Option<&InstantTime>,
+    ) -> Result<Vec<FileSlice>> {
+        let view = &self.slices.view;
+        if pruner.is_empty() {
+            return view
+                .latest_file_slices(None, as_of)
+                .await
+                .map_err(TableError::from_fsview);
+        }
+        let mut kept = Vec::new();
+        for p in view
+            .partitions()
+            .await
+            .map_err(TableError::from_fsview)?
+            .iter()
+        {
+            if pruner.matches(p)? {
+                kept.push(p.clone());
+            }
+        }
+        let per_partition: Vec<Vec<FileSlice>> = futures::stream::iter(kept)
+            .map(|p| async move {
+                view.latest_file_slices(Some(&p), as_of)
+                    .await
+                    .map_err(TableError::from_fsview)
+            })
+            .buffered(LISTING_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(per_partition.into_iter().flatten().collect())
+    }
+
+    /// The columns read and merged for `options`: the output columns plus what the merge
+    /// needs (record key, ordering field, `_hoodie_is_deleted`) and, for incremental queries,
+    /// `_hoodie_commit_time`; in read-schema order.
+    fn work_schema(&self, options: &ReadOptions, incremental: bool) -> Result<SchemaRef> {
+        let schema = self.schema();
+        let Some(columns) = options.get_columns() else {
+            return Ok(schema.clone());
+        };
+        let mut needed: HashSet<&str> = columns.iter().map(String::as_str).collect();
+        needed.insert(meta::RECORD_KEY);
+        needed.insert(meta::IS_DELETED);
+        if let Some(f) = self.slices.ordering_field.as_deref() {
+            needed.insert(f);
+        }
+        if incremental {
+            needed.insert(meta::COMMIT_TIME);
+        }
+        let fields: Vec<_> = schema
+            .fields()
+            .iter()
+            .filter(|f| needed.contains(f.name().as_str()))
+            .cloned()
+            .collect();
+        Ok(Arc::new(Schema::new(fields)))
     }
 
     /// The latest state (`as_of == None`) or the state as of an instant (time travel by
     /// requested time), merged per file group.
     pub async fn snapshot(&self, as_of: Option<&InstantTime>) -> Result<Vec<RecordBatch>> {
-        let slices = self
-            .view
-            .latest_file_slices(None, as_of)
+        self.read(ReadOptions::new().as_of_opt(as_of.cloned()))
             .await
-            .map_err(TableError::from_fsview)?;
-        self.read_slices(&slices, as_of, false).await
     }
 
     /// Base files only (read-optimized query of a merge-on-read table).
     pub async fn read_optimized(&self, as_of: Option<&InstantTime>) -> Result<Vec<RecordBatch>> {
-        let slices = self
-            .view
-            .latest_file_slices(None, as_of)
-            .await
-            .map_err(TableError::from_fsview)?;
-        self.read_slices(&slices, as_of, true).await
+        self.read(
+            ReadOptions::new()
+                .as_of_opt(as_of.cloned())
+                .read_optimized(true),
+        )
+        .await
     }
 
     /// The records written by instants that completed in `(start, end]` (`None`: open bound),
@@ -118,143 +283,28 @@ impl TableReader {
         start: Option<&InstantTime>,
         end: Option<&InstantTime>,
     ) -> Result<Vec<RecordBatch>> {
-        let inc = self
-            .view
-            .completed_between(start, end)
+        self.read(ReadOptions::new().incremental(start.cloned(), end.cloned()))
             .await
-            .map_err(TableError::from_fsview)?;
-        let admitted: BTreeSet<String> = inc
-            .instants
-            .iter()
-            .map(|i| i.requested_time.to_string())
-            .collect();
-        if admitted.is_empty() {
-            return Ok(Vec::new());
-        }
-        let batches = self.read_slices(&inc.file_slices, None, false).await?;
-        let mut out = Vec::new();
-        for b in batches {
-            let Some(col) = b.column_by_name(meta::COMMIT_TIME) else {
-                return Err(TableError::Unsupported {
-                    reason: "incremental queries need the _hoodie_commit_time column".into(),
-                });
-            };
-            let col = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| {
-                TableError::Unsupported {
-                    reason: format!("incremental filter: {e}"),
-                }
-            })?;
-            let keep: BooleanArray = col
-                .as_string::<i32>()
-                .iter()
-                .map(|v| Some(v.is_some_and(|t| admitted.contains(t))))
-                .collect();
-            let filtered = arrow::compute::filter_record_batch(&b, &keep).map_err(|e| {
-                TableError::Unsupported {
-                    reason: format!("incremental filter: {e}"),
-                }
-            })?;
-            if filtered.num_rows() > 0 {
-                out.push(filtered);
-            }
-        }
-        Ok(out)
     }
 
-    async fn read_slices(
-        &self,
-        slices: &[FileSlice],
-        as_of: Option<&InstantTime>,
-        base_only: bool,
-    ) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
-        for slice in slices {
-            if let Some(b) = self.read_slice(slice, as_of, base_only).await? {
-                if b.num_rows() > 0 {
-                    out.push(b);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Reads and merges one file slice.
+    /// Reads and merges one file slice (all columns of the read schema).
     pub async fn read_slice(
         &self,
         slice: &FileSlice,
         as_of: Option<&InstantTime>,
         base_only: bool,
     ) -> Result<Option<RecordBatch>> {
-        let mut base = Vec::new();
-        if let Some(path) = slice.base_file_path() {
-            check_base_file_format(&path)?;
-            for b in read_base_file(self.storage.clone(), &path, None).await? {
-                base.push(conform_batch(&b, &self.schema, &path)?);
-            }
-        }
-        let mut parts: Vec<(String, LogPart)> = Vec::new();
-        if !base_only {
-            for path in slice.log_file_paths() {
-                let bytes = self.storage.get(&path).await?.0;
-                let contents = read_log_bytes(&bytes, &path, ReadMode::Lenient)?;
-                for block in contents.blocks {
-                    let Some(instant) = block.instant_time().map(str::to_string) else {
-                        continue;
-                    };
-                    let Ok(time) = InstantTime::parse(&instant) else {
-                        continue;
-                    };
-                    if !self.view.is_committed(&time) || as_of.is_some_and(|a| &time > a) {
-                        continue;
-                    }
-                    match block.block_type {
-                        BlockType::AvroData | BlockType::ParquetData => {
-                            for b in decode_data_block(&block, &path, Some(&self.schema))? {
-                                parts.push((instant.clone(), LogPart::Rows(b)));
-                            }
-                        }
-                        BlockType::Delete => {
-                            let d = decode_delete_block(&block, &path)?;
-                            parts.push((instant, LogPart::Deletes(d)));
-                        }
-                        BlockType::Command
-                            if block.command_type() == Some(CommandBlockType::Rollback) =>
-                        {
-                            if let Some(target) = block.rollback_target() {
-                                parts.retain(|(t, _)| t != target);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        let context = format!(
-            "file group {} in partition {:?}",
-            slice.file_id, slice.partition
-        );
-        if parts.is_empty() {
-            return merge_slice(
-                &self.schema,
-                MergeMode::CommitTime,
-                None,
-                base,
-                Vec::new(),
-                &context,
-            );
-        }
-        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
-            reason: format!(
-                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
-            ),
-        })?;
-        merge_slice(
-            &self.schema,
-            mode,
-            self.ordering_field.as_deref(),
-            base,
-            parts.into_iter().map(|(_, p)| p).collect(),
-            &context,
-        )
+        self.slices
+            .read_slice(slice, as_of, base_only, &self.slices.schema)
+            .await
+    }
+}
+
+fn unknown_column(schema: &SchemaRef, column: &str) -> TableError {
+    let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    TableError::InvalidInput {
+        column: Some(column.to_string()),
+        row: None,
+        reason: format!("unknown column {column:?} (columns: {})", known.join(", ")),
     }
 }

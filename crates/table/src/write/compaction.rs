@@ -269,6 +269,7 @@ pub async fn run_compaction(
         deleted: 0,
         files_written,
         file_groups_replaced: 0,
+        skipped_stale: 0,
     })
 }
 

@@ -14,7 +14,7 @@ use arrow::datatypes::DataType;
 use async_trait::async_trait;
 
 use crate::error::{Result, TableError};
-use crate::read::TableReader;
+use crate::read::{OrderKey, TableReader};
 
 /// Where an existing record lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +41,25 @@ pub trait Index: Debug + Send + Sync {
         partition: &str,
         keys: &[String],
     ) -> Result<HashMap<String, RecordLocation>>;
+
+    /// Like [`Index::locate`], with the ordering value of each located key's current record
+    /// (the value of `ordering_field` in the merged latest slice; `None` when the index does
+    /// not know it, which writers treat as "the new record wins"). The default implementation
+    /// knows no ordering values.
+    async fn locate_with_ordering(
+        &self,
+        partition: &str,
+        keys: &[String],
+        ordering_field: &str,
+    ) -> Result<HashMap<String, (RecordLocation, Option<OrderKey>)>> {
+        let _ = ordering_field;
+        Ok(self
+            .locate(partition, keys)
+            .await?
+            .into_iter()
+            .map(|(k, l)| (k, (l, None)))
+            .collect())
+    }
 }
 
 /// An index that reads the record keys of the latest file slices of the asked partition: the
@@ -64,11 +83,41 @@ impl SimpleIndex {
         reader: &TableReader,
         slice: &FileSlice,
     ) -> Result<Vec<String>> {
+        Ok(Self::slice_records(storage, reader, slice, None)
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
+    }
+
+    /// The keys of one latest slice, in file order, each with the ordering value of its
+    /// current record when `ordering_field` is given (`OrderKey::Default` for a null value or
+    /// a base file without that column); `None` without `ordering_field`. A slice without
+    /// log files is read projected to the record key and ordering columns.
+    pub async fn slice_records(
+        storage: &Arc<dyn Storage>,
+        reader: &TableReader,
+        slice: &FileSlice,
+        ordering_field: Option<&str>,
+    ) -> Result<Vec<(String, Option<OrderKey>)>> {
         let batches: Vec<RecordBatch> = if slice.log_files.is_empty() {
             match slice.base_file_path() {
                 Some(path) => {
-                    let projection = [meta::RECORD_KEY.to_string()];
-                    read_base_file(storage.clone(), &path, Some(&projection)).await?
+                    let key_only = [meta::RECORD_KEY.to_string()];
+                    match ordering_field {
+                        Some(f) => {
+                            let projection = [meta::RECORD_KEY.to_string(), f.to_string()];
+                            match read_base_file(storage.clone(), &path, Some(&projection)).await {
+                                Ok(b) => b,
+                                // A base file written before the ordering column existed (or
+                                // any other failure, which the second read reports).
+                                Err(_) => {
+                                    read_base_file(storage.clone(), &path, Some(&key_only)).await?
+                                }
+                            }
+                        }
+                        None => read_base_file(storage.clone(), &path, Some(&key_only)).await?,
+                    }
                 }
                 None => Vec::new(),
             }
@@ -79,7 +128,7 @@ impl SimpleIndex {
                 .into_iter()
                 .collect()
         };
-        let mut keys = Vec::new();
+        let mut out = Vec::new();
         for b in &batches {
             let Some(col) = b.column_by_name(meta::RECORD_KEY) else {
                 return Err(TableError::Unsupported {
@@ -96,24 +145,27 @@ impl SimpleIndex {
                     reason: format!("record keys of file group {}: {e}", slice.file_id),
                 }
             })?;
+            let ordering = ordering_field.map(|f| b.column_by_name(f));
             let strings = col.as_string::<i32>();
             for i in 0..strings.len() {
                 if strings.is_valid(i) {
-                    keys.push(strings.value(i).to_string());
+                    let order = ordering.map(|c| match c {
+                        Some(c) => OrderKey::from_column(c, i),
+                        None => OrderKey::Default,
+                    });
+                    out.push((strings.value(i).to_string(), order));
                 }
             }
         }
-        Ok(keys)
+        Ok(out)
     }
-}
 
-#[async_trait]
-impl Index for SimpleIndex {
-    async fn locate(
+    async fn locate_in(
         &self,
         partition: &str,
         keys: &[String],
-    ) -> Result<HashMap<String, RecordLocation>> {
+        ordering_field: Option<&str>,
+    ) -> Result<HashMap<String, (RecordLocation, Option<OrderKey>)>> {
         let mut out = HashMap::new();
         if keys.is_empty() {
             return Ok(out);
@@ -126,19 +178,44 @@ impl Index for SimpleIndex {
             .await
             .map_err(TableError::from_fsview)?;
         for slice in &slices {
-            for key in Self::slice_keys(&self.storage, &self.reader, slice).await? {
+            let records =
+                Self::slice_records(&self.storage, &self.reader, slice, ordering_field).await?;
+            for (key, order) in records {
                 if wanted.contains(key.as_str()) {
-                    out.insert(
-                        key,
-                        RecordLocation {
-                            partition: slice.partition.clone(),
-                            file_id: slice.file_id.clone(),
-                            base_instant: slice.base_instant.clone(),
-                        },
-                    );
+                    let location = RecordLocation {
+                        partition: slice.partition.clone(),
+                        file_id: slice.file_id.clone(),
+                        base_instant: slice.base_instant.clone(),
+                    };
+                    out.insert(key, (location, order));
                 }
             }
         }
         Ok(out)
+    }
+}
+
+#[async_trait]
+impl Index for SimpleIndex {
+    async fn locate(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, RecordLocation>> {
+        Ok(self
+            .locate_in(partition, keys, None)
+            .await?
+            .into_iter()
+            .map(|(k, (l, _))| (k, l))
+            .collect())
+    }
+
+    async fn locate_with_ordering(
+        &self,
+        partition: &str,
+        keys: &[String],
+        ordering_field: &str,
+    ) -> Result<HashMap<String, (RecordLocation, Option<OrderKey>)>> {
+        self.locate_in(partition, keys, Some(ordering_field)).await
     }
 }

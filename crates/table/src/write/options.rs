@@ -109,4 +109,9 @@ pub struct CommitResult {
     pub files_written: usize,
     /// File groups replaced (insert overwrite, delete partition).
     pub file_groups_replaced: usize,
+    /// Input records not written because they lose to the stored record of their key
+    /// (merge-on-read under event-time ordering: a smaller ordering value than the current
+    /// record's); counted neither as inserted nor as updated. Copy-on-write keeps the stored
+    /// record while rewriting the base file and counts such records as updated.
+    pub skipped_stale: u64,
 }

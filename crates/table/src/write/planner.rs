@@ -67,6 +67,9 @@ pub struct WritePlan {
     pub replaced: BTreeMap<String, Vec<String>>,
     /// Partitions the input touches.
     pub partitions: BTreeSet<String>,
+    /// Input rows dropped because they lose to the stored record of their key (see
+    /// [`PlanContext::stale_ordering_field`]); in no group.
+    pub skipped_stale: u64,
 }
 
 /// A fresh file id: a UUID v4 and the suffix `-0`.
@@ -120,6 +123,21 @@ pub struct PlanContext<'a> {
     pub combine: Combine<'a>,
     /// For `InsertOverwriteTable`: every partition of the table.
     pub all_partitions: Vec<String>,
+    /// The ordering field when records that lose to the stored record of their key are dropped
+    /// at write time (merge-on-read under event-time ordering, where such a record would
+    /// otherwise be written to a log file that readers of the log range alone, like hudi-rs
+    /// 0.5.0's incremental query, return). Then an upsert row whose key the index locates with
+    /// a greater ordering value (same class, [`OrderKey::compare`]) is dropped, as is an insert
+    /// packed into the file group holding its key with a greater ordering value. `None`: no row
+    /// is dropped for its ordering value.
+    pub stale_ordering_field: Option<&'a str>,
+}
+
+/// True if a new record with `new` as ordering value loses to a stored record with `stored`
+/// (the reader's merge: same-class values compare, the newer wins on ties and across classes;
+/// an unknown stored value never wins).
+pub fn loses_to_stored(new: &OrderKey, stored: Option<&OrderKey>) -> bool {
+    stored.is_some_and(|old| new.compare(old) == Some(std::cmp::Ordering::Less))
 }
 
 /// Estimated bytes per row of the input (its in-memory size, at least 1).
@@ -190,10 +208,30 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                     .iter()
                     .filter_map(|&r| input.keys.get(r).map(|k| k.record_key.clone()))
                     .collect();
-                let found = ctx.index.locate(&partition, &keys).await?;
+                let stale_check = match (ctx.operation, ctx.stale_ordering_field) {
+                    (Op::Upsert, Some(f)) => ctx.combine.ordering.map(|col| (f, col)),
+                    _ => None,
+                };
+                let found = match stale_check {
+                    Some((f, _)) => ctx.index.locate_with_ordering(&partition, &keys, f).await?,
+                    None => ctx
+                        .index
+                        .locate(&partition, &keys)
+                        .await?
+                        .into_iter()
+                        .map(|(k, l)| (k, (l, None)))
+                        .collect(),
+                };
                 for (&row, key) in rows.iter().zip(&keys) {
                     match found.get(key) {
-                        Some(loc) => {
+                        Some((_, stored))
+                            if stale_check.is_some_and(|(_, col)| {
+                                loses_to_stored(&OrderKey::from_column(col, row), stored.as_ref())
+                            }) =>
+                        {
+                            plan.skipped_stale += 1;
+                        }
+                        Some((loc, _)) => {
                             let group = groups.entry(loc.file_id.clone()).or_insert_with(|| {
                                 let existing =
                                     slices.iter().find(|s| s.file_id == loc.file_id).cloned();
@@ -249,6 +287,10 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                 rest = later;
             }
         }
+        if ctx.operation == Op::Insert {
+            drop_stale_inserts(ctx, input, &partition, &mut groups, &mut plan.skipped_stale)
+                .await?;
+        }
         plan.groups
             .extend(groups.into_values().filter(|g| !g.is_empty()));
         if !rest.is_empty() {
@@ -264,6 +306,49 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
         }
     }
     Ok(plan)
+}
+
+/// Inserts packed into an existing file group that already holds their key with a greater
+/// ordering value would be losing log records: drops them (see
+/// [`PlanContext::stale_ordering_field`]). Inserts into other groups stay (insert semantics:
+/// duplicates across file groups are the caller's choice).
+async fn drop_stale_inserts(
+    ctx: &PlanContext<'_>,
+    input: &Input,
+    partition: &str,
+    groups: &mut BTreeMap<String, GroupPlan>,
+    skipped: &mut u64,
+) -> Result<()> {
+    let (Some(field), Some(col)) = (ctx.stale_ordering_field, ctx.combine.ordering) else {
+        return Ok(());
+    };
+    let key_of = |r: usize| input.keys.get(r).map(|k| k.record_key.clone());
+    let keys: Vec<String> = groups
+        .values()
+        .filter(|g| g.existing.is_some())
+        .flat_map(|g| g.inserts.iter().filter_map(|&r| key_of(r)))
+        .collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let found = ctx
+        .index
+        .locate_with_ordering(partition, &keys, field)
+        .await?;
+    for g in groups.values_mut().filter(|g| g.existing.is_some()) {
+        let before = g.inserts.len();
+        g.inserts.retain(|&r| {
+            let stale = key_of(r)
+                .and_then(|k| found.get(&k))
+                .is_some_and(|(loc, stored)| {
+                    loc.file_id == g.file_id
+                        && loses_to_stored(&OrderKey::from_column(col, r), stored.as_ref())
+                });
+            !stale
+        });
+        *skipped += before.saturating_sub(g.inserts.len()) as u64;
+    }
+    Ok(())
 }
 
 async fn latest_slices(view: &FileSystemView, partition: &str) -> Result<Vec<FileSlice>> {
@@ -354,6 +439,23 @@ mod tests {
             ordering: Some(&col),
         };
         assert_eq!(dedupe(&i, &c), vec![0, 1]);
+    }
+
+    #[test]
+    fn test_loses_to_stored_only_smaller_same_class() {
+        let long = OrderKey::Long;
+        assert!(loses_to_stored(&long(3), Some(&long(5))));
+        assert!(
+            !loses_to_stored(&long(5), Some(&long(5))),
+            "ties: newer wins"
+        );
+        assert!(!loses_to_stored(&long(6), Some(&long(5))));
+        assert!(
+            !loses_to_stored(&long(3), Some(&OrderKey::Default)),
+            "different classes: newer wins"
+        );
+        assert!(!loses_to_stored(&OrderKey::Double(1.0), Some(&long(5))));
+        assert!(!loses_to_stored(&long(3), None), "unknown stored value");
     }
 
     #[test]

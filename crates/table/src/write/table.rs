@@ -77,6 +77,7 @@ pub struct PreparedWrite {
     inserted: u64,
     updated: u64,
     deleted: u64,
+    skipped_stale: u64,
 }
 
 impl PreparedWrite {
@@ -482,6 +483,10 @@ impl Table {
                 },
             },
             all_partitions,
+            stale_ordering_field: match (self.table_type(), mode) {
+                (TableType::MergeOnRead, MergeMode::EventTime) => ordering_field.as_deref(),
+                _ => None,
+            },
         };
         let plan = planner::plan(&ctx, input).await?;
         let written = self
@@ -522,6 +527,7 @@ impl Table {
             inserted: written.iter().map(|w| w.inserted).sum(),
             updated: written.iter().map(|w| w.updated).sum(),
             deleted: written.iter().map(|w| w.deleted).sum(),
+            skipped_stale: plan.skipped_stale,
         })
     }
 
@@ -588,6 +594,7 @@ impl Table {
                 .replaced
                 .as_ref()
                 .map_or(0, |r| r.values().map(Vec::len).sum()),
+            skipped_stale: prepared.skipped_stale,
         };
         self.inline_compaction().await;
         Ok(result)
@@ -746,6 +753,7 @@ impl Table {
                 inserted: 0,
                 updated: 0,
                 deleted: 0,
+                skipped_stale: 0,
             })
         }
         .await;

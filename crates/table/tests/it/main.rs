@@ -10,6 +10,7 @@ mod compaction;
 mod crash_sweep;
 mod fixtures_read;
 mod keygen;
+mod read_options;
 mod rollback;
 mod support_tables;
 mod write_cow;

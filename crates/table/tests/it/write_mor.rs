@@ -128,3 +128,109 @@ async fn test_write_mor_inline_compaction_every_two_deltacommits_compacts() {
     assert_snapshot(&t, &m, "inline compaction").await;
     assert_peer_agrees(&t, &[Query::Snapshot], "inline compaction").await;
 }
+
+/// The record keys of the data blocks of the log files `result` wrote.
+async fn logged_keys(t: &TestTable, result: &arbor_table::CommitResult) -> Vec<String> {
+    use arbor_format::log::{decode_data_block, read_log_bytes, ReadMode};
+    let slices = t
+        .reader()
+        .await
+        .view()
+        .latest_file_slices(None, None)
+        .await
+        .unwrap();
+    let mut keys = Vec::new();
+    for slice in &slices {
+        for path in slice.log_file_paths() {
+            if !path.contains(&format!("_{}.log.", result.instant)) {
+                continue;
+            }
+            let bytes = t.storage.get(&path).await.unwrap().0;
+            let contents = read_log_bytes(&bytes, &path, ReadMode::Strict).unwrap();
+            for block in &contents.blocks {
+                for b in decode_data_block(block, &path, None).unwrap_or_default() {
+                    let col = b.column_by_name("_hoodie_record_key").unwrap();
+                    let col = col
+                        .as_any()
+                        .downcast_ref::<arrow::array::StringArray>()
+                        .unwrap();
+                    keys.extend(col.iter().flatten().map(str::to_string));
+                }
+            }
+        }
+    }
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn test_write_mor_stale_upsert_writes_no_log_record_and_peer_incremental_agrees() {
+    let t = create(TableType::MergeOnRead, Layout::None).await;
+    let first = t.write(WriteOperation::Insert, &rows(0..4, 5, "a")).await;
+    let mut model = Model::default();
+    model.upsert(&rows(0..4, 5, "a"));
+
+    // k0000 and k0001 arrive late (ts 3 < 5), k0002 is newer, k0003 ties (the newer wins).
+    let mut input = rows(0..2, 3, "late");
+    input.extend(rows(2..3, 9, "b"));
+    input.extend(rows(3..4, 5, "tie"));
+    let up = t.write(WriteOperation::Upsert, &input).await;
+    model.upsert(&input);
+    assert_eq!(
+        (up.inserted, up.updated, up.skipped_stale),
+        (0, 2, 2),
+        "stale records count neither as inserts nor as updates"
+    );
+    assert_eq!(
+        logged_keys(&t, &up).await,
+        vec!["k0002".to_string(), "k0003".to_string()],
+        "the log file holds no record of the stale keys"
+    );
+
+    // Only stale records: an empty deltacommit, no log file.
+    let stale = t
+        .write(WriteOperation::Upsert, &rows(0..1, 1, "late"))
+        .await;
+    assert_eq!(stale.action, Action::DeltaCommit);
+    assert_eq!(
+        (
+            stale.inserted,
+            stale.updated,
+            stale.skipped_stale,
+            stale.files_written
+        ),
+        (0, 0, 1, 0)
+    );
+    assert!(logged_keys(&t, &stale).await.is_empty());
+
+    // An insert packed into the file group holding its key with a greater ordering value.
+    let ins = t
+        .write(WriteOperation::Insert, &rows(1..2, 2, "late"))
+        .await;
+    assert_eq!((ins.inserted, ins.skipped_stale), (0, 1));
+    assert!(logged_keys(&t, &ins).await.is_empty());
+
+    assert_snapshot(&t, &model, "stale upserts").await;
+    let c = |r: &arbor_table::CommitResult| r.completion_time.to_string();
+    assert_peer_agrees(
+        &t,
+        &[
+            Query::Snapshot,
+            Query::Incremental(c(&first), c(&up)),
+            Query::Incremental(c(&up), c(&stale)),
+            Query::Incremental(c(&stale), c(&ins)),
+            Query::Incremental(c(&first), c(&ins)),
+        ],
+        "stale upserts",
+    )
+    .await;
+    let reader = t.reader().await;
+    let incr = rows_of(
+        &reader
+            .incremental(Some(&first.completion_time), Some(&up.completion_time))
+            .await
+            .unwrap(),
+    );
+    let ids: Vec<&str> = incr.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(ids, vec!["k0002", "k0003"]);
+}

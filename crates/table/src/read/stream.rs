@@ -1,0 +1,274 @@
+//! Reading planned file slices as a stream of batches, one slice at a time.
+//!
+//! A slice whose rows need no merge (no log file, or a read-optimized query) streams its base
+//! file's batches straight from the parquet decoder, reading only the columns needed; a slice
+//! with log files is merged whole (base rows and log blocks, restricted to the columns the
+//! output and the merge need), then cut into batches. Memory is bounded by one merged slice.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arbor_format::base::{check_base_file_format, read_base_file, BaseFileReader};
+use arbor_format::log::{
+    conform_batch, decode_data_block, decode_delete_block, read_log_bytes, BlockType,
+    CommandBlockType, ReadMode,
+};
+use arbor_format::meta;
+use arbor_fsview::{FileSlice, FileSystemView};
+use arbor_storage::Storage;
+use arbor_timeline::InstantTime;
+use arrow::array::{AsArray, BooleanArray};
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use futures::stream::{self, BoxStream};
+use futures::{StreamExt, TryStreamExt};
+
+use super::merge::{merge_slice, LogPart, MergeMode};
+use crate::error::{Result, TableError};
+
+/// Everything needed to read slices of one table, cheap to clone into a `'static` stream.
+#[derive(Debug, Clone)]
+pub(crate) struct SliceReader {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) view: Arc<FileSystemView>,
+    /// The full read schema.
+    pub(crate) schema: SchemaRef,
+    pub(crate) mode: Option<MergeMode>,
+    pub(crate) ordering_field: Option<String>,
+}
+
+/// How every slice of one query is read and shaped.
+#[derive(Debug)]
+pub(crate) struct SlicePlan {
+    pub(crate) as_of: Option<InstantTime>,
+    pub(crate) base_only: bool,
+    /// The columns read and merged (a subset of the read schema, in its order).
+    pub(crate) work: SchemaRef,
+    /// Indices into `work` of the output columns, in output order.
+    pub(crate) projection: Vec<usize>,
+    /// Incremental queries: the requested times whose records are kept.
+    pub(crate) admitted: Option<BTreeSet<String>>,
+    pub(crate) batch_size: usize,
+}
+
+impl SlicePlan {
+    /// Filters (incremental) and projects one batch read with the work schema.
+    fn shape(&self, batch: RecordBatch, context: &str) -> Result<RecordBatch> {
+        let batch = match &self.admitted {
+            Some(admitted) => keep_admitted(&batch, admitted, context)?,
+            None => batch,
+        };
+        batch
+            .project(&self.projection)
+            .map_err(|e| TableError::Unsupported {
+                reason: format!("projecting {context}: {e}"),
+            })
+    }
+}
+
+fn keep_admitted(
+    batch: &RecordBatch,
+    admitted: &BTreeSet<String>,
+    context: &str,
+) -> Result<RecordBatch> {
+    let Some(col) = batch.column_by_name(meta::COMMIT_TIME) else {
+        return Err(TableError::Unsupported {
+            reason: "incremental queries need the _hoodie_commit_time column".into(),
+        });
+    };
+    let err = |e: arrow::error::ArrowError| TableError::Unsupported {
+        reason: format!("incremental filter of {context}: {e}"),
+    };
+    let col = arrow::compute::cast(col, &DataType::Utf8).map_err(err)?;
+    let keep: BooleanArray = col
+        .as_string::<i32>()
+        .iter()
+        .map(|v| Some(v.is_some_and(|t| admitted.contains(t))))
+        .collect();
+    arrow::compute::filter_record_batch(batch, &keep).map_err(err)
+}
+
+/// The columns of `work` that the file has (the others are filled with nulls by
+/// `conform_batch`).
+fn file_columns(work: &SchemaRef, file_schema: &SchemaRef) -> Vec<String> {
+    work.fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|n| file_schema.index_of(n).is_ok())
+        .collect()
+}
+
+fn slice_context(slice: &FileSlice) -> String {
+    format!(
+        "file group {} in partition {:?}",
+        slice.file_id, slice.partition
+    )
+}
+
+impl SliceReader {
+    /// Reads and merges one slice with the columns of `work` (a subset of the read schema that
+    /// holds the columns the merge needs).
+    pub(crate) async fn read_slice(
+        &self,
+        slice: &FileSlice,
+        as_of: Option<&InstantTime>,
+        base_only: bool,
+        work: &SchemaRef,
+    ) -> Result<Option<RecordBatch>> {
+        let mut base = Vec::new();
+        if let Some(path) = slice.base_file_path() {
+            check_base_file_format(&path)?;
+            let batches: Vec<RecordBatch> = if work.fields().len() == self.schema.fields().len() {
+                read_base_file(self.storage.clone(), &path, None).await?
+            } else {
+                let reader = BaseFileReader::open(self.storage.clone(), &path).await?;
+                let options = arbor_format::base::ReadOptions {
+                    projection: Some(file_columns(work, &reader.schema())),
+                    ..arbor_format::base::ReadOptions::default()
+                };
+                reader.stream(&options)?.try_collect().await?
+            };
+            for b in batches {
+                base.push(conform_batch(&b, work, &path)?);
+            }
+        }
+        let mut parts: Vec<(String, LogPart)> = Vec::new();
+        if !base_only {
+            for path in slice.log_file_paths() {
+                let bytes = self.storage.get(&path).await?.0;
+                let contents = read_log_bytes(&bytes, &path, ReadMode::Lenient)?;
+                for block in contents.blocks {
+                    let Some(instant) = block.instant_time().map(str::to_string) else {
+                        continue;
+                    };
+                    let Ok(time) = InstantTime::parse(&instant) else {
+                        continue;
+                    };
+                    if !self.view.is_committed(&time) || as_of.is_some_and(|a| &time > a) {
+                        continue;
+                    }
+                    match block.block_type {
+                        BlockType::AvroData | BlockType::ParquetData => {
+                            for b in decode_data_block(&block, &path, Some(work))? {
+                                parts.push((instant.clone(), LogPart::Rows(b)));
+                            }
+                        }
+                        BlockType::Delete => {
+                            let d = decode_delete_block(&block, &path)?;
+                            parts.push((instant, LogPart::Deletes(d)));
+                        }
+                        BlockType::Command
+                            if block.command_type() == Some(CommandBlockType::Rollback) =>
+                        {
+                            if let Some(target) = block.rollback_target() {
+                                parts.retain(|(t, _)| t != target);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let context = slice_context(slice);
+        if parts.is_empty() {
+            return merge_slice(
+                work,
+                MergeMode::CommitTime,
+                None,
+                base,
+                Vec::new(),
+                &context,
+            );
+        }
+        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
+            reason: format!(
+                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
+            ),
+        })?;
+        merge_slice(
+            work,
+            mode,
+            self.ordering_field.as_deref(),
+            base,
+            parts.into_iter().map(|(_, p)| p).collect(),
+            &context,
+        )
+    }
+
+    /// The output batches of one slice, lazily: nothing is read until the stream is polled.
+    pub(crate) fn slice_stream(
+        self,
+        slice: FileSlice,
+        plan: Arc<SlicePlan>,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
+        let streams_base =
+            slice.base_file.is_some() && (plan.base_only || slice.log_files.is_empty());
+        if streams_base {
+            return stream::once(self.base_stream(slice, plan))
+                .try_flatten()
+                .boxed();
+        }
+        stream::once(async move {
+            let context = slice_context(&slice);
+            let merged = self
+                .read_slice(&slice, plan.as_of.as_ref(), plan.base_only, &plan.work)
+                .await?;
+            let Some(merged) = merged else {
+                return Ok(Vec::new());
+            };
+            let shaped = plan.shape(merged, &context)?;
+            let rows = shaped.num_rows();
+            let mut out = Vec::new();
+            let mut offset = 0;
+            while offset < rows {
+                let len = plan.batch_size.min(rows - offset);
+                out.push(shaped.slice(offset, len));
+                offset += len;
+            }
+            Ok::<_, TableError>(out)
+        })
+        .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
+        .try_flatten()
+        .boxed()
+    }
+
+    /// Streams the base file of a slice that needs no merge, with the work columns pushed
+    /// down to the parquet reader.
+    async fn base_stream(
+        self,
+        slice: FileSlice,
+        plan: Arc<SlicePlan>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let (Some(path), Some(base)) = (slice.base_file_path(), slice.base_file.as_ref()) else {
+            return Ok(stream::empty().boxed());
+        };
+        check_base_file_format(&path)?;
+        let reader = BaseFileReader::open_with_size(self.storage.clone(), &path, base.size).await?;
+        let options = arbor_format::base::ReadOptions {
+            projection: Some(file_columns(&plan.work, &reader.schema())),
+            batch_size: plan.batch_size,
+        };
+        let context = slice_context(&slice);
+        let batches = reader.stream(&options)?;
+        Ok(batches
+            .map(move |b| -> Result<Option<RecordBatch>> {
+                let b = conform_batch(&b?, &plan.work, &path)?;
+                // Without log parts the merge only drops soft-deleted rows.
+                let Some(b) = merge_slice(
+                    &plan.work,
+                    MergeMode::CommitTime,
+                    None,
+                    vec![b],
+                    Vec::new(),
+                    &context,
+                )?
+                else {
+                    return Ok(None);
+                };
+                let b = plan.shape(b, &context)?;
+                Ok((b.num_rows() > 0).then_some(b))
+            })
+            .try_filter_map(|b| async move { Ok(b) })
+            .boxed())
+    }
+}
