@@ -85,7 +85,8 @@ pub fn batch(keys: &[u64], version: u64) -> Result<RecordBatch, String> {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(keys.iter().map(|&n| key(n)))),
         Arc::new(Int64Array::from_iter_values(
-            keys.iter().map(|&n| bump + (n as i64) * 10 + version as i64),
+            keys.iter()
+                .map(|&n| bump + (n as i64) * 10 + version as i64),
         )),
         Arc::new(StringArray::from_iter_values(
             keys.iter().map(|&n| region(n)),

@@ -1,6 +1,509 @@
 //! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7).
+//!
+//! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
+//! partitions) it measures, on local storage in a temporary directory:
+//! 1. arbor's `BulkInsert` into a new copy-on-write table, against arrow-rs writing the same
+//!    batches to one parquet file with the same settings (snappy, 1 Mi rows per row group), and
+//!    against arrow-rs writing them with the five `_hoodie_*` meta columns already prepended
+//!    (built before the clock starts: the encoding cost of the meta columns, without Hudi);
+//! 2. arbor's snapshot read of that table (`TableReader::open` + `snapshot`), against hudi-rs
+//!    0.5.0 reading it (`HudiTable(path).read(HudiReadOptions())`, timed inside Python so
+//!    interpreter start-up is excluded) and against arrow-rs reading its base files;
+//! 3. a merge-on-read table made the same way, then an upsert of 10% of the keys (log files),
+//!    then arbor's snapshot read against hudi-rs'.
+//!
+//! Every baseline is measured in the same run as what it is compared with. Writes and reads
+//! are repeated `--runs` times (default 5; every write run into a fresh table) and the median
+//! is reported; the MOR bulk insert and upsert run once. Reads are checked: every reader must
+//! return every row, and the MOR readers exactly the updated rows with the new ordering value;
+//! a mismatch fails the bench. The page cache is warm (the files were just written), so reads
+//! measure decoding and merging rather than the disk.
+//!
+//! Usage: `cargo xtask bench data-path [--sizes 250000,1000000,2000000] [--runs 5] [--no-peer]
+//! [--dir DIR]`. A debug build of xtask (what `cargo xtask` runs) builds the release xtask
+//! with `cargo build --release -p xtask` and runs the bench there. `--dir` keeps the tables
+//! under DIR (a new directory); `--no-peer` skips hudi-rs. The peer Python is
+//! `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints. Prints the machine and two
+//! Markdown tables (sizes; timings with ratios).
 
-/// Runs a benchmark task.
-pub fn run(_args: &[String]) -> Result<(), String> {
-    Err("bench: not built yet".to_string())
+mod data;
+mod peer;
+mod raw;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arbor_storage::{ObjectStoreStorage, Storage};
+use arbor_table::read::TableReader;
+use arbor_table::{CreateOptions, Table, WriteOperation};
+use arbor_timeline::config::TableType;
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+use tokio::runtime::Runtime;
+
+use report::{median, Machine, SizeResult};
+
+const USAGE: &str =
+    "usage: cargo xtask bench data-path [--sizes N,N,...] [--runs N] [--no-peer] [--dir DIR]";
+
+/// Bench options.
+#[derive(Debug, Clone, PartialEq)]
+struct Options {
+    sizes: Vec<u64>,
+    runs: usize,
+    peer: bool,
+    dir: Option<PathBuf>,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut it = args.iter();
+    match it.next().map(String::as_str) {
+        Some("data-path") => {}
+        _ => return Err(USAGE.to_string()),
+    }
+    let mut options = Options {
+        sizes: vec![250_000, 1_000_000, 2_000_000],
+        runs: 5,
+        peer: true,
+        dir: None,
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--sizes" => {
+                let v = it.next().ok_or_else(|| USAGE.to_string())?;
+                options.sizes = v
+                    .split(',')
+                    .map(|s| s.trim().replace('_', "").parse::<u64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("bench: --sizes {v:?}: {e}"))?;
+                if options.sizes.is_empty() || options.sizes.contains(&0) {
+                    return Err(format!("bench: --sizes {v:?}: sizes must be positive"));
+                }
+            }
+            "--runs" => {
+                let v = it.next().ok_or_else(|| USAGE.to_string())?;
+                options.runs = v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|r| *r > 0)
+                    .ok_or_else(|| format!("bench: --runs {v:?}: a positive number"))?;
+            }
+            "--no-peer" => options.peer = false,
+            "--dir" => {
+                options.dir = Some(PathBuf::from(it.next().ok_or_else(|| USAGE.to_string())?))
+            }
+            other => return Err(format!("bench: unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(options)
+}
+
+/// Runs `cargo xtask bench ...`: parses `args`, re-runs itself as a release build when this is
+/// a debug build, then measures and prints the results.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let options = parse_args(args)?;
+    if cfg!(debug_assertions) {
+        return run_release(args);
+    }
+    let python = if options.peer {
+        Some(peer::python()?)
+    } else {
+        None
+    };
+    let (work, _temp) = match &options.dir {
+        Some(dir) => {
+            if dir.exists() {
+                return Err(format!(
+                    "bench: {} exists; --dir wants a new directory",
+                    dir.display()
+                ));
+            }
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("bench: cannot create {}: {e}", dir.display()))?;
+            (dir.clone(), None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("arbor-bench-")
+                .tempdir()
+                .map_err(|e| format!("bench: cannot create a temporary directory: {e}"))?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("bench: tokio runtime: {e}"))?;
+    let machine = Machine::detect();
+    let load = report::load_average();
+    eprintln!(
+        "bench: {}; tables under {}",
+        machine.describe(),
+        work.display()
+    );
+    let started = Instant::now();
+    let mut results = Vec::new();
+    for &rows in &options.sizes {
+        let r = bench_size(&rt, rows, options.runs, python.as_deref(), &work)?;
+        results.push(r);
+    }
+    println!();
+    println!("machine: {}", machine.describe());
+    println!("load average (1, 5, 15 min) at the start: {load}");
+    println!(
+        "runs: median of {} (MOR bulk insert and upsert: 1 run); whole bench {:.0} s",
+        options.runs,
+        started.elapsed().as_secs_f64()
+    );
+    println!();
+    print!("{}", report::sizes_table(&results));
+    println!();
+    print!("{}", report::timings_table(&results));
+    Ok(())
+}
+
+/// Builds the release xtask and runs `bench` with `args` there.
+fn run_release(args: &[String]) -> Result<(), String> {
+    eprintln!("bench: this is a debug build; building the release xtask");
+    crate::run(Command::new("cargo").args(["build", "--release", "-p", "xtask"]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::repo_root().join("target"));
+    let exe = target.join("release").join("xtask");
+    let status = Command::new(&exe)
+        .arg("bench")
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} bench failed with {status}", exe.display()))
+    }
+}
+
+fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
+    Ok(Arc::new(ObjectStoreStorage::local(dir).map_err(|e| {
+        format!("storage at {}: {e}", dir.display())
+    })?))
+}
+
+fn create_options(table_type: TableType) -> CreateOptions {
+    CreateOptions {
+        name: "bench".to_string(),
+        table_type,
+        record_key_fields: vec![data::KEY.to_string()],
+        partition_fields: vec![data::PARTITION.to_string()],
+        hive_style_partitioning: false,
+        ordering_field: Some(data::ORDERING.to_string()),
+        merge_mode: None,
+        schema: data::schema(),
+    }
+}
+
+/// Creates a table in `dir` (not timed), writes `batches` with `op`, returns the seconds the
+/// write took and the table.
+fn timed_write(
+    rt: &Runtime,
+    dir: &Path,
+    table: Option<Table>,
+    table_type: TableType,
+    op: WriteOperation,
+    batches: &[RecordBatch],
+    expect: (u64, u64),
+) -> Result<(f64, Table), String> {
+    let storage = local(dir)?;
+    let table = match table {
+        Some(t) => t,
+        None => rt
+            .block_on(Table::create(storage, create_options(table_type)))
+            .map_err(|e| format!("creating the table in {}: {e}", dir.display()))?,
+    };
+    let input = batches.to_vec();
+    let start = Instant::now();
+    let result = rt
+        .block_on(table.write(op, input))
+        .map_err(|e| format!("{op:?} into {}: {e}", dir.display()))?;
+    let seconds = start.elapsed().as_secs_f64();
+    if (result.inserted, result.updated) != expect {
+        return Err(format!(
+            "{op:?} into {}: inserted {} and updated {} rows, expected {expect:?}",
+            dir.display(),
+            result.inserted,
+            result.updated
+        ));
+    }
+    Ok((seconds, table))
+}
+
+/// Opens the table in `dir` and reads its snapshot; returns the seconds, rows and rows whose
+/// ordering value marks an update.
+fn arbor_read(rt: &Runtime, dir: &Path) -> Result<(f64, u64, u64), String> {
+    let storage = local(dir)?;
+    let start = Instant::now();
+    let batches = rt
+        .block_on(async {
+            let reader = TableReader::open(storage).await?;
+            reader.snapshot(None).await
+        })
+        .map_err(|e| format!("arbor snapshot of {}: {e}", dir.display()))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+    let mut updated = 0u64;
+    for b in &batches {
+        let ts = b
+            .column_by_name(data::ORDERING)
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .ok_or_else(|| format!("arbor snapshot of {}: no long ts column", dir.display()))?;
+        updated += ts
+            .iter()
+            .flatten()
+            .filter(|&t| t >= data::UPDATE_TS)
+            .count() as u64;
+    }
+    Ok((seconds, rows, updated))
+}
+
+fn check(what: &str, got: (u64, u64), expected: (u64, u64)) -> Result<(), String> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "bench: {what} returned {} rows ({} updated), expected {} ({} updated)",
+            got.0, got.1, expected.0, expected.1
+        ))
+    }
+}
+
+fn med(what: &str, values: &[f64]) -> Result<f64, String> {
+    median(values).ok_or_else(|| format!("bench: no timing of {what}"))
+}
+
+/// Measures one table size; see the module doc.
+fn bench_size(
+    rt: &Runtime,
+    rows: u64,
+    runs: usize,
+    python: Option<&Path>,
+    work: &Path,
+) -> Result<SizeResult, String> {
+    eprintln!("bench: {rows} rows: generating the input");
+    let inserts = data::inserts(rows)?;
+    let updates = data::updates(rows)?;
+    let updated_rows = data::update_count(rows);
+    let mut r = SizeResult {
+        rows,
+        updated_rows,
+        input_bytes: inserts
+            .iter()
+            .map(|b| b.get_array_memory_size() as u64)
+            .sum(),
+        ..SizeResult::default()
+    };
+
+    // 1. Writes: arbor bulk insert into a new COW table, and arrow-rs to one parquet file.
+    let mut cow_times = Vec::new();
+    let mut raw_times = Vec::new();
+    let mut raw_meta_times = Vec::new();
+    let with_meta = raw::with_meta_columns(&inserts, data::KEY, data::PARTITION)?;
+    let cow_dir = work.join(format!("cow-{rows}"));
+    for run in 0..runs {
+        eprintln!("bench: {rows} rows: write run {}/{runs}", run + 1);
+        let dir = work.join(format!("cow-{rows}-run{run}"));
+        let (s, _) = timed_write(
+            rt,
+            &dir,
+            None,
+            TableType::CopyOnWrite,
+            WriteOperation::BulkInsert,
+            &inserts,
+            (rows, 0),
+        )?;
+        cow_times.push(s);
+        let path = work.join(format!("raw-{rows}-run{run}.parquet"));
+        let start = Instant::now();
+        r.raw_bytes = raw::write_parquet(&inserts, &path)?;
+        raw_times.push(start.elapsed().as_secs_f64());
+        remove(&path)?;
+        let path = work.join(format!("raw-meta-{rows}-run{run}.parquet"));
+        let start = Instant::now();
+        r.raw_meta_bytes = raw::write_parquet(&with_meta, &path)?;
+        raw_meta_times.push(start.elapsed().as_secs_f64());
+        remove(&path)?;
+        if run + 1 == runs {
+            std::fs::rename(&dir, &cow_dir)
+                .map_err(|e| format!("renaming {}: {e}", dir.display()))?;
+        } else {
+            remove(&dir)?;
+        }
+    }
+    r.cow_write = med("COW writes", &cow_times)?;
+    r.raw_write = med("raw writes", &raw_times)?;
+    r.raw_meta_write = med("raw writes with meta columns", &raw_meta_times)?;
+    drop(with_meta);
+    let cow_files = raw::table_files(&cow_dir, raw::is_base)?;
+    r.cow_files = cow_files.len();
+    r.cow_bytes = raw::size_of(&cow_files)?;
+
+    // 2. COW reads: arbor, arrow-rs over the same base files, hudi-rs.
+    let mut arbor_times = Vec::new();
+    let mut raw_times = Vec::new();
+    for run in 0..runs {
+        eprintln!("bench: {rows} rows: COW read run {}/{runs}", run + 1);
+        let (s, n, u) = arbor_read(rt, &cow_dir)?;
+        check("arbor's COW snapshot", (n, u), (rows, 0))?;
+        arbor_times.push(s);
+        let start = Instant::now();
+        let n = raw::read_parquet(&cow_files)?;
+        raw_times.push(start.elapsed().as_secs_f64());
+        check("arrow-rs reading the COW base files", (n, 0), (rows, 0))?;
+    }
+    r.cow_read = med("COW reads", &arbor_times)?;
+    r.cow_read_raw = med("raw reads", &raw_times)?;
+    if let Some(py) = python {
+        eprintln!("bench: {rows} rows: hudi-rs COW reads");
+        let p = peer::read(py, &cow_dir, runs, data::UPDATE_TS)?;
+        check("hudi-rs' COW snapshot", (p.rows, p.updated), (rows, 0))?;
+        r.cow_read_peer = median(&p.seconds);
+    }
+
+    // 3. MOR: bulk insert, upsert 10% of the keys into log files, reads.
+    eprintln!("bench: {rows} rows: MOR bulk insert and upsert");
+    let mor_dir = work.join(format!("mor-{rows}"));
+    let (s, table) = timed_write(
+        rt,
+        &mor_dir,
+        None,
+        TableType::MergeOnRead,
+        WriteOperation::BulkInsert,
+        &inserts,
+        (rows, 0),
+    )?;
+    r.mor_write = s;
+    drop(inserts);
+    let (s, _) = timed_write(
+        rt,
+        &mor_dir,
+        Some(table),
+        TableType::MergeOnRead,
+        WriteOperation::Upsert,
+        &updates,
+        (0, updated_rows),
+    )?;
+    r.mor_upsert = s;
+    drop(updates);
+    let base = raw::table_files(&mor_dir, raw::is_base)?;
+    let logs = raw::table_files(&mor_dir, raw::is_log)?;
+    r.mor_base_bytes = raw::size_of(&base)?;
+    r.mor_log_bytes = raw::size_of(&logs)?;
+    r.mor_log_files = logs.len();
+    if logs.is_empty() {
+        return Err(format!(
+            "bench: the upsert into {} wrote no log files",
+            mor_dir.display()
+        ));
+    }
+    let mut arbor_times = Vec::new();
+    for run in 0..runs {
+        eprintln!("bench: {rows} rows: MOR read run {}/{runs}", run + 1);
+        let (s, n, u) = arbor_read(rt, &mor_dir)?;
+        check("arbor's MOR snapshot", (n, u), (rows, updated_rows))?;
+        arbor_times.push(s);
+    }
+    r.mor_read = med("MOR reads", &arbor_times)?;
+    if let Some(py) = python {
+        eprintln!("bench: {rows} rows: hudi-rs MOR reads");
+        let p = peer::read(py, &mor_dir, runs, data::UPDATE_TS)?;
+        check(
+            "hudi-rs' MOR snapshot",
+            (p.rows, p.updated),
+            (rows, updated_rows),
+        )?;
+        r.mor_read_peer = median(&p.seconds);
+    }
+    eprintln!(
+        "bench: {rows} rows: COW write {:.2} s (raw {:.2} s), COW read {:.2} s (raw {:.2} s, hudi-rs {}), MOR read {:.2} s (hudi-rs {})",
+        r.cow_write,
+        r.raw_write,
+        r.cow_read,
+        r.cow_read_raw,
+        r.cow_read_peer.map_or("-".to_string(), |s| format!("{s:.2} s")),
+        r.mor_read,
+        r.mor_read_peer.map_or("-".to_string(), |s| format!("{s:.2} s")),
+    );
+    Ok(r)
+}
+
+fn remove(path: &Path) -> Result<(), String> {
+    let r = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    r.map_err(|e| format!("removing {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn test_parse_args_defaults_three_sizes_five_runs() {
+        let o = parse_args(&args(&["data-path"])).unwrap();
+        assert_eq!(o.sizes, vec![250_000, 1_000_000, 2_000_000]);
+        assert_eq!(o.runs, 5);
+        assert!(o.peer);
+        assert_eq!(o.dir, None);
+    }
+
+    #[test]
+    fn test_parse_args_options_applied() {
+        let o = parse_args(&args(&[
+            "data-path",
+            "--sizes",
+            "1_000,20",
+            "--runs",
+            "7",
+            "--no-peer",
+            "--dir",
+            "x",
+        ]))
+        .unwrap();
+        assert_eq!(o.sizes, vec![1_000, 20]);
+        assert_eq!(o.runs, 7);
+        assert!(!o.peer);
+        assert_eq!(o.dir, Some(PathBuf::from("x")));
+    }
+
+    #[test]
+    fn test_parse_args_bad_input_rejected() {
+        assert!(parse_args(&args(&[])).is_err());
+        assert!(parse_args(&args(&["other"])).is_err());
+        assert!(parse_args(&args(&["data-path", "--runs", "0"])).is_err());
+        assert!(parse_args(&args(&["data-path", "--sizes", "0"])).is_err());
+        assert!(parse_args(&args(&["data-path", "--sizes", "a"])).is_err());
+        assert!(parse_args(&args(&["data-path", "--wat"])).is_err());
+    }
+
+    #[test]
+    fn test_bench_size_small_table_checks_pass() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let r = bench_size(&rt, 2_000, 2, None, dir.path()).unwrap();
+        assert_eq!((r.rows, r.updated_rows), (2_000, 200));
+        assert_eq!(r.cow_files, data::REGIONS as usize);
+        assert!(r.mor_log_files > 0 && r.mor_log_bytes > 0);
+        assert!(r.cow_bytes > 0 && r.raw_bytes > 0);
+        assert_eq!((r.cow_read_peer, r.mor_read_peer), (None, None));
+    }
 }
