@@ -172,6 +172,7 @@ pub fn conform(
     target: &SchemaRef,
     allow_missing: bool,
 ) -> CliResult<Input> {
+    check_names(path, &input.schema)?;
     let data = data_only(&input.schema);
     for f in data.fields() {
         if target.field_with_name(f.name()).is_err() {
@@ -557,6 +558,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("appears twice"), "{err}");
+    }
+
+    #[test]
+    fn test_conform_duplicate_input_column_names_it() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, true),
+            Field::new("v", DataType::Int64, true),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec!["a"])),
+                Arc::new(Int64Array::from(vec![1])),
+                Arc::new(Int64Array::from(vec![2])),
+            ],
+        )
+        .unwrap();
+        let input = Input {
+            schema,
+            batches: vec![batch],
+        };
+        let err = conform(Path::new("in.parquet"), &input, &target(), false).unwrap_err();
+        assert!(err.to_string().contains("\"v\" appears twice"), "{err}");
     }
 
     #[test]
