@@ -26,7 +26,7 @@
 //! column is an Avro `int` but a parquet `INT(8)`/`INT(16)`), so [`avro_records_to_batch`]
 //! takes the Arrow schema to produce and casts where the natural type differs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -104,6 +104,70 @@ impl<'a> Names<'a> {
         let mut by_name = HashMap::new();
         collect_names(root, &mut by_name);
         Self { by_name }
+    }
+
+    /// [`Names::new`], refusing recursive schemas (a record that contains itself has no Arrow
+    /// counterpart, and following it would never end).
+    fn checked(root: &'a AvroSchema) -> Result<Self> {
+        let names = Self::new(root);
+        names.check_acyclic(root, "", &mut Vec::new(), &mut HashSet::new())?;
+        Ok(names)
+    }
+
+    /// Depth-first walk that fails on a record reached again while it is being visited.
+    /// `visiting` holds the records on the current path, `done` those fully checked.
+    fn check_acyclic(
+        &self,
+        schema: &'a AvroSchema,
+        path: &str,
+        visiting: &mut Vec<String>,
+        done: &mut HashSet<String>,
+    ) -> Result<()> {
+        let recursive = |name: &str| {
+            schema_err(
+                path,
+                format!("recursive type {name} is not supported (it has no Arrow counterpart)"),
+            )
+        };
+        match schema {
+            AvroSchema::Ref { name } => {
+                let full = name.fullname(None);
+                if visiting.contains(&full) {
+                    return Err(recursive(&full));
+                }
+                match self.by_name.get(&full) {
+                    Some(target) if !done.contains(&full) => {
+                        self.check_acyclic(target, path, visiting, done)
+                    }
+                    // Unknown references are reported when they are resolved.
+                    _ => Ok(()),
+                }
+            }
+            AvroSchema::Record(record) => {
+                let full = record.name.fullname(None);
+                if visiting.contains(&full) {
+                    return Err(recursive(&full));
+                }
+                if done.contains(&full) {
+                    return Ok(());
+                }
+                visiting.push(full);
+                for f in &record.fields {
+                    self.check_acyclic(&f.schema, &join(path, &f.name), visiting, done)?;
+                }
+                if let Some(full) = visiting.pop() {
+                    done.insert(full);
+                }
+                Ok(())
+            }
+            AvroSchema::Array(a) => self.check_acyclic(&a.items, path, visiting, done),
+            AvroSchema::Map(m) => self.check_acyclic(&m.types, path, visiting, done),
+            AvroSchema::Union(u) => u
+                .variants()
+                .iter()
+                .try_for_each(|v| self.check_acyclic(v, path, visiting, done)),
+            _ => Ok(()),
+        }
     }
 
     /// Follows references until a non-reference schema.
@@ -213,7 +277,7 @@ fn split_union<'a>(union: &'a UnionSchema, field: &str) -> Result<UnionSplit<'a>
 /// Converts a top-level Avro record schema to an Arrow schema (see the module doc for the type
 /// mapping). Field order and names are kept; nullability follows the null unions.
 pub fn avro_schema_to_arrow(schema: &AvroSchema) -> Result<SchemaRef> {
-    let names = Names::new(schema);
+    let names = Names::checked(schema)?;
     let root = names.resolve(schema, "")?;
     let AvroSchema::Record(record) = root else {
         return Err(schema_err("", "top-level Avro schema must be a record"));
@@ -332,7 +396,7 @@ pub fn avro_records_to_batch(
     records: &[Value],
     target: &SchemaRef,
 ) -> Result<RecordBatch> {
-    let names = Names::new(schema);
+    let names = Names::checked(schema)?;
     let root = names.resolve(schema, "")?;
     let AvroSchema::Record(record) = root else {
         return Err(schema_err("", "top-level Avro schema must be a record"));
@@ -368,6 +432,13 @@ pub fn avro_records_to_batch(
             reason: e.to_string(),
         }
     })
+}
+
+/// Fails with [`FormatError::Schema`], naming the field, when `schema` is recursive (a record
+/// that contains itself through its fields): such schemas have no Arrow counterpart and are
+/// refused before any data is decoded with them.
+pub(crate) fn check_not_recursive(schema: &AvroSchema) -> Result<()> {
+    Names::checked(schema).map(|_| ())
 }
 
 fn cast_to(array: ArrayRef, to: &DataType, path: &str) -> Result<ArrayRef> {
@@ -751,7 +822,7 @@ pub(crate) fn i128_to_be(value: i128, size: Option<usize>, path: &str) -> Result
 /// from the field's natural Arrow type (e.g. `Int16` for an Avro `int`, `Utf8View` for a
 /// `string`) are cast first.
 pub fn batch_to_avro_records(batch: &RecordBatch, schema: &AvroSchema) -> Result<Vec<Value>> {
-    let names = Names::new(schema);
+    let names = Names::checked(schema)?;
     let root = names.resolve(schema, "")?;
     let AvroSchema::Record(record) = root else {
         return Err(schema_err("", "top-level Avro schema must be a record"));

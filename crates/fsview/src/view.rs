@@ -282,7 +282,8 @@ impl FileSystemView {
 
     /// What an incremental query over completion times `(start, end]` reads (`None` bounds are
     /// open): the completed writes in the range and the latest slices (by completion time, as of
-    /// `end`) of the file groups they wrote, found from their write stats.
+    /// `end`) of the file groups they wrote, found from their write stats. Write stats whose
+    /// partition path fails [`validate_partition`] are ignored with a warning naming the instant.
     pub async fn completed_between(
         &self,
         start: Option<&InstantTime>,
@@ -320,6 +321,10 @@ impl FileSystemView {
                 _ => Vec::new(),
             };
             for (partition, file_id, path) in stats {
+                if let Err(e) = validate_partition(&partition) {
+                    tracing::warn!(instant = %i, error = %e, "ignoring a write stat with an invalid partition path");
+                    continue;
+                }
                 let file_id = file_id.filter(|f| !f.is_empty()).or_else(|| {
                     let name = path.as_deref()?.rsplit('/').next()?;
                     parse_data_file_name(name, 0)
@@ -357,7 +362,9 @@ impl FileSystemView {
     /// restore or a rollback of a completed instant), when a `restore` completed, or when a new
     /// completed instant's content cannot attribute its changes to partitions (empty or
     /// unexpected content). Files of pending instants need no re-listing: they become visible
-    /// only when their instant completes, and that completion names their partitions.
+    /// only when their instant completes, and that completion names their partitions. A
+    /// partition path that fails [`validate_partition`] is ignored with a warning naming the
+    /// instant, so it never enters the cached partition list.
     pub async fn refresh(&mut self) -> Result<RefreshOutcome> {
         let history = TimelineHistory::load(self.storage.clone(), self.layout.clone()).await?;
         let index = TimelineIndex::load(&history).await?;
@@ -381,25 +388,38 @@ impl FileSystemView {
             if all {
                 continue;
             }
+            let mut named: Vec<String> = Vec::new();
             match instant.action {
                 Action::Savepoint | Action::Indexing | Action::SchemaCommit => {}
                 Action::Restore => all = true,
                 _ => match self.read_completed(&instant).await? {
                     Some(InstantContent::Commit(m)) => {
-                        touched.extend(m.partitions().map(str::to_string));
+                        named.extend(m.partitions().map(str::to_string));
                     }
                     Some(InstantContent::ReplaceCommit(m)) => {
-                        touched.extend(m.partitions().map(str::to_string));
-                        touched.extend(m.replaced_file_ids().map(|(p, _)| p.to_string()));
+                        named.extend(m.partitions().map(str::to_string));
+                        named.extend(m.replaced_file_ids().map(|(p, _)| p.to_string()));
                     }
                     Some(InstantContent::Clean(m)) => {
-                        touched.extend(m.partition_metadata.keys().cloned());
+                        named.extend(m.partition_metadata.keys().cloned());
                     }
                     Some(InstantContent::Rollback(m)) => {
-                        touched.extend(m.partition_metadata.keys().cloned());
+                        named.extend(m.partition_metadata.keys().cloned());
                     }
                     _ => all = true,
                 },
+            }
+            // A foreign instant naming an invalid partition must not poison the cached
+            // partition list (every later query would fail on it).
+            for p in named {
+                match validate_partition(&p) {
+                    Ok(()) => {
+                        touched.insert(p);
+                    }
+                    Err(e) => {
+                        tracing::warn!(instant = %instant, error = %e, "ignoring an invalid partition path named by a completed instant");
+                    }
+                }
             }
         }
 

@@ -47,6 +47,26 @@ pub enum TableError {
     /// The table lock could not be taken or kept.
     #[error("table lock: {0}")]
     Lock(#[from] arbor_storage::LockError),
+    /// This writer's instant was rolled back (or is being rolled back) by another writer, e.g.
+    /// because its heartbeat lapsed; the instant was not completed and never will be.
+    #[error(
+        "instant {instant} was rolled back by another writer ({reason}); it was not committed"
+    )]
+    InstantRolledBack {
+        /// The instant that lost ownership.
+        instant: String,
+        /// What showed it (missing requested file, the rollback instant, expired heartbeat).
+        reason: String,
+    },
+    /// A file on the timeline holds content that cannot be acted on safely (e.g. a compaction
+    /// plan naming an invalid partition path or file id).
+    #[error("corrupt {path}: {reason}")]
+    Corrupt {
+        /// The file's key.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The table's config does not allow the operation.
     #[error("unsupported for this table: {reason}")]
     Unsupported {

@@ -1,43 +1,11 @@
 //! `arbor demo`: runs, explains each step, can be rerun, never replaces what it did not make,
 //! and leaves a table that hudi-rs 0.5.0 reads.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use serde_json::Value;
+use arbor_testkit::{peer_python_or_skip, peer_read};
 
 use crate::create_write::{fails, instants, ok, read_jsonl, s};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The Python that runs the peer reader: `ARBOR_PEER_PYTHON`, else what `scripts/peer.sh`
-/// installs. `None` (visibly skipped) only outside CI.
-fn peer_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ARBOR_PEER_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let out = Command::new("bash")
-        .arg(repo_root().join("scripts/peer.sh"))
-        .output();
-    let reason = match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                return Some(PathBuf::from(line.trim()));
-            }
-            "scripts/peer.sh printed nothing".to_string()
-        }
-        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-        Err(e) => e.to_string(),
-    };
-    let msg = format!("SKIPPED: peer-reader check needs hudi==0.5.0: {reason}");
-    assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    None
-}
 
 fn run_demo(dir: &Path, kind: &str) -> String {
     let out = ok(&["demo", s(dir), "--type", kind]);
@@ -72,18 +40,8 @@ fn test_demo_cow_runs_and_leaves_the_expected_table() {
     );
     let t1 = rows.iter().find(|r| r["uuid"] == "trip-01").unwrap();
     assert_eq!(t1["fare"], 25.0);
-    if let Some(python) = peer_python() {
-        let out = Command::new(&python)
-            .arg(repo_root().join("scripts/peer_reader.py"))
-            .arg(&table)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "hudi-rs could not read the demo table: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let peer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    if let Some(python) = peer_python_or_skip("peer-reader check needs hudi==0.5.0") {
+        let peer = peer_read(&python, &table);
         assert_eq!(peer["row_count"], 6, "{peer}");
         assert_eq!(peer["timeline"].as_array().unwrap().len(), 3, "{peer}");
     }

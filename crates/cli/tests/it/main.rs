@@ -8,6 +8,5 @@
 
 mod create_write;
 mod demo;
-mod fixtures;
 mod read;
 mod timeline;

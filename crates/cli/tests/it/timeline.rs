@@ -1,56 +1,38 @@
 //! `arbor timeline` against every Spark-written fixture and against bad input.
 
 use std::fs;
-use std::path::Path;
 use std::process::{Command, Output};
 
+use arbor_testkit::{fixture_name, fixture_zips, fixtures_root_or_skip, unzip_table};
 use serde_json::Value;
 
-use crate::fixtures::{all_fixture_zips, fixtures_root, unzip_table};
-
-fn arbor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arbor"))
-        .args(args)
-        .env("ARBOR_LOG", "off")
-        .output()
-        .unwrap()
-}
-
-fn tree_listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.display().to_string(), fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use crate::create_write::{arbor, tree};
 
 /// The completed commit/deltacommit/replacecommit instants hudi-rs lists for each fixture
 /// (`expected/<table>/snapshot.json`, key `timeline`) are exactly what `arbor timeline --json`
 /// lists, with the same completion times and operation types.
 #[test]
 fn test_timeline_json_matches_expected_for_every_fixture() {
-    let Some(root) = fixtures_root() else { return };
-    let zips = all_fixture_zips(&root);
+    let Some(root) = fixtures_root_or_skip("test_timeline_json_matches_expected_for_every_fixture")
+    else {
+        return;
+    };
+    let zips = fixture_zips(&root);
     assert!(
         zips.len() >= 30,
         "expected the 30 fixture tables, found {}",
         zips.len()
     );
     let mut checked = 0;
-    for (name, zip) in zips.iter().filter(|(n, _)| !n.starts_with("expected")) {
-        let expected_path = root.join("expected").join(name).join("snapshot.json");
+    for zip in &zips {
+        let name = fixture_name(&root, zip);
+        if name.starts_with("expected") {
+            continue;
+        }
+        let expected_path = root.join("expected").join(&name).join("snapshot.json");
         let expected: Value = serde_json::from_slice(&fs::read(&expected_path).unwrap()).unwrap();
         let (_tmp, base) = unzip_table(zip);
-        let before = tree_listing(&base);
+        let before = tree(&base);
         let out = arbor(&["timeline", base.to_str().unwrap(), "--json"]);
         assert!(
             out.status.success(),
@@ -72,11 +54,7 @@ fn test_timeline_json_matches_expected_for_every_fixture() {
                 assert_eq!(g[key], w[key], "{name}: field {key} of {w}");
             }
         }
-        assert_eq!(
-            before,
-            tree_listing(&base),
-            "{name}: arbor modified the table"
-        );
+        assert_eq!(before, tree(&base), "{name}: arbor modified the table");
         checked += 1;
     }
     eprintln!("checked the timeline of {checked} fixture tables");
@@ -86,7 +64,9 @@ fn test_timeline_json_matches_expected_for_every_fixture() {
 /// `--all` lists pending, non-write and archived instants too; on a fixture it is a superset.
 #[test]
 fn test_timeline_all_lists_superset() {
-    let Some(root) = fixtures_root() else { return };
+    let Some(root) = fixtures_root_or_skip("test_timeline_all_lists_superset") else {
+        return;
+    };
     let zip = root.join("quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip");
     let (_tmp, base) = unzip_table(&zip);
     let out = arbor(&["timeline", base.to_str().unwrap(), "--all", "--json"]);
@@ -151,7 +131,10 @@ fn test_timeline_nonexistent_directory_fails_and_creates_nothing() {
 
 #[test]
 fn test_timeline_closed_stdout_pipe_is_not_a_panic() {
-    let Some(root) = fixtures_root() else { return };
+    let Some(root) = fixtures_root_or_skip("test_timeline_closed_stdout_pipe_is_not_a_panic")
+    else {
+        return;
+    };
     let (_tmp, base) = unzip_table(&root.join("sample_table/cow/v9_txns_simple_meta.zip"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args(["timeline", base.to_str().unwrap(), "--all", "--json"])
@@ -181,7 +164,11 @@ fn test_timeline_corrupt_properties_fails_with_one_line() {
 
 #[test]
 fn test_timeline_truncated_instant_file_fails_with_one_line() {
-    let Some(root) = fixtures_root() else { return };
+    let Some(root) =
+        fixtures_root_or_skip("test_timeline_truncated_instant_file_fails_with_one_line")
+    else {
+        return;
+    };
     let zip = root.join("sample_table/cow/v8_nonpartitioned.zip");
     let (_tmp, base) = unzip_table(&zip);
     let tl = base.join(".hoodie/timeline");

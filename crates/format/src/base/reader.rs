@@ -171,6 +171,36 @@ impl AsyncFileReader for StorageFileReader {
     }
 }
 
+/// Fails with [`FormatError::Parquet`] unless the footer's row count is non-negative and is
+/// the sum of its row groups' (each non-negative) counts: the rows a reader yields come from
+/// the row groups, so any other footer would break [`BaseFileReader::num_rows`]'s promise.
+fn check_row_counts(key: &str, metadata: &ParquetMetaData) -> Result<()> {
+    let bad = |reason: String| FormatError::Parquet {
+        path: key.to_string(),
+        reason,
+    };
+    let total = metadata.file_metadata().num_rows();
+    if total < 0 {
+        return Err(bad(format!("negative row count {total} in the footer")));
+    }
+    let mut sum: i64 = 0;
+    for (i, rg) in metadata.row_groups().iter().enumerate() {
+        let n = rg.num_rows();
+        if n < 0 {
+            return Err(bad(format!("row group {i} has a negative row count {n}")));
+        }
+        sum = sum
+            .checked_add(n)
+            .ok_or_else(|| bad("row group row counts overflow".to_string()))?;
+    }
+    if sum != total {
+        return Err(bad(format!(
+            "the footer's row count {total} differs from its row groups' total {sum}"
+        )));
+    }
+    Ok(())
+}
+
 /// An opened parquet base file: footer parsed, data not yet read.
 ///
 /// Guarantees: the file is a parquet file whose footer parsed; [`schema`](Self::schema) is the
@@ -185,7 +215,8 @@ pub struct BaseFileReader {
 }
 
 impl BaseFileReader {
-    /// Opens `key`: checks the format, looks up the size and reads the footer.
+    /// Opens `key`: checks the format, looks up the size and reads the footer. A footer whose
+    /// row count is negative or not the total of its row groups is [`FormatError::Parquet`].
     pub async fn open(storage: Arc<dyn Storage>, key: &str) -> Result<BaseFileReader> {
         let size = storage.head(key).await?.size;
         Self::open_with_size(storage, key, size).await
@@ -198,6 +229,7 @@ impl BaseFileReader {
         size: u64,
     ) -> Result<BaseFileReader> {
         let parquet = base_file_metadata(storage.as_ref(), key, Some(size)).await?;
+        check_row_counts(key, &parquet)?;
         let metadata = ArrowReaderMetadata::try_new(parquet, ArrowReaderOptions::new())
             .map_err(|e| parquet_error(key, e))?;
         Ok(BaseFileReader {
@@ -228,7 +260,8 @@ impl BaseFileReader {
         self.metadata.metadata()
     }
 
-    /// The row count recorded in the footer.
+    /// The row count recorded in the footer (checked at open to be non-negative and the total
+    /// of the row groups).
     pub fn num_rows(&self) -> u64 {
         u64::try_from(self.metadata.metadata().file_metadata().num_rows()).unwrap_or(0)
     }

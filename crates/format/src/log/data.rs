@@ -8,8 +8,14 @@ use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::block::{BlockType, LogBlock, BLOCK_CONTENT_VERSION};
-use crate::avro_arrow::{avro_records_to_batch, avro_schema_to_arrow, parse_avro_schema};
+use crate::avro_arrow::{
+    avro_records_to_batch, avro_schema_to_arrow, check_not_recursive, parse_avro_schema,
+};
 use crate::{FormatError, Result};
+
+/// Most records reserved up front when decoding an Avro data block (the count is read from
+/// the block, so it is not trusted for a larger allocation).
+const MAX_RESERVED_RECORDS: usize = 4096;
 
 /// The decoded content of an Avro data block.
 #[derive(Debug, Clone)]
@@ -44,10 +50,49 @@ fn header_schema(block: &LogBlock, path: &str) -> Result<AvroSchema> {
             format!("{} has no SCHEMA header", block.block_type),
         )
     })?;
-    parse_avro_schema(json).map_err(|e| FormatError::Avro {
-        path: format!("{path} (block at offset {})", block.offset),
+    let schema = parse_avro_schema(json).map_err(|e| FormatError::Avro {
+        path: block_location(block, path),
         reason: e.to_string(),
-    })
+    })?;
+    // A recursive schema would let nested data drive the decoder's recursion; arbor cannot map
+    // such a schema to Arrow anyway.
+    check_not_recursive(&schema).map_err(|e| FormatError::Avro {
+        path: block_location(block, path),
+        reason: e.to_string(),
+    })?;
+    Ok(schema)
+}
+
+/// `path (block at offset N)`, the location errors of one block name.
+fn block_location(block: &LogBlock, path: &str) -> String {
+    format!("{path} (block at offset {})", block.offset)
+}
+
+/// Adds the file and block offset to an error raised while converting a block's content: a
+/// [`FormatError::Schema`] becomes `wrap(location, message)` (the message names the field), an
+/// [`FormatError::Arrow`] gets the location as its path; other errors already name the block.
+fn locate(
+    e: FormatError,
+    block: &LogBlock,
+    path: &str,
+    wrap: fn(String, String) -> FormatError,
+) -> FormatError {
+    match e {
+        e @ FormatError::Schema { .. } => wrap(block_location(block, path), e.to_string()),
+        FormatError::Arrow { reason, .. } => FormatError::Arrow {
+            path: block_location(block, path),
+            reason,
+        },
+        other => other,
+    }
+}
+
+fn avro_at(path: String, reason: String) -> FormatError {
+    FormatError::Avro { path, reason }
+}
+
+fn parquet_at(path: String, reason: String) -> FormatError {
+    FormatError::Parquet { path, reason }
 }
 
 /// Decodes an Avro data block (content version 3: `i32 3`, `i32 count`, per record `i32 length`
@@ -103,7 +148,8 @@ pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBl
     let datum_reader = GenericDatumReader::builder(&schema)
         .build()
         .map_err(|e| avro_err(None, e))?;
-    let mut records = Vec::with_capacity(count);
+    // The count comes from the file: never trust it for more than a modest reservation.
+    let mut records = Vec::with_capacity(count.min(MAX_RESERVED_RECORDS));
     for i in 0..count {
         let (head, tail) = rest
             .split_first_chunk::<4>()
@@ -140,7 +186,10 @@ pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBl
 /// cast to the target types and missing nullable columns filled with nulls (so log rows can be
 /// merged with base-file rows); without, the block's own schema is used (the header `SCHEMA`
 /// mapped per [`crate::avro_arrow`] for Avro blocks, the file's schema for parquet blocks).
-/// HFile and CDC blocks are [`FormatError::UnsupportedBlock`].
+/// HFile and CDC blocks are [`FormatError::UnsupportedBlock`]. Every error names the file and
+/// the block's offset: schema mismatches (a column that cannot be cast, a missing non-nullable
+/// column, a recursive or unmappable schema) are [`FormatError::Avro`] (Avro blocks) or
+/// [`FormatError::Parquet`] (parquet blocks) whose reason names the field.
 pub fn decode_data_block(
     block: &LogBlock,
     path: &str,
@@ -151,13 +200,15 @@ pub fn decode_data_block(
             let decoded = decode_avro_data_block(block, path)?;
             let schema = match target {
                 Some(t) => t.clone(),
-                None => avro_schema_to_arrow(&decoded.schema)?,
+                None => avro_schema_to_arrow(&decoded.schema)
+                    .map_err(|e| locate(e, block, path, avro_at))?,
             };
             Ok(vec![avro_records_to_batch(
                 &decoded.schema,
                 &decoded.records,
                 &schema,
-            )?])
+            )
+            .map_err(|e| locate(e, block, path, avro_at))?])
         }
         BlockType::ParquetData => {
             let parquet_err = |e: parquet::errors::ParquetError| FormatError::Parquet {
@@ -175,7 +226,8 @@ pub fn decode_data_block(
                     reason: e.to_string(),
                 })?;
                 out.push(match target {
-                    Some(t) => conform_batch(&batch, t, path)?,
+                    Some(t) => conform_batch(&batch, t, path)
+                        .map_err(|e| locate(e, block, path, parquet_at))?,
                     None => batch,
                 });
             }
@@ -201,7 +253,7 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef, path: &str) -> Res
                 arrow::compute::cast(c, field.data_type()).map_err(|e| FormatError::Schema {
                     field: Some(field.name().clone()),
                     reason: format!(
-                        "cannot cast {} to {}: {e}",
+                        "cannot cast {} to {} in {path}: {e}",
                         c.data_type(),
                         field.data_type()
                     ),

@@ -1,8 +1,7 @@
 //! Parquet base files: every Spark-written fixture base file reads, and arbor's own files
 //! round-trip with the layout Spark uses.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arbor_format::base::{
@@ -12,6 +11,7 @@ use arbor_format::base::{
 };
 use arbor_format::{meta, FormatError};
 use arbor_storage::{ObjectStoreStorage, Storage, StorageError};
+use arbor_testkit::{files_with_extension, fixture_zips, fixtures_root_or_skip, unzip};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, TimestampMicrosecondType};
 use arrow_array::{
@@ -26,53 +26,6 @@ use parquet::basic::{LogicalType, Repetition, TimeUnit as ParquetTimeUnit, Type 
 // ---------------------------------------------------------------------------------------------
 // fixtures
 
-fn fixtures_root_or_skip(test: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures"
-    ));
-    if root.is_dir() {
-        return Some(root);
-    }
-    let msg = format!("SKIPPED: ../shared/fixtures not found ({test})");
-    assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    None
-}
-
-fn collect(dir: &Path, pred: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().to_string();
-        if path.is_dir() {
-            if name != "__MACOSX" && name != ".hoodie" {
-                collect(&path, pred, out);
-            }
-        } else if !name.starts_with("._") && pred(&path) {
-            out.push(path);
-        }
-    }
-}
-
-fn has_ext(ext: &'static str) -> impl Fn(&Path) -> bool {
-    move |p: &Path| p.extension().is_some_and(|e| e == ext)
-}
-
-/// Unzips `zip` into a temp dir.
-fn unzip(zip: &Path) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let file = fs::File::open(zip).unwrap();
-    zip::ZipArchive::new(file)
-        .unwrap()
-        .extract(dir.path())
-        .unwrap();
-    dir
-}
-
 fn key_of(root: &Path, file: &Path) -> String {
     file.strip_prefix(root)
         .unwrap()
@@ -85,18 +38,14 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
     let Some(root) = fixtures_root_or_skip("base file fixtures") else {
         return;
     };
-    let mut zips = Vec::new();
-    collect(&root, &has_ext("zip"), &mut zips);
-    zips.sort();
+    let zips = fixture_zips(&root);
     assert!(!zips.is_empty(), "no fixture zips under {}", root.display());
     let mut files_read = 0;
     let mut lance_seen = 0;
     for zip in &zips {
         let dir = unzip(zip);
         let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(dir.path()).unwrap());
-        let mut parquet = Vec::new();
-        collect(dir.path(), &has_ext("parquet"), &mut parquet);
-        parquet.sort();
+        let parquet = files_with_extension(dir.path(), "parquet");
         for file in &parquet {
             let key = key_of(dir.path(), file);
             let reader = BaseFileReader::open(Arc::clone(&storage), &key)
@@ -144,8 +93,7 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
             }
             files_read += 1;
         }
-        let mut lance = Vec::new();
-        collect(dir.path(), &has_ext("lance"), &mut lance);
+        let lance = files_with_extension(dir.path(), "lance");
         for file in &lance {
             let key = key_of(dir.path(), file);
             match BaseFileReader::open(Arc::clone(&storage), &key).await {
@@ -168,8 +116,7 @@ async fn test_fixture_base_file_types_are_what_the_writer_emits() {
     let zip = root.join("sample_table/cow/v8_complexkeygen_hivestyle.zip");
     let dir = unzip(&zip);
     let storage = ObjectStoreStorage::local(dir.path()).unwrap();
-    let mut parquet = Vec::new();
-    collect(dir.path(), &has_ext("parquet"), &mut parquet);
+    let parquet = files_with_extension(dir.path(), "parquet");
     let key = key_of(dir.path(), parquet.first().unwrap());
     let md = base_file_metadata(&storage, &key, None).await.unwrap();
     let descr = md.file_metadata().schema_descr();

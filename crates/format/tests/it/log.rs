@@ -1,7 +1,6 @@
 //! Log format: fixture files from Spark, round trips, and corrupt input.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 
 use arbor_format::log::{
     decode_avro_data_block, decode_data_block, decode_delete_block, encode_avro_data_block,
@@ -12,50 +11,14 @@ use arbor_format::FormatError;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use proptest::prelude::*;
 
-/// Root of the Spark-written fixtures (outside the repository).
-pub(crate) fn fixtures_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures"
-    ));
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("fixtures missing at {}", dir.display());
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: fixtures not found at {}",
-        dir.display()
-    );
-    None
-}
-
-fn zips_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            zips_under(&p, out);
-        } else if p.extension().is_some_and(|e| e == "zip") {
-            out.push(p);
-        }
-    }
-}
-
 /// A file read from a fixture zip: `(zip name, path inside the zip, bytes)`.
 pub(crate) type FixtureFile = (String, String, Vec<u8>);
 
 /// Every file of every fixture zip whose base name satisfies `want` (macOS resource forks
 /// skipped), read into memory.
 pub(crate) fn fixture_files(want: impl Fn(&str) -> bool) -> Option<Vec<FixtureFile>> {
-    let dir = fixtures_dir()?;
-    let mut zips = Vec::new();
-    zips_under(&dir, &mut zips);
+    let dir = arbor_testkit::fixtures_root_or_skip("format fixture files")?;
+    let zips = arbor_testkit::fixture_zips(&dir);
     assert!(!zips.is_empty(), "no fixture zips under {}", dir.display());
     let mut out = Vec::new();
     for zip_path in zips {

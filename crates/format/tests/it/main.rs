@@ -9,3 +9,4 @@
 mod avro_arrow;
 mod base;
 mod log;
+mod robustness;

@@ -6,13 +6,12 @@ use std::sync::Arc;
 
 use arbor_fsview::{FileSlice, FileSystemView};
 use arbor_storage::{ObjectStoreStorage, Storage};
+use arbor_testkit::{
+    expected_dir, expected_json, fixture_zips, fixtures_root_or_skip, unzip_table,
+};
 use arbor_timeline::naming::LayoutVersion;
 use arbor_timeline::InstantTime;
 use serde_json::Value;
-
-use crate::fixtures::{
-    all_fixture_zips, expected_dir, expected_json, fixtures_root_or_skip, unzip_table,
-};
 
 /// One slice in the shape of the expected JSON (sizes included).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,7 +94,7 @@ async fn test_latest_file_slices_every_fixture_matches_expected_snapshot() {
     else {
         return;
     };
-    let zips = all_fixture_zips(&root);
+    let zips = fixture_zips(&root);
     assert_eq!(zips.len(), 30, "fixture count changed");
     for zip in zips {
         let dir = expected_dir(&root, &zip);
@@ -125,7 +124,7 @@ async fn test_latest_file_slices_as_of_every_fixture_matches_expected() {
     };
     let mut compared = 0;
     let mut logs_dropped = 0;
-    for zip in all_fixture_zips(&root) {
+    for zip in fixture_zips(&root) {
         let dir = expected_dir(&root, &zip);
         let (_tmp, base) = unzip_table(&zip);
         let view = open(&base).await;
@@ -181,7 +180,7 @@ async fn test_completed_between_every_fixture_matches_expected_incremental() {
         return;
     };
     let mut compared = 0;
-    for zip in all_fixture_zips(&root) {
+    for zip in fixture_zips(&root) {
         let dir = expected_dir(&root, &zip);
         let Some(expected) = expected_json(&dir, "incremental.json") else {
             continue;

@@ -6,8 +6,8 @@
     clippy::indexing_slicing
 )]
 
-mod fixtures;
 mod synthetic;
 
 mod golden;
+mod robustness;
 mod view;

@@ -138,11 +138,18 @@ impl SliceReader {
                 let bytes = self.storage.get(&path).await?.0;
                 let contents = read_log_bytes(&bytes, &path, ReadMode::Lenient)?;
                 for block in contents.blocks {
+                    // Blocks without a usable instant are skipped, as Java and hudi-rs do, but
+                    // never silently.
                     let Some(instant) = block.instant_time().map(str::to_string) else {
+                        tracing::warn!(file = %path, offset = block.offset, block_type = %block.block_type, "skipping a log block without an INSTANT_TIME header");
                         continue;
                     };
-                    let Ok(time) = InstantTime::parse(&instant) else {
-                        continue;
+                    let time = match InstantTime::parse(&instant) {
+                        Ok(time) => time,
+                        Err(e) => {
+                            tracing::warn!(file = %path, offset = block.offset, instant = %instant, error = %e, "skipping a log block whose INSTANT_TIME header does not parse");
+                            continue;
+                        }
                     };
                     if !self.view.is_committed(&time) || as_of.is_some_and(|a| &time > a) {
                         continue;

@@ -8,18 +8,18 @@ use std::time::Duration;
 use arbor_fsview::slice::join;
 use arbor_storage::{Lease, LockProvider, Storage, StorageError, StorageExt};
 use arbor_timeline::avro::{
-    decode_instant, HoodieCommitMetadata, HoodieWriteStat, InstantContent, WriteOperationType,
-    SCHEMA_KEY,
+    decode, decode_instant, HoodieCommitMetadata, HoodieRollbackMetadata, HoodieRollbackPlan,
+    HoodieWriteStat, InstantContent, WriteOperationType, SCHEMA_KEY,
 };
 use arbor_timeline::{
-    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, TableLayout,
+    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableLayout,
 };
 use bytes::Bytes;
 
 use super::cow::WrittenGroup;
 use super::planner::WritePlan;
 use super::rollback;
-use crate::error::Result;
+use crate::error::{Result, TableError};
 
 /// The name of the table lock (kept by the default provider at `.hoodie/.locks/table_lock.json`).
 pub const LOCK_NAME: &str = "table_lock";
@@ -81,6 +81,211 @@ pub async fn beat(storage: &Arc<dyn Storage>, instant: &InstantTime) -> Result<(
 pub async fn stop_heartbeat(storage: &Arc<dyn Storage>, instant: &InstantTime) -> Result<()> {
     storage.delete(&heartbeat_key(instant)).await?;
     Ok(())
+}
+
+/// A running heartbeat of one pending instant: a background task that writes the heartbeat
+/// every `timeout / 3` until [`Heartbeat::stop`] is called or the last clone is dropped (which
+/// aborts the task). Cloning shares the task.
+#[derive(Clone)]
+pub struct Heartbeat {
+    inner: Arc<HeartbeatTask>,
+}
+
+struct HeartbeatTask {
+    instant: InstantTime,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Heartbeat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Heartbeat")
+            .field("instant", &self.inner.instant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for HeartbeatTask {
+    fn drop(&mut self) {
+        let handle = match self.task.get_mut() {
+            Ok(h) => h.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(h) = handle {
+            h.abort();
+        }
+    }
+}
+
+impl Heartbeat {
+    /// Starts renewing the heartbeat of `instant` every `timeout / 3` (at least every 10 ms).
+    /// With a zero `timeout` (every pending write counts as failed) or outside a tokio runtime
+    /// nothing is renewed. A failed renewal is logged and retried at the next interval.
+    pub fn start(storage: Arc<dyn Storage>, instant: InstantTime, timeout: Duration) -> Heartbeat {
+        let task = if timeout.is_zero() {
+            None
+        } else {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    let every = (timeout / 3).max(Duration::from_millis(10));
+                    let t = instant.clone();
+                    Some(rt.spawn(async move {
+                        loop {
+                            tokio::time::sleep(every).await;
+                            if let Err(e) = beat(&storage, &t).await {
+                                tracing::warn!(instant = %t, error = %e, "renewing the heartbeat failed");
+                            }
+                        }
+                    }))
+                }
+                Err(_) => {
+                    tracing::warn!(instant = %instant, "no tokio runtime: the heartbeat is not renewed");
+                    None
+                }
+            }
+        };
+        Heartbeat {
+            inner: Arc::new(HeartbeatTask {
+                instant,
+                task: std::sync::Mutex::new(task),
+            }),
+        }
+    }
+
+    /// Stops the renewals and waits until the task has ended (so that no renewal lands after
+    /// this returns).
+    pub async fn stop(&self) {
+        let handle = match self.inner.task.lock() {
+            Ok(mut h) => h.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(h) = handle {
+            h.abort();
+            let _ = h.await;
+        }
+    }
+}
+
+/// Checks, under the table lock, that the pending write `inflight` still belongs to this
+/// writer: its requested and inflight files are on the timeline, no rollback instant (pending or
+/// completed) targets it, and (unless `heartbeat_timeout` is zero) its heartbeat has not
+/// expired. Fails with [`TableError::InstantRolledBack`] otherwise.
+pub async fn check_ownership(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    inflight: &Instant,
+    heartbeat_timeout: Duration,
+) -> Result<()> {
+    let time = &inflight.requested_time;
+    let lost = |reason: String| TableError::InstantRolledBack {
+        instant: time.to_string(),
+        reason,
+    };
+    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    let files = tl.get(time, inflight.action);
+    match files {
+        Some(f) if f.completed.is_some() => {}
+        Some(f) if f.requested.is_some() && f.inflight.is_some() => {}
+        Some(f) if f.requested.is_none() => {
+            return Err(lost(format!(
+                "its {}.requested file is gone",
+                inflight.action
+            )))
+        }
+        Some(_) => {
+            return Err(lost(format!(
+                "its {}.inflight file is gone",
+                inflight.action
+            )))
+        }
+        None => return Err(lost("its timeline files are gone".into())),
+    }
+    if let Some(r) = rollback_targeting(&tl, time).await? {
+        return Err(lost(format!("rollback {r} targets it")));
+    }
+    if !heartbeat_timeout.is_zero() && !is_alive(storage, time, heartbeat_timeout).await? {
+        return Err(lost(format!(
+            "its heartbeat is older than {heartbeat_timeout:?}, so other writers may roll it back"
+        )));
+    }
+    Ok(())
+}
+
+/// The first rollback instant newer than `target` whose plan (pending) or metadata (completed)
+/// names `target`.
+async fn rollback_targeting(tl: &ActiveTimeline, target: &InstantTime) -> Result<Option<Instant>> {
+    let target_str = target.to_string();
+    for r in tl.filter(
+        &[Action::Rollback],
+        &[State::Requested, State::Inflight, State::Completed],
+    ) {
+        if &r.requested_time <= target {
+            continue;
+        }
+        let names_target = if r.state == State::Completed {
+            let key = tl.key_of(&r)?;
+            let meta: HoodieRollbackMetadata = decode(&tl.read(&r).await?, &key)?;
+            meta.commits_rollback.iter().any(|t| t == &target_str)
+                || meta
+                    .instants_rollback
+                    .iter()
+                    .any(|i| i.commit_time == target_str)
+        } else {
+            let requested = r.with_state(State::Requested);
+            let key = tl.key_of(&requested)?;
+            let plan: HoodieRollbackPlan = decode(&tl.read(&requested).await?, &key)?;
+            plan.instant_to_rollback
+                .is_some_and(|i| i.commit_time == target_str)
+        };
+        if names_target {
+            return Ok(Some(r));
+        }
+    }
+    Ok(None)
+}
+
+/// Checks, before moving `requested` to inflight, that its requested file still exists: a
+/// rollback by another writer deletes it, and creating the inflight file then would resurrect
+/// the rolled-back instant.
+pub async fn check_still_requested(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    requested: &Instant,
+) -> Result<()> {
+    let key = layout.instant_key(&requested.with_state(State::Requested))?;
+    if storage.exists(&key).await? {
+        Ok(())
+    } else {
+        Err(TableError::InstantRolledBack {
+            instant: requested.requested_time.to_string(),
+            reason: format!("{key} is gone"),
+        })
+    }
+}
+
+/// Runs `work` holding the table lock, renewing the lease every third of its duration while it
+/// runs; releases the lock afterwards. If a renewal fails, `work` is dropped (cancelled) and the
+/// lock error returned: the work must be safe to cancel at any await point (compaction is: it
+/// stays pending and is re-run).
+pub async fn with_lock<T, F>(lock: &dyn LockProvider, timeout: Duration, work: F) -> Result<T>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    let lease = acquire(lock, timeout).await?;
+    let mut current = lease.clone();
+    let renewals = async {
+        loop {
+            tokio::time::sleep(LEASE / 3).await;
+            match lock.renew(&current, LEASE).await {
+                Ok(l) => current = l,
+                Err(e) => return e,
+            }
+        }
+    };
+    let result = tokio::select! {
+        r = work => r,
+        e = renewals => Err(TableError::Lock(e)),
+    };
+    release(lock, &current, result).await
 }
 
 /// True if the writer of `instant` beat within `timeout`.

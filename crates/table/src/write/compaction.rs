@@ -187,8 +187,13 @@ fn operation_of(slice: &FileSlice) -> HoodieCompactionOperation {
 /// `COMPACT`). A compaction left inflight by a crash is executed again from its plan (module
 /// doc). Every record keeps its commit time and sequence number.
 ///
+/// The caller excludes other runners of the same compaction (a re-run deletes the output of
+/// earlier attempts): [`super::Table::compact`] holds the table lock; the free function does not.
+///
 /// Errors: `Timeline(InstantNotFound)` when `instant` is not a compaction on the timeline;
-/// `Timeline(AlreadyCompleted)` when it is completed; `Unsupported` when a slice cannot be merged
+/// `Timeline(AlreadyCompleted)` when it is completed; `Corrupt` (naming the plan file) when an
+/// operation has an invalid partition path, file id, base instant or file name, checked before
+/// anything is written or deleted; `Unsupported` when a slice cannot be merged
 /// (custom merge mode, no meta columns); storage and format failures (the compaction then stays
 /// pending and can be run again).
 pub async fn run_compaction(
@@ -225,6 +230,7 @@ pub async fn run_compaction(
     let plan_key = tl.key_of(&requested)?;
     let plan: HoodieCompactionPlan = decode(&tl.read(&requested).await?, &plan_key)?;
     let operations = plan.operations.unwrap_or_default();
+    validate_operations(&plan_key, &operations)?;
 
     let inflight = match files.inflight {
         Some(inflight) => {
@@ -285,6 +291,69 @@ pub async fn run_pending_compactions(
         out.push(run_compaction(storage, layout, &pending.requested_time, generator).await?);
     }
     Ok(out)
+}
+
+/// Checks every operation of a compaction plan before its fields become storage keys: the
+/// partition path is a valid relative partition (not under `.hoodie`), the file id is non-empty
+/// without `/`, `_` or control characters, the base instant parses, and the base and log file
+/// names parse as data files of that file group. Errors name the plan file.
+fn validate_operations(plan_key: &str, operations: &[HoodieCompactionOperation]) -> Result<()> {
+    for (index, op) in operations.iter().enumerate() {
+        let corrupt = |reason: String| TableError::Corrupt {
+            path: plan_key.to_string(),
+            reason: format!("compaction operation {index}: {reason}"),
+        };
+        let partition = op.partition_path.as_deref().unwrap_or_default();
+        arbor_fsview::listing::validate_partition(partition)
+            .map_err(|e| corrupt(format!("partition path {partition:?}: {e}")))?;
+        let first = partition.split('/').next().unwrap_or_default();
+        if first.starts_with(".hoodie") {
+            return Err(corrupt(format!(
+                "partition path {partition:?} is inside the meta directory"
+            )));
+        }
+        let file_id = op.file_id.as_deref().unwrap_or_default();
+        if file_id.is_empty()
+            || file_id == "."
+            || file_id == ".."
+            || file_id.contains(['/', '_'])
+            || file_id.chars().any(char::is_control)
+        {
+            return Err(corrupt(format!("invalid file id {file_id:?}")));
+        }
+        match op.base_instant_time.as_deref() {
+            Some(t) if !t.is_empty() => {
+                InstantTime::parse(t)
+                    .map_err(|e| corrupt(format!("base instant time {t:?}: {e}")))?;
+            }
+            _ => return Err(corrupt("no base instant time".into())),
+        }
+        if let Some(path) = op.data_file_path.as_deref().filter(|p| !p.is_empty()) {
+            let name = file_name_of(path);
+            match BaseFile::parse(name, 0) {
+                Ok(b) if b.file_id == file_id => {}
+                Ok(_) => {
+                    return Err(corrupt(format!(
+                        "base file {path:?} is not of file group {file_id}"
+                    )))
+                }
+                Err(e) => return Err(corrupt(format!("base file {path:?}: {e}"))),
+            }
+        }
+        for path in op.delta_file_paths.iter().flatten() {
+            let name = file_name_of(path);
+            match LogFile::parse(name, 0) {
+                Ok(l) if l.file_id == file_id => {}
+                Ok(_) => {
+                    return Err(corrupt(format!(
+                        "log file {path:?} is not of file group {file_id}"
+                    )))
+                }
+                Err(e) => return Err(corrupt(format!("log file {path:?}: {e}"))),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn file_name_of(path: &str) -> &str {

@@ -37,6 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
+use arbor_fsview::listing::validate_partition;
 use arbor_fsview::slice::join;
 use arbor_fsview::{parse_data_file_name, PartitionListing, StorageListing};
 use arbor_storage::{Storage, MAX_DELETE_BATCH};
@@ -190,7 +191,9 @@ async fn start_rollback(
 
 /// The files of `target` to delete, per partition: every data file whose name carries the
 /// instant time, found by listing every partition, plus such files named in the inflight write
-/// stats (when the inflight file holds commit metadata).
+/// stats (when the inflight file holds commit metadata). Write stats naming an invalid
+/// partition path, or a path outside their partition, are ignored with a warning: every planned
+/// key is `<valid partition>/<data file name carrying the target's instant time>`.
 pub async fn plan_rollback(
     storage: &Arc<dyn Storage>,
     timeline: &ActiveTimeline,
@@ -226,11 +229,14 @@ pub async fn plan_rollback(
         match decode_instant(&inflight, &bytes, &key, false) {
             Ok(InstantContent::Commit(m)) => {
                 for (partition, stat) in m.write_stats() {
-                    if let Some(name) = stat.file_name().filter(|n| written_by(n, time)) {
-                        files
-                            .entry(partition.to_string())
-                            .or_default()
-                            .insert(join(partition, name));
+                    match stat_key(partition, stat.path.as_deref(), time) {
+                        Ok(Some(key)) => {
+                            files.entry(partition.to_string()).or_default().insert(key);
+                        }
+                        Ok(None) => {}
+                        Err(reason) => {
+                            tracing::warn!(file = %key, partition, path = ?stat.path, %reason, "ignoring a write stat of the rolled-back instant");
+                        }
                     }
                 }
             }
@@ -261,8 +267,33 @@ pub async fn plan_rollback(
     })
 }
 
-/// True if `name` is a data file (base or log) written by instant `time`.
+/// The key of the data file a write stat of instant `time` names, when it is one `time` wrote:
+/// `Ok(None)` for a stat without a path or naming another instant's file, `Err` for one that
+/// cannot be trusted (invalid partition, a path outside its partition).
+fn stat_key(
+    partition: &str,
+    path: Option<&str>,
+    time: &InstantTime,
+) -> std::result::Result<Option<String>, String> {
+    validate_partition(partition).map_err(|e| e.to_string())?;
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if dir != partition {
+        return Err(format!(
+            "the stat's path {path:?} is not inside its partition {partition:?}"
+        ));
+    }
+    Ok(written_by(name, time).then(|| join(partition, name)))
+}
+
+/// True if `name` is a data file (base or log) written by instant `time`. Such a name never
+/// holds a `/` (it must parse as a data file name).
 fn written_by(name: &str, time: &InstantTime) -> bool {
+    if name.contains('/') {
+        return false;
+    }
     matches!(parse_data_file_name(name, 0), Ok(Some(d)) if d.instant_time() == time)
 }
 
@@ -335,10 +366,16 @@ async fn execute(
         _ => r.with_state(State::Inflight),
     };
 
-    // Keys to delete, checked: only data files written by the target are ever deleted.
+    // Keys to delete, checked: only data files written by the target, in valid partition
+    // paths, are ever deleted (the plan may come from another writer).
     let mut partitions: BTreeMap<String, HoodieRollbackPartitionMetadata> = BTreeMap::new();
     let mut keys: Vec<String> = Vec::new();
     for req in plan.rollback_requests.iter().flatten() {
+        // An invalid partition path is neither deleted from nor recorded in the metadata.
+        if let Err(e) = validate_partition(&req.partition_path) {
+            tracing::warn!(rollback = %r, error = %e, files = ?req.files_to_be_deleted, "not deleting files of an invalid partition path");
+            continue;
+        }
         let meta = partitions
             .entry(req.partition_path.clone())
             .or_insert_with(|| HoodieRollbackPartitionMetadata {

@@ -5,11 +5,16 @@
 //! 1. the input is validated (schema, keys, non-empty) before anything is written;
 //! 2. under the table lock: failed writes are rolled back (pending writes whose writer's heartbeat
 //!    lapsed), an instant time is generated and `<t>.<action>.requested` is created; the writer's
-//!    heartbeat is written first;
+//!    heartbeat is written first, then renewed in the background every third of
+//!    `heartbeat_timeout` until the write commits or is dropped;
 //! 3. without the lock: the index locates existing keys, the planner assigns rows to file
 //!    groups, base files (COW, and new groups of MOR) or log files (MOR) are written, then
 //!    `<t>.<action>.inflight` with the workload profile;
-//! 4. under the table lock: the timeline is reloaded and checked for conflicts (completed writes
+//!    Before the inflight file is created, the requested file is checked to still exist (a
+//!    rollback by another writer deletes it; creating the inflight file would resurrect it).
+//! 4. under the table lock: ownership is checked (the instant is still requested and inflight,
+//!    no rollback names it, its heartbeat is live; else [`TableError::InstantRolledBack`] and
+//!    whatever of the write is left is removed); the timeline is reloaded and checked for conflicts (completed writes
 //!    the plan did not see that touched the same file groups: this instant is then rolled back
 //!    and [`TableError::CommitConflict`] returned); else the completed instant is created with a
 //!    completion time after every time on the timeline. That creation is the commit point.
@@ -34,7 +39,7 @@ use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 
-use super::commit::{self, Conflict, LOCK_DIR};
+use super::commit::{self, Conflict, Heartbeat, LOCK_DIR};
 use super::compaction;
 use super::cow::{write_base_file, FileWriteContext, WrittenGroup};
 use super::index::SimpleIndex;
@@ -64,11 +69,14 @@ pub struct Table {
 }
 
 /// A write whose files are written and whose instant is inflight, waiting for
-/// [`Table::commit`]. Dropping it leaves the instant pending; the next writer rolls it back
-/// once its heartbeat lapses.
+/// [`Table::commit`]. While it (or a clone) exists, its writer's heartbeat is renewed in the
+/// background every third of the heartbeat timeout, so other writers leave it alone however
+/// long the caller waits before committing. Dropping it stops the renewals and leaves the
+/// instant pending; the next writer rolls it back once its heartbeat lapses.
 #[derive(Debug, Clone)]
 pub struct PreparedWrite {
     inflight: Instant,
+    heartbeat: Heartbeat,
     operation: WriteOperationType,
     metadata: HoodieCommitMetadata,
     replaced: Option<BTreeMap<String, Vec<String>>>,
@@ -219,6 +227,22 @@ impl Table {
                 ),
             });
         }
+        let mdt: Vec<String> = config
+            .metadata_partitions()
+            .into_iter()
+            .chain(config.metadata_partitions_inflight())
+            .collect();
+        if !mdt.is_empty() {
+            // Writers must keep the metadata table in step with every commit (readers that list
+            // files through it would otherwise miss new files); arbor does not write it yet.
+            return Err(TableError::Unsupported {
+                reason: format!(
+                    "this table has a metadata table (partitions {}); arbor reads it but does not \
+                     write to tables with a metadata table yet",
+                    mdt.join(",")
+                ),
+            });
+        }
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let schema = Self::load_schema(&storage, &config, &layout).await?;
         Ok(Table {
@@ -362,7 +386,7 @@ impl Table {
         &self,
         action: Action,
         operation: WriteOperationType,
-    ) -> Result<(ActiveTimeline, Instant)> {
+    ) -> Result<(ActiveTimeline, Instant, Heartbeat)> {
         let lock = self.lock_provider();
         let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
         let result = async {
@@ -390,8 +414,13 @@ impl Table {
                 Bytes::new()
             };
             commit::beat(&self.storage, &time).await?;
+            let heartbeat = Heartbeat::start(
+                self.storage.clone(),
+                time.clone(),
+                self.options.heartbeat_timeout,
+            );
             let requested = tl.create_requested(time, action, content).await?;
-            Ok::<_, TableError>((tl, requested))
+            Ok::<_, TableError>((tl, requested, heartbeat))
         }
         .await;
         commit::release(lock.as_ref(), &lease, result).await
@@ -422,9 +451,9 @@ impl Table {
         drop(batches);
         let action = self.action_for(operation);
         let op_type = operation.operation_type();
-        let (mut tl, requested) = self.start_instant(action, op_type).await?;
+        let (mut tl, requested, heartbeat) = self.start_instant(action, op_type).await?;
         match self
-            .prepare_started(operation, &input, &mut tl, &requested)
+            .prepare_started(operation, &input, &mut tl, &requested, heartbeat.clone())
             .await
         {
             Ok(p) => Ok(p),
@@ -433,6 +462,7 @@ impl Table {
                     .get(&requested.requested_time, action)
                     .and_then(|f| f.latest().cloned())
                     .unwrap_or(requested);
+                heartbeat.stop().await;
                 self.abort(&latest).await;
                 Err(e)
             }
@@ -445,6 +475,7 @@ impl Table {
         input: &Input,
         tl: &mut ActiveTimeline,
         requested: &Instant,
+        heartbeat: Heartbeat,
     ) -> Result<PreparedWrite> {
         let instant = requested.requested_time.to_string();
         let reader = Arc::new(TableReader::open(self.storage.clone()).await?);
@@ -499,6 +530,16 @@ impl Table {
             &inflight_instant,
             &InstantContent::Commit(Box::new(profile)),
         )?;
+        if let Err(e) = commit::check_still_requested(&self.storage, &self.layout, requested).await
+        {
+            // Rolled back while writing: files written after the rollback was planned are
+            // still ours to remove.
+            let keys: Vec<String> = written.iter().filter_map(|w| w.stat.path.clone()).collect();
+            self.delete_own_files(&requested.requested_time, &keys)
+                .await;
+            let _ = commit::stop_heartbeat(&self.storage, &requested.requested_time).await;
+            return Err(e);
+        }
         let inflight = tl
             .transition_to_inflight(requested, Bytes::from(inflight_bytes))
             .await?;
@@ -519,6 +560,7 @@ impl Table {
         .then(|| plan.replaced.clone());
         Ok(PreparedWrite {
             inflight,
+            heartbeat,
             operation: op_type,
             metadata: commit::commit_metadata(op_type, &self.schema.avro_json, &written),
             replaced,
@@ -575,6 +617,7 @@ impl Table {
         let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
         let result = self.commit_locked(&prepared).await;
         let result = commit::release(lock.as_ref(), &lease, result).await;
+        prepared.heartbeat.stop().await;
         let completed = result?;
         let _ = commit::stop_heartbeat(&self.storage, prepared.instant()).await;
         let completion_time = completed
@@ -601,6 +644,19 @@ impl Table {
     }
 
     async fn commit_locked(&self, prepared: &PreparedWrite) -> Result<Instant> {
+        if let Err(e) = commit::check_ownership(
+            &self.storage,
+            &self.layout,
+            &prepared.inflight,
+            self.options.heartbeat_timeout,
+        )
+        .await
+        {
+            if matches!(e, TableError::InstantRolledBack { .. }) {
+                self.clean_up_lost(prepared).await;
+            }
+            return Err(e);
+        }
         let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
         if let Some(Conflict { other, file_groups }) = commit::find_conflict(
             &tl,
@@ -648,8 +704,58 @@ impl Table {
             .await?)
     }
 
+    /// After [`commit::check_ownership`] failed (the caller holds the lock): finishes or starts
+    /// the rollback of this writer's instant if any of its timeline files is left, and deletes
+    /// the data files its write stats name (a rollback planned before they were written would
+    /// have missed them). Best effort: failures are logged.
+    async fn clean_up_lost(&self, prepared: &PreparedWrite) {
+        let time = prepared.instant();
+        let left = match ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await {
+            Ok(tl) => tl
+                .get(time, prepared.inflight.action)
+                .and_then(|f| f.latest().cloned()),
+            Err(e) => {
+                tracing::warn!(instant = %time, error = %e, "cleaning up a rolled-back write");
+                None
+            }
+        };
+        if let Some(latest) = left.filter(|i| i.state != State::Completed) {
+            if let Err(e) =
+                rollback::rollback_instant(&self.storage, &self.layout, &latest, &self.generator)
+                    .await
+            {
+                tracing::warn!(instant = %time, error = %e, "rolling back a lost write failed");
+            }
+        }
+        let keys: Vec<String> = prepared
+            .metadata
+            .write_stats()
+            .filter_map(|(_, s)| s.path.clone())
+            .collect();
+        self.delete_own_files(time, &keys).await;
+        let _ = commit::stop_heartbeat(&self.storage, time).await;
+    }
+
+    /// Best-effort deletion of data files this writer wrote for `time` (never committed).
+    async fn delete_own_files(&self, time: &InstantTime, keys: &[String]) {
+        let keys: Vec<String> = keys.iter().filter(|k| !k.is_empty()).cloned().collect();
+        for chunk in keys.chunks(arbor_storage::MAX_DELETE_BATCH) {
+            match self.storage.delete_batch(chunk).await {
+                Ok(results) => {
+                    for r in results.into_iter().filter_map(|r| r.err()) {
+                        tracing::warn!(instant = %time, error = %r, "deleting a file of a lost write failed");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(instant = %time, error = %e, "deleting files of a lost write failed")
+                }
+            }
+        }
+    }
+
     /// Merge-on-read with `inline_compact_every = Some(n)`: when `n` or more deltacommits
-    /// completed since the last compaction, schedules one (under the lock) and runs it.
+    /// completed since the last compaction, runs [`Table::compact`] (schedule and run under the
+    /// lock). Failures are logged as warnings; the write stays committed.
     async fn inline_compaction(&self) {
         let Some(n) = self.options.inline_compact_every else {
             return;
@@ -674,24 +780,55 @@ impl Table {
             if since < n as usize {
                 return Ok(());
             }
-            let lock = self.lock_provider();
-            let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
-            let scheduled =
-                compaction::schedule_compaction(&self.storage, &self.layout, &self.generator).await;
-            let scheduled = commit::release(lock.as_ref(), &lease, scheduled).await?;
-            if let Some(t) = scheduled {
-                compaction::run_compaction(&self.storage, &self.layout, &t, &self.generator)
-                    .await?;
-            }
+            self.compact().await?;
             Ok::<_, TableError>(())
         }
         .await;
-        match r {
-            Ok(()) | Err(TableError::Unsupported { .. }) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "inline compaction failed; the write is committed")
-            }
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "inline compaction failed; the write is committed");
         }
+    }
+
+    /// Compacts the table under the table lock: runs every pending compaction (oldest first),
+    /// then schedules a new one if some file group's latest slice has log files and runs it.
+    /// Returns what each completed compaction did (empty when nothing needed compacting).
+    ///
+    /// The lock is held from before scheduling until the last compaction completed (its lease
+    /// is renewed while the work runs), so concurrent `compact` calls, inline compactions and
+    /// writers' commits are serialised with it: two runners never execute (or clean up after)
+    /// the same compaction. Writers wait for the lock up to their `lock_timeout`. Use this
+    /// rather than the free functions of [`super::compaction`] when other writers may be active.
+    ///
+    /// Errors: `Unsupported` for a copy-on-write table (checked before the lock is taken);
+    /// `Lock` when the lock cannot be taken or its lease not renewed (a compaction cut short
+    /// stays pending and is completed by the next call); `Corrupt` for an invalid compaction
+    /// plan; timeline, storage and format failures.
+    pub async fn compact(&self) -> Result<Vec<CommitResult>> {
+        if self.table_type() != TableType::MergeOnRead {
+            return Err(TableError::Unsupported {
+                reason: format!(
+                    "compaction of table {:?}: only merge-on-read tables are compacted",
+                    self.config.name()
+                ),
+            });
+        }
+        let lock = self.lock_provider();
+        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            let mut out =
+                compaction::run_pending_compactions(&self.storage, &self.layout, &self.generator)
+                    .await?;
+            if let Some(t) =
+                compaction::schedule_compaction(&self.storage, &self.layout, &self.generator)
+                    .await?
+            {
+                out.push(
+                    compaction::run_compaction(&self.storage, &self.layout, &t, &self.generator)
+                        .await?,
+                );
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// Deletes whole partitions (a `delete_partition` replacecommit): every file group of the
@@ -709,7 +846,7 @@ impl Table {
             })?;
         }
         let op = WriteOperationType::DeletePartition;
-        let (mut tl, requested) = self.start_instant(Action::ReplaceCommit, op).await?;
+        let (mut tl, requested, heartbeat) = self.start_instant(Action::ReplaceCommit, op).await?;
         let prepared = async {
             let reader = TableReader::open(self.storage.clone()).await?;
             let planned_against: BTreeSet<InstantTime> = reader
@@ -740,11 +877,13 @@ impl Table {
                 &inflight_instant,
                 &InstantContent::Commit(Box::new(metadata.clone())),
             )?;
+            commit::check_still_requested(&self.storage, &self.layout, &requested).await?;
             let inflight = tl
                 .transition_to_inflight(&requested, Bytes::from(bytes))
                 .await?;
             Ok::<_, TableError>(PreparedWrite {
                 inflight,
+                heartbeat: heartbeat.clone(),
                 operation: op,
                 metadata,
                 replaced: Some(replaced),
@@ -764,6 +903,7 @@ impl Table {
                     .get(&requested.requested_time, Action::ReplaceCommit)
                     .and_then(|f| f.latest().cloned())
                     .unwrap_or(requested);
+                heartbeat.stop().await;
                 self.abort(&latest).await;
                 Err(e)
             }

@@ -14,6 +14,7 @@ use arbor_table::write::compaction::{
 };
 use arbor_table::write::rollback::rollback_instant;
 use arbor_table::TableError;
+use arbor_testkit::peer_read;
 use arbor_timeline::avro::{
     decode, HoodieCommitMetadata, HoodieCompactionPlan, WriteOperationType,
 };
@@ -21,7 +22,7 @@ use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, Instant, InstantTime, State, TimelineError};
 
 use crate::support_tables::{
-    arbor_snapshot_digest, incremental_lines, peer_python, peer_read, peer_snapshot_digest, row,
+    arbor_snapshot_digest, incremental_lines, peer_python, peer_snapshot_digest, row,
     snapshot_lines, Finish, Kind, TestTable,
 };
 

@@ -6,8 +6,6 @@
 //! Not reproduced (skipped, listed in the test's output): TIMESTAMP key generator tables
 //! (`*timebasedkeygen*`), tables without meta fields, Lance base files.
 
-use std::fs;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arbor_format::base::read_base_file;
@@ -15,82 +13,27 @@ use arbor_format::meta;
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::keygen::{KeyGenerator, KeyGeneratorType};
 use arbor_table::TableError;
+use arbor_testkit::{
+    files_with_extension, find_table_base, fixture_zips, fixtures_root_or_skip, unzip,
+};
 use arbor_timeline::TableConfig;
 use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
-
-fn fixtures_root_or_skip(test: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures"
-    ));
-    if root.is_dir() {
-        return Some(root);
-    }
-    let msg = format!("SKIPPED: ../shared/fixtures not found ({test})");
-    assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    None
-}
-
-fn collect(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().to_string();
-        if path.is_dir() {
-            if name != "__MACOSX" && name != ".hoodie" {
-                collect(&path, ext, out);
-            }
-        } else if !name.starts_with("._") && path.extension().is_some_and(|e| e == ext) {
-            out.push(path);
-        }
-    }
-}
-
-/// The table base: the shallowest directory holding `.hoodie` (ignoring `__MACOSX`).
-fn table_base(dir: &Path) -> Option<PathBuf> {
-    let mut level = vec![dir.to_path_buf()];
-    while !level.is_empty() {
-        let mut next = Vec::new();
-        for d in level {
-            if d.join(".hoodie").is_dir() {
-                return Some(d);
-            }
-            for entry in fs::read_dir(&d).ok()?.flatten() {
-                if entry.path().is_dir() && entry.file_name() != "__MACOSX" {
-                    next.push(entry.path());
-                }
-            }
-        }
-        level = next;
-    }
-    None
-}
 
 #[tokio::test]
 async fn test_keys_recomputed_from_data_equal_fixture_meta_columns() {
     let Some(root) = fixtures_root_or_skip("keygen against fixtures") else {
         return;
     };
-    let mut zips = Vec::new();
-    collect(&root, "zip", &mut zips);
-    zips.sort();
+    let zips = fixture_zips(&root);
     let mut checked_tables = Vec::new();
     let mut skipped = Vec::new();
     let mut kinds_checked = std::collections::BTreeSet::new();
     let mut rows_checked = 0usize;
     for zip in &zips {
-        let dir = tempfile::tempdir().unwrap();
-        zip::ZipArchive::new(fs::File::open(zip).unwrap())
-            .unwrap()
-            .extract(dir.path())
-            .unwrap();
+        let dir = unzip(zip);
         let name = zip.file_stem().unwrap().to_string_lossy().to_string();
-        let Some(base) = table_base(dir.path()) else {
+        let Some(base) = find_table_base(dir.path()) else {
             skipped.push(format!("{name}: no .hoodie"));
             continue;
         };
@@ -110,9 +53,7 @@ async fn test_keys_recomputed_from_data_equal_fixture_meta_columns() {
             }
             Err(e) => panic!("{name}: {e}"),
         };
-        let mut files = Vec::new();
-        collect(&base, "parquet", &mut files);
-        files.sort();
+        let files = files_with_extension(&base, "parquet");
         if files.is_empty() {
             skipped.push(format!("{name}: no parquet base files"));
             continue;

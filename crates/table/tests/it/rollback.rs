@@ -10,13 +10,14 @@ use arbor_table::write::rollback::{
     rollback_failed_writes, rollback_failed_writes_where, rollback_instant,
 };
 use arbor_table::TableError;
+use arbor_testkit::peer_read;
 use arbor_timeline::avro::{decode, HoodieRollbackMetadata, HoodieRollbackPlan};
 use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, Instant, InstantTime, State, TimelineError};
 
 use crate::support_tables::{
-    arbor_snapshot_digest, peer_python, peer_read, peer_snapshot_digest, row, snapshot_lines,
-    Finish, Kind, TestTable,
+    arbor_snapshot_digest, peer_python, peer_snapshot_digest, row, snapshot_lines, Finish, Kind,
+    TestTable,
 };
 
 fn written_by(files: &[String], t: &InstantTime) -> Vec<String> {

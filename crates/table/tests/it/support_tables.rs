@@ -13,6 +13,7 @@ use arbor_format::log::{encode_avro_data_block_from_batch, encode_delete_block, 
 use arbor_format::meta;
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::read::TableReader;
+use arbor_testkit::{batches_digest, canonical_digest};
 use arbor_timeline::avro::{
     encode_instant_for, HoodieCommitMetadata, HoodieWriteStat, InstantContent, WriteOperationType,
 };
@@ -24,7 +25,6 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
-use serde_json::Value;
 
 /// Data columns of every test table: `id` (record key), `v` (ordering), `p` (partition).
 pub const DATA_SCHEMA: &str = r#"{"type":"record","name":"t_record","namespace":"hoodie.t","fields":[{"name":"id","type":["null","string"],"default":null},{"name":"v","type":["null","long"],"default":null},{"name":"p","type":["null","string"],"default":null}]}"#;
@@ -464,51 +464,10 @@ pub async fn incremental_lines(
 
 // ----- the peer reader -----
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The Python with hudi 0.5.0: `ARBOR_PEER_PYTHON`, else `scripts/peer.sh`. `None` (visibly
-/// skipped) only outside CI.
+/// The Python with hudi 0.5.0 ([`arbor_testkit::peer_python`]). `None` (visibly skipped) only
+/// outside CI.
 pub fn peer_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ARBOR_PEER_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let out = Command::new("bash")
-        .arg(repo_root().join("scripts/peer.sh"))
-        .output();
-    let reason = match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                return Some(PathBuf::from(line.trim()));
-            }
-            "scripts/peer.sh printed nothing".to_string()
-        }
-        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-        Err(e) => e.to_string(),
-    };
-    let msg = format!("SKIPPED: peer-reader checks need hudi==0.5.0: {reason}");
-    assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    None
-}
-
-/// `scripts/peer_reader.py` on the table: timeline and row count as hudi-rs sees them.
-pub fn peer_read(python: &Path, table: &Path) -> Value {
-    let out = Command::new(python)
-        .arg(repo_root().join("scripts/peer_reader.py"))
-        .arg(table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "hudi-rs could not read {}: {}",
-        table.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    arbor_testkit::peer_python_or_skip("peer-reader checks need hudi==0.5.0")
 }
 
 const PEER_SNAPSHOT: &str = r#"
@@ -525,25 +484,6 @@ with pa.ipc.new_file(sys.argv[2], schema) as w:
     for b in bs:
         w.write_batch(b)
 "#;
-
-/// (row_count, data_sha256) by `scripts/canonical_rows.py` of an Arrow IPC file.
-fn canonical(python: &Path, file: &Path) -> (u64, String) {
-    let out = Command::new(python)
-        .arg(repo_root().join("scripts/canonical_rows.py"))
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        v["row_count"].as_u64().unwrap(),
-        v["data_sha256"].as_str().unwrap().to_string(),
-    )
-}
 
 /// hudi-rs's snapshot (or time travel) digest of the table.
 pub fn peer_snapshot_digest(
@@ -565,7 +505,7 @@ pub fn peer_snapshot_digest(
         table.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    canonical(python, &file)
+    canonical_digest(python, &file)
 }
 
 /// arbor's snapshot (or time travel) digest of the table, canonicalised the same way.
@@ -576,15 +516,7 @@ pub async fn arbor_snapshot_digest(
 ) -> (u64, String) {
     let reader = TableReader::open(storage.clone()).await.unwrap();
     let batches = reader.snapshot(as_of).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("arbor.arrow");
-    let f = std::fs::File::create(&file).unwrap();
-    let mut w = arrow::ipc::writer::FileWriter::try_new(f, reader.schema()).unwrap();
-    for b in &batches {
-        w.write(b).unwrap();
-    }
-    w.finish().unwrap();
-    canonical(python, &file)
+    batches_digest(python, reader.schema(), &batches)
 }
 
 // ----- tables written by the write client -----

@@ -3,13 +3,14 @@
 //! (hudi-rs 0.5.0 through `scripts/peer_digest.py`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation};
+use arbor_testkit::{repo_root, write_arrow_ipc};
 use arbor_timeline::config::{RecordMergeMode, TableType};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{ActiveTimeline, Instant, TableConfig, TableLayout};
@@ -234,34 +235,10 @@ pub async fn assert_snapshot(t: &TestTable, model: &Model, step: &str) {
     assert_eq!(got, model.sorted(), "snapshot after {step}");
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The Python that runs the peer reader: `ARBOR_PEER_PYTHON`, else what `scripts/peer.sh`
-/// installs; `None` (visibly skipped) only outside CI.
+/// The Python that runs the peer reader ([`arbor_testkit::peer_python`]); `None` (visibly
+/// skipped) only outside CI.
 pub fn peer_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ARBOR_PEER_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let out = Command::new("bash")
-        .arg(repo_root().join("scripts/peer.sh"))
-        .output();
-    if let Ok(o) = &out {
-        if o.status.success() {
-            if let Some(line) = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-            {
-                return Some(PathBuf::from(line.trim()));
-            }
-        }
-    }
-    let msg = "SKIPPED: write peer-reader checks need hudi==0.5.0 (scripts/peer.sh failed)";
-    assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
-    eprintln!("{msg}");
-    None
+    arbor_testkit::peer_python_or_skip("write peer-reader checks need hudi==0.5.0")
 }
 
 /// One query for the peer.
@@ -291,12 +268,7 @@ pub async fn assert_peer_agrees(t: &TestTable, queries: &[Query], step: &str) {
                 .unwrap(),
         };
         let path = dir.path().join(format!("q{i}.arrow"));
-        let file = std::fs::File::create(&path).unwrap();
-        let mut w = arrow::ipc::writer::FileWriter::try_new(file, reader.schema()).unwrap();
-        for b in &batches {
-            w.write(b).unwrap();
-        }
-        w.finish().unwrap();
+        write_arrow_ipc(&path, reader.schema(), &batches);
         let table = t.base.to_string_lossy().to_string();
         let peer = match q {
             Query::Snapshot => serde_json::json!({"id": format!("p{i}"), "table": table}),

@@ -215,3 +215,26 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
         "{again:?}"
     );
 }
+
+/// A table with a metadata table (here a Spark fixture) is readable but refused for writing
+/// until arbor keeps the metadata table in step; nothing is written.
+#[tokio::test]
+async fn test_open_table_with_metadata_table_for_writing_is_unsupported() {
+    let Some(root) = arbor_testkit::fixtures::fixtures_root_or_skip("metadata-table write refusal")
+    else {
+        return;
+    };
+    let zip = root.join("sample_table/cow/v9_txns_simple_meta.zip");
+    let (_tmp, base) = arbor_testkit::fixtures::unzip_table(&zip);
+    let storage: std::sync::Arc<dyn arbor_storage::Storage> =
+        std::sync::Arc::new(arbor_storage::ObjectStoreStorage::local(&base).unwrap());
+    let err = arbor_table::Table::open(storage.clone()).await.unwrap_err();
+    assert!(
+        matches!(err, arbor_table::TableError::Unsupported { .. })
+            && err.to_string().contains("metadata table"),
+        "{err}"
+    );
+    // Reading still works.
+    let reader = arbor_table::read::TableReader::open(storage).await.unwrap();
+    assert!(!reader.snapshot(None).await.unwrap().is_empty());
+}

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
+use arbor_storage::{FaultInjectingStorage, FaultMode, ObjectStoreStorage, Storage, StorageExt};
+use arbor_testkit::{fixture_zips, fixtures_root_or_skip, unzip_table};
 use arbor_timeline::avro::{encode_instant_for, HoodieCommitMetadata, InstantContent};
 use arbor_timeline::config::TableType;
 use arbor_timeline::naming::LayoutVersion;
@@ -11,8 +12,6 @@ use arbor_timeline::{
     TableLayout, TimelineError,
 };
 use bytes::Bytes;
-
-use crate::fixtures::{all_fixture_zips, fixtures_root_or_skip, unzip_table};
 
 fn t(s: &str) -> InstantTime {
     InstantTime::parse(s).unwrap()
@@ -210,11 +209,11 @@ async fn test_layout_v1_timeline_is_read_only() {
 /// times, v6 ones do not; completion-time order is a permutation of requested-time order.
 #[tokio::test]
 async fn test_load_every_fixture_timeline() {
-    let Some(_) = fixtures_root_or_skip("test_load_every_fixture_timeline") else {
+    let Some(root) = fixtures_root_or_skip("test_load_every_fixture_timeline") else {
         return;
     };
     let mut loaded = 0;
-    for zip in all_fixture_zips() {
+    for zip in fixture_zips(&root) {
         let (_tmp, base) = unzip_table(&zip);
         let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(&base).unwrap());
         let config = TableConfig::load(storage.as_ref(), ".hoodie")
@@ -303,11 +302,15 @@ async fn test_complete_concurrent_different_completion_times_exactly_one_wins() 
     }
 }
 
-/// A completion whose PUT landed but whose reply was lost is confirmed by reading back, not
-/// reported as failed (a caller would otherwise roll back committed data).
-#[tokio::test]
-async fn test_complete_lost_reply_is_confirmed_by_read_back() {
-    use arbor_storage::{FaultInjectingStorage, FaultMode};
+/// A timeline over in-memory storage behind a fault injector, holding one inflight commit:
+/// `(inner storage, injector, timeline, inflight, the inflight completed at 20250101000000009)`.
+async fn faulty_inflight() -> (
+    Arc<dyn Storage>,
+    Arc<FaultInjectingStorage>,
+    ActiveTimeline,
+    Instant,
+    Instant,
+) {
     let inner: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
     let faulty = Arc::new(FaultInjectingStorage::new(inner.clone()));
     let storage: Arc<dyn Storage> = faulty.clone();
@@ -316,15 +319,23 @@ async fn test_complete_lost_reply_is_confirmed_by_read_back() {
         .await
         .unwrap();
     let layout = TableLayout::from_config(".hoodie", &config).unwrap();
-    let mut tl = ActiveTimeline::load(storage.clone(), layout).await.unwrap();
+    let mut tl = ActiveTimeline::load(storage, layout).await.unwrap();
     let (req, _) = inflight_for_race();
     tl.create_requested(req.requested_time.clone(), Action::Commit, Bytes::new())
         .await
         .unwrap();
     let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
-    let c = t("20250101000000009");
     let mut done = infl.with_state(State::Completed);
-    done.completion_time = Some(c.clone());
+    done.completion_time = Some(t("20250101000000009"));
+    (inner, faulty, tl, infl, done)
+}
+
+/// A completion whose PUT landed but whose reply was lost is confirmed by reading back, not
+/// reported as failed (a caller would otherwise roll back committed data).
+#[tokio::test]
+async fn test_complete_lost_reply_is_confirmed_by_read_back() {
+    let (inner, faulty, mut tl, infl, done) = faulty_inflight().await;
+    let c = t("20250101000000009");
     // complete() lists once, then creates the completed file: fail that create after it landed.
     let n = faulty.op_count() + 1;
     faulty.set_mode(FaultMode::FailAfter(n));
@@ -517,24 +528,8 @@ mod creation_property {
 /// Past the commit point a failing re-list does not turn the visible completion into an error.
 #[tokio::test]
 async fn test_complete_relist_failure_after_commit_point_is_success() {
-    use arbor_storage::{FaultInjectingStorage, FaultMode};
-    let inner: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
-    let faulty = Arc::new(FaultInjectingStorage::new(inner.clone()));
-    let storage: Arc<dyn Storage> = faulty.clone();
-    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
-    TableConfig::create(storage.as_ref(), ".hoodie", &config)
-        .await
-        .unwrap();
-    let layout = TableLayout::from_config(".hoodie", &config).unwrap();
-    let mut tl = ActiveTimeline::load(storage.clone(), layout).await.unwrap();
-    let (req, _) = inflight_for_race();
-    tl.create_requested(req.requested_time.clone(), Action::Commit, Bytes::new())
-        .await
-        .unwrap();
-    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    let (inner, faulty, mut tl, infl, done) = faulty_inflight().await;
     let c = t("20250101000000009");
-    let mut done = infl.with_state(State::Completed);
-    done.completion_time = Some(c.clone());
     // complete(): list (pre-check), create (commit point), list (race check): fail the last.
     let n = faulty.op_count() + 2;
     faulty.set_mode(FaultMode::FailAt(n));

@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use arbor_testkit::{fixture_zips, fixtures_root_or_skip, unzip_table};
 use arbor_timeline::avro::{self, decode_instant, encode_instant, InstantContent};
 use arbor_timeline::naming::{parse_instant_file_name, LayoutVersion};
 use arbor_timeline::State;
-
-use crate::fixtures::{all_fixture_zips, fixtures_root_or_skip, unzip_table};
 
 /// The timeline directories of a table base: (directory, layout).
 fn timeline_dirs(base: &Path) -> Vec<(PathBuf, LayoutVersion)> {
@@ -87,10 +86,11 @@ fn check_file(path: &Path, layout: LayoutVersion, tally: &mut Tally) {
 
 #[test]
 fn test_decode_instant_every_fixture_file_round_trips() {
-    if fixtures_root_or_skip("test_decode_instant_every_fixture_file_round_trips").is_none() {
+    let Some(root) = fixtures_root_or_skip("test_decode_instant_every_fixture_file_round_trips")
+    else {
         return;
-    }
-    let zips = all_fixture_zips();
+    };
+    let zips = fixture_zips(&root);
     assert!(!zips.is_empty(), "no fixture zips found");
     let mut tally = Tally::default();
     for zip in &zips {
@@ -147,12 +147,12 @@ fn test_decode_instant_every_fixture_file_round_trips() {
 
 #[test]
 fn test_decode_instant_truncated_fixture_commit_errors_with_path() {
-    if fixtures_root_or_skip("test_decode_instant_truncated_fixture_commit_errors_with_path")
-        .is_none()
-    {
+    let Some(root) =
+        fixtures_root_or_skip("test_decode_instant_truncated_fixture_commit_errors_with_path")
+    else {
         return;
-    }
-    let zip = all_fixture_zips()
+    };
+    let zip = fixture_zips(&root)
         .into_iter()
         .find(|z| z.to_string_lossy().contains("v8_nonpartitioned"))
         .expect("v8_nonpartitioned fixture");

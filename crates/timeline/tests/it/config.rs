@@ -5,13 +5,12 @@ use std::sync::Arc;
 use arbor_storage::{
     FaultInjectingStorage, FaultMode, ObjectStoreStorage, Storage, StorageError, StorageExt,
 };
+use arbor_testkit::{fixture_zips, fixtures_root_or_skip, unzip_table};
 use arbor_timeline::config::{
     keys, table_checksum, Properties, TableType, TableVersion, PROPERTIES_FILE,
 };
 use arbor_timeline::{TableConfig, TimelineError};
 use bytes::Bytes;
-
-use crate::fixtures::{all_fixture_zips, fixtures_root_or_skip, unzip_table};
 
 const MAIN: &str = ".hoodie/hoodie.properties";
 const BACKUP: &str = ".hoodie/hoodie.properties.backup";
@@ -82,10 +81,12 @@ async fn check_fixture_config(storage: &dyn Storage, meta_dir: &str, label: &str
 
 #[tokio::test]
 async fn test_load_every_fixture_data_and_metadata_config_valid() {
-    if fixtures_root_or_skip("test_load_every_fixture_data_and_metadata_config_valid").is_none() {
+    let Some(root) =
+        fixtures_root_or_skip("test_load_every_fixture_data_and_metadata_config_valid")
+    else {
         return;
-    }
-    let zips = all_fixture_zips();
+    };
+    let zips = fixture_zips(&root);
     assert!(zips.len() >= 10, "only {} fixture zips found", zips.len());
     let (mut data, mut mdt) = (0, 0);
     let mut versions = std::collections::BTreeSet::new();

@@ -6,8 +6,6 @@
     clippy::indexing_slicing
 )]
 
-mod fixtures;
-
 mod active;
 mod archive;
 mod avro_fixtures;

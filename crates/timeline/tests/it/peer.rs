@@ -2,11 +2,10 @@
 //! a timeline arbor writes (commits, a replacecommit, a pending instant, an archival) is read by
 //! hudi-rs with exactly the completed instants and operations arbor lists.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage};
+use arbor_testkit::{peer_python_or_skip, peer_read};
 use arbor_timeline::archive::{ArchivalPolicy, Archiver};
 use arbor_timeline::avro::{
     encode_instant_for, HoodieCommitMetadata, HoodieReplaceCommitMetadata, InstantContent,
@@ -21,52 +20,6 @@ use bytes::Bytes;
 use serde_json::Value;
 
 const SCHEMA: &str = r#"{"type":"record","name":"t_record","namespace":"hoodie.t","fields":[{"name":"id","type":"string"},{"name":"v","type":["null","long"],"default":null}]}"#;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The Python that runs the peer reader: `ARBOR_PEER_PYTHON`, else what `scripts/peer.sh`
-/// installs. `None` (visibly skipped) only outside CI.
-fn peer_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ARBOR_PEER_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let out = Command::new("bash")
-        .arg(repo_root().join("scripts/peer.sh"))
-        .output();
-    let reason = match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                return Some(PathBuf::from(line.trim()));
-            }
-            "scripts/peer.sh printed nothing".to_string()
-        }
-        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-        Err(e) => e.to_string(),
-    };
-    let msg = format!("SKIPPED: peer-reader tests need hudi==0.5.0: {reason}");
-    assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-    None
-}
-
-fn peer_read(python: &Path, table: &Path) -> Value {
-    let out = Command::new(python)
-        .arg(repo_root().join("scripts/peer_reader.py"))
-        .arg(table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "hudi-rs could not read {}: {}",
-        table.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 async fn write_instant(
     tl: &mut ActiveTimeline,
@@ -98,7 +51,9 @@ fn commit(op: WriteOperationType) -> InstantContent {
 
 #[tokio::test]
 async fn test_peer_reader_sees_arbor_timeline_before_and_after_archival() {
-    let Some(python) = peer_python() else { return };
+    let Some(python) = peer_python_or_skip("peer-reader tests need hudi==0.5.0") else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("t");
     std::fs::create_dir_all(&base).unwrap();
