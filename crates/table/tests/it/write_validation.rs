@@ -224,7 +224,7 @@ async fn test_open_table_with_metadata_table_for_writing_is_unsupported() {
     else {
         return;
     };
-    let zip = root.join("sample_table/cow/v9_txns_simple_meta.zip");
+    let zip = root.join("quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip");
     let (_tmp, base) = arbor_testkit::fixtures::unzip_table(&zip);
     let storage: std::sync::Arc<dyn arbor_storage::Storage> =
         std::sync::Arc::new(arbor_storage::ObjectStoreStorage::local(&base).unwrap());
