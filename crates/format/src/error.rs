@@ -73,6 +73,16 @@ pub enum FormatError {
         reason: String,
     },
 
+    /// An HFile (MDT base file or HFILE_DATA log block content) is corrupt, truncated or uses
+    /// a feature arbor does not read, or an HFile could not be written.
+    #[error("hfile error in {path}: {reason}")]
+    HFile {
+        /// The file (or a description of in-memory content).
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// A file format arbor does not read (e.g. Lance or ORC base files).
     #[error("unsupported file format of {path}: {reason}")]
     UnsupportedFormat {

@@ -9,6 +9,7 @@
 pub mod avro_arrow;
 pub mod base;
 mod error;
+pub mod hfile;
 pub mod log;
 pub mod meta;
 

@@ -8,5 +8,6 @@
 
 mod avro_arrow;
 mod base;
+mod hfile;
 mod log;
 mod robustness;
