@@ -1,0 +1,301 @@
+//! [`MetadataTable`]: opening the MDT and merging its FILES partition (spec §6.1–6.3, 6.5, 6.6).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use apache_avro::Schema;
+use arbor_format::hfile::mdt::{decode_files_record, metadata_record_schema, FilesEntry};
+use arbor_format::hfile::HFileReader;
+use arbor_format::log::reader::ReadMode;
+use arbor_format::log::{read_log_bytes, BlockType};
+use arbor_fsview::{FileSlice, FileSystemView, ListedFile, PartitionListing};
+use arbor_storage::{Storage, StorageExt};
+use arbor_timeline::{InstantTime, TableConfig, TableLayout};
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::error::{MdtError, Result};
+
+/// The MDT's base directory relative to the data table base.
+pub const MDT_BASE: &str = ".hoodie/metadata";
+/// The MDT partition holding file listings.
+pub const FILES_PARTITION: &str = "files";
+/// Record key of the partition list in the `files` partition.
+pub const ALL_PARTITIONS_KEY: &str = "__all_partitions__";
+/// Record key Hudi uses for the partition of a non-partitioned table.
+pub const NON_PARTITIONED_KEY: &str = ".";
+
+/// Data partition (`""` for non-partitioned) -> file name -> size in bytes.
+pub type FilesListing = BTreeMap<String, BTreeMap<String, u64>>;
+
+/// A [`PartitionListing`] of the MDT's own partitions: lists `<MDT_BASE>/<partition>` of a
+/// storage rooted at the data table base.
+#[derive(Debug)]
+struct MdtDirListing {
+    storage: Arc<dyn Storage>,
+}
+
+#[async_trait]
+impl PartitionListing for MdtDirListing {
+    async fn list_partitions(&self) -> arbor_fsview::Result<Vec<String>> {
+        let (_objects, dirs) = self.storage.list_dir(MDT_BASE).await?;
+        Ok(dirs
+            .iter()
+            .filter_map(|d| d.rsplit('/').next())
+            .filter(|n| !n.starts_with('.'))
+            .map(str::to_string)
+            .collect())
+    }
+
+    async fn list_files(&self, partition: &str) -> arbor_fsview::Result<Vec<ListedFile>> {
+        let (objects, _dirs) = self
+            .storage
+            .list_dir(&format!("{MDT_BASE}/{partition}"))
+            .await?;
+        Ok(objects
+            .into_iter()
+            .map(|o| ListedFile {
+                name: o.key.rsplit('/').next().unwrap_or(&o.key).to_string(),
+                size: o.size,
+            })
+            .collect())
+    }
+}
+
+/// A read-only handle on a table's metadata table (MDT).
+///
+/// Guarantees: the MDT timeline is loaded once, at [`MetadataTable::open`]; every query reads
+/// the files of the MDT's latest committed file slices as of that load.
+#[derive(Debug)]
+pub struct MetadataTable {
+    storage: Arc<dyn Storage>,
+    view: FileSystemView,
+}
+
+fn format_err(path: &str) -> impl FnOnce(arbor_format::FormatError) -> MdtError + '_ {
+    move |source| MdtError::Format {
+        path: path.to_string(),
+        source,
+    }
+}
+
+impl MetadataTable {
+    /// Opens the MDT of the table whose base is the root of `storage`. Returns `None` when
+    /// `.hoodie/metadata/.hoodie/hoodie.properties` does not exist. Fails if the MDT config or
+    /// timeline cannot be loaded.
+    pub async fn open(storage: Arc<dyn Storage>) -> Result<Option<Self>> {
+        let meta_dir = format!("{MDT_BASE}/.hoodie");
+        if !storage
+            .exists(&format!("{meta_dir}/hoodie.properties"))
+            .await?
+        {
+            return Ok(None);
+        }
+        let config = TableConfig::load(storage.as_ref(), &meta_dir).await?;
+        let layout = TableLayout::from_config(&meta_dir, &config)?;
+        let listing = Arc::new(MdtDirListing {
+            storage: storage.clone(),
+        });
+        let view = FileSystemView::load(storage.clone(), layout, listing).await?;
+        Ok(Some(MetadataTable { storage, view }))
+    }
+
+    /// The file-system view of the MDT itself (its partitions are `files`, `column_stats`, ...).
+    pub fn view(&self) -> &FileSystemView {
+        &self.view
+    }
+
+    /// The latest committed file slices of the MDT's `files` partition.
+    pub async fn files_slices(&self) -> Result<Vec<FileSlice>> {
+        Ok(self
+            .view
+            .latest_file_slices(Some(FILES_PARTITION), None)
+            .await?)
+    }
+
+    /// Every record of the `files` partition merged as Hudi merges them (hudi-rs 0.5.0
+    /// `FilesPartitionMerger`): per file slice, the base HFile's records, then the records of
+    /// the `HFILE_DATA` log blocks in log-file and block order, keeping only blocks whose
+    /// `INSTANT_TIME` is committed on the MDT timeline. For each later entry: `isDeleted` removes
+    /// a live entry (or replaces a tombstone), otherwise the entry is kept with the larger size.
+    /// Keys are the raw record keys (`__all_partitions__`, `.`, partition paths); tombstones are
+    /// kept in the result.
+    pub async fn merged_files_records(
+        &self,
+    ) -> Result<BTreeMap<String, BTreeMap<String, FilesEntry>>> {
+        let mut merged: BTreeMap<String, BTreeMap<String, FilesEntry>> = BTreeMap::new();
+        for slice in self.files_slices().await? {
+            if let Some(base) = slice.base_file_path() {
+                let key = format!("{MDT_BASE}/{base}");
+                let (bytes, _) = self.storage.get(&key).await?;
+                self.merge_hfile(bytes, None, &key, &mut merged)?;
+            }
+            for log in slice.log_file_paths() {
+                let key = format!("{MDT_BASE}/{log}");
+                let (bytes, _) = self.storage.get(&key).await?;
+                let contents =
+                    read_log_bytes(&bytes, &key, ReadMode::Lenient).map_err(format_err(&key))?;
+                for region in &contents.corrupt {
+                    tracing::warn!(path = %key, offset = region.offset, reason = %region.reason,
+                        "skipping corrupt region of an MDT log file");
+                }
+                for block in &contents.blocks {
+                    if block.block_type != BlockType::HfileData {
+                        continue;
+                    }
+                    let Some(instant) = block.instant_time() else {
+                        return Err(MdtError::Invalid {
+                            path: key.clone(),
+                            reason: format!(
+                                "HFILE_DATA block at offset {} has no INSTANT_TIME",
+                                block.offset
+                            ),
+                        });
+                    };
+                    let instant = InstantTime::parse(instant)?;
+                    if !self.view.is_committed(&instant) {
+                        tracing::debug!(path = %key, %instant, "skipping block of an uncommitted MDT instant");
+                        continue;
+                    }
+                    let schema = block.schema_json().map(str::to_string);
+                    self.merge_hfile(block.content.clone(), schema, &key, &mut merged)?;
+                }
+            }
+        }
+        Ok(merged)
+    }
+
+    /// The FILES listing: data partition (`""` for non-partitioned) -> live file name -> size.
+    /// Partitions are those with a per-partition record (`__all_partitions__` is not a
+    /// partition); deleted entries are left out, and so are partitions that
+    /// `__all_partitions__` marks deleted.
+    pub async fn files_listing(&self) -> Result<FilesListing> {
+        let merged = self.merged_files_records().await?;
+        let deleted_partitions: Vec<&String> = merged
+            .get(ALL_PARTITIONS_KEY)
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, e)| e.is_deleted)
+                    .map(|(k, _)| k)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut out = FilesListing::new();
+        for (key, files) in &merged {
+            if key == ALL_PARTITIONS_KEY || deleted_partitions.contains(&key) {
+                continue;
+            }
+            let partition = if key == NON_PARTITIONED_KEY {
+                ""
+            } else {
+                key.as_str()
+            };
+            let live = files
+                .iter()
+                .filter(|(_, e)| !e.is_deleted)
+                .map(|(name, e)| (name.clone(), u64::try_from(e.size).unwrap_or(0)))
+                .collect();
+            out.insert(partition.to_string(), live);
+        }
+        Ok(out)
+    }
+
+    fn merge_hfile(
+        &self,
+        bytes: Bytes,
+        schema_json: Option<String>,
+        path: &str,
+        merged: &mut BTreeMap<String, BTreeMap<String, FilesEntry>>,
+    ) -> Result<()> {
+        let reader = HFileReader::open(bytes, path).map_err(format_err(path))?;
+        let json = schema_json.or_else(|| reader.file_info_str("schema").map(str::to_string));
+        let parsed;
+        let schema: &Schema = match json {
+            Some(j) => {
+                parsed = Schema::parse_str(&j).map_err(|e| MdtError::Invalid {
+                    path: path.to_string(),
+                    reason: format!("writer schema cannot be parsed: {e}"),
+                })?;
+                &parsed
+            }
+            None => metadata_record_schema().map_err(format_err(path))?,
+        };
+        for (key, value) in reader.entries().map_err(format_err(path))? {
+            let key = String::from_utf8(key.to_vec()).map_err(|_| MdtError::Invalid {
+                path: path.to_string(),
+                reason: "record key is not UTF-8".to_string(),
+            })?;
+            let record = decode_files_record(&value, schema, path).map_err(format_err(path))?;
+            merge_entries(merged.entry(key).or_default(), record.files);
+        }
+        Ok(())
+    }
+}
+
+/// Merges a newer record's entries into `existing` (hudi-rs 0.5.0 / Java
+/// `HoodieMetadataPayload` rule): a deletion removes a live entry and replaces a tombstone; a
+/// live entry keeps the larger size; a new name is inserted as is (live or tombstone).
+fn merge_entries(existing: &mut BTreeMap<String, FilesEntry>, newer: BTreeMap<String, FilesEntry>) {
+    for (name, new) in newer {
+        match existing.get(&name) {
+            Some(old) if new.is_deleted && !old.is_deleted => {
+                existing.remove(&name);
+            }
+            Some(old) if !new.is_deleted => {
+                let size = old.size.max(new.size);
+                existing.insert(
+                    name,
+                    FilesEntry {
+                        size,
+                        is_deleted: false,
+                    },
+                );
+            }
+            _ => {
+                existing.insert(name, new);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(size: i64, is_deleted: bool) -> FilesEntry {
+        FilesEntry { size, is_deleted }
+    }
+
+    fn map(entries: &[(&str, FilesEntry)]) -> BTreeMap<String, FilesEntry> {
+        entries.iter().map(|(n, e)| (n.to_string(), *e)).collect()
+    }
+
+    #[test]
+    fn test_merge_entries_delete_removes_live_entry() {
+        let mut existing = map(&[("a", entry(10, false)), ("b", entry(5, false))]);
+        merge_entries(&mut existing, map(&[("a", entry(0, true))]));
+        assert_eq!(existing, map(&[("b", entry(5, false))]));
+    }
+
+    #[test]
+    fn test_merge_entries_live_entry_keeps_larger_size() {
+        let mut existing = map(&[("a", entry(10, false)), ("b", entry(5, false))]);
+        merge_entries(
+            &mut existing,
+            map(&[("a", entry(7, false)), ("b", entry(9, false))]),
+        );
+        assert_eq!(
+            existing,
+            map(&[("a", entry(10, false)), ("b", entry(9, false))])
+        );
+    }
+
+    #[test]
+    fn test_merge_entries_new_tombstone_is_kept_then_revived() {
+        let mut existing = BTreeMap::new();
+        merge_entries(&mut existing, map(&[("a", entry(0, true))]));
+        assert_eq!(existing, map(&[("a", entry(0, true))]));
+        merge_entries(&mut existing, map(&[("a", entry(3, false))]));
+        assert_eq!(existing, map(&[("a", entry(3, false))]));
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests of `arbor-mdt`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod files;
