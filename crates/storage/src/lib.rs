@@ -11,6 +11,8 @@
 //!   object-store and (feature `postgres`) PostgreSQL implementations;
 //! - [`FaultInjectingStorage`], a wrapper that fails or "crashes" at the N-th operation, for crash
 //!   sweeps;
+//! - [`PrefixedStorage`], the subtree under a key prefix as a storage of its own (the Hudi
+//!   metadata table under `.hoodie/metadata`);
 //! - (feature `conformance`) the suites every `Storage` and `LockProvider` implementation runs.
 
 mod durable;
@@ -20,6 +22,7 @@ mod fault;
 mod lock;
 mod object;
 mod path;
+mod prefixed;
 mod storage;
 
 #[cfg(feature = "conformance")]
@@ -36,4 +39,5 @@ pub use lock::{
 };
 pub use object::ObjectStoreStorage;
 pub use path::validate_key;
+pub use prefixed::PrefixedStorage;
 pub use storage::{ListPage, ObjectMeta, Storage, StorageExt, Version, MAX_DELETE_BATCH};

@@ -9,5 +9,6 @@
 #![allow(missing_docs)]
 
 mod locks;
+mod prefixed;
 mod storage_backends;
 mod support;
