@@ -16,8 +16,10 @@ use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
 use crate::commands::demo::DemoArgs;
 use crate::commands::files::FilesArgs;
+use crate::commands::mdt::MdtArgs;
 use crate::commands::read::ReadArgs;
 use crate::commands::timeline::TimelineArgs;
+use crate::commands::validate::ValidateArgs;
 use crate::commands::write::WriteArgs;
 
 /// arbor: write, read and manage Apache Hudi tables, with branches and tags.
@@ -56,6 +58,10 @@ enum Command {
     Timeline(TimelineArgs),
     /// Create a table in a fresh directory, write, upsert, delete and read it, step by step.
     Demo(DemoArgs),
+    /// Manage the metadata table (`arbor mdt init <table>`).
+    Mdt(MdtArgs),
+    /// Check the metadata table against storage; exit code 1 when they differ.
+    Validate(ValidateArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +93,8 @@ fn main() -> ExitCode {
             Command::Files(args) => commands::files::run(args, &options).await,
             Command::Timeline(args) => commands::timeline::run(args, &options).await,
             Command::Demo(args) => commands::demo::run(args, &options).await,
+            Command::Mdt(args) => commands::mdt::run(args, &options).await,
+            Command::Validate(args) => commands::validate::run(args, &options).await,
         }
     });
     match result {

@@ -1,6 +1,6 @@
 //! [`MetadataTable`]: opening the MDT and merging its FILES partition (spec §6.1–6.3, 6.5, 6.6).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use apache_avro::Schema;
@@ -10,14 +10,18 @@ use arbor_format::log::reader::ReadMode;
 use arbor_format::log::{read_log_bytes, BlockType};
 use arbor_fsview::{FileSlice, FileSystemView, ListedFile, PartitionListing};
 use arbor_storage::{Storage, StorageExt};
-use arbor_timeline::{InstantTime, TableConfig, TableLayout};
+use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::{ActiveTimeline, InstantTime, TableConfig, TableLayout};
 use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::error::{MdtError, Result};
+use crate::validity::valid_instants;
 
 /// The MDT's base directory relative to the data table base.
 pub const MDT_BASE: &str = ".hoodie/metadata";
+/// The MDT's own meta directory relative to the data table base.
+pub const MDT_META_DIR: &str = ".hoodie/metadata/.hoodie";
 /// The MDT partition holding file listings.
 pub const FILES_PARTITION: &str = "files";
 /// Record key of the partition list in the `files` partition.
@@ -70,6 +74,7 @@ impl PartitionListing for MdtDirListing {
 pub struct MetadataTable {
     storage: Arc<dyn Storage>,
     view: FileSystemView,
+    valid: BTreeSet<InstantTime>,
 }
 
 fn format_err(path: &str) -> impl FnOnce(arbor_format::FormatError) -> MdtError + '_ {
@@ -80,24 +85,54 @@ fn format_err(path: &str) -> impl FnOnce(arbor_format::FormatError) -> MdtError 
 }
 
 impl MetadataTable {
-    /// Opens the MDT of the table whose base is the root of `storage`. Returns `None` when
+    /// Opens the MDT of the table whose base is the root of `storage` (main: the data timeline
+    /// is the one of `.hoodie/hoodie.properties`). Returns `None` when
     /// `.hoodie/metadata/.hoodie/hoodie.properties` does not exist. Fails if the MDT config or
-    /// timeline cannot be loaded.
+    /// either timeline cannot be loaded.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Option<Self>> {
-        let meta_dir = format!("{MDT_BASE}/.hoodie");
+        if !storage
+            .exists(&format!("{MDT_META_DIR}/hoodie.properties"))
+            .await?
+        {
+            return Ok(None);
+        }
+        let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+        let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        let data = ActiveTimeline::load(storage.clone(), layout).await?;
+        Self::open_with(storage, &data).await
+    }
+
+    /// Opens the MDT with `data` as the data table's active timeline, which decides which MDT
+    /// log blocks are valid ([`crate::validity`]). Returns `None` when the MDT has no
+    /// `hoodie.properties`.
+    pub async fn open_with(
+        storage: Arc<dyn Storage>,
+        data: &ActiveTimeline,
+    ) -> Result<Option<Self>> {
+        let meta_dir = MDT_META_DIR;
         if !storage
             .exists(&format!("{meta_dir}/hoodie.properties"))
             .await?
         {
             return Ok(None);
         }
-        let config = TableConfig::load(storage.as_ref(), &meta_dir).await?;
-        let layout = TableLayout::from_config(&meta_dir, &config)?;
+        let config = TableConfig::load(storage.as_ref(), meta_dir).await?;
+        let layout = TableLayout::from_config(meta_dir, &config)?;
         let listing = Arc::new(MdtDirListing {
             storage: storage.clone(),
         });
         let view = FileSystemView::load(storage.clone(), layout, listing).await?;
-        Ok(Some(MetadataTable { storage, view }))
+        let valid = valid_instants(data, view.history().active()).await?;
+        Ok(Some(MetadataTable {
+            storage,
+            view,
+            valid,
+        }))
+    }
+
+    /// The instant times whose MDT log blocks are used ([`crate::validity`]).
+    pub fn valid_instants(&self) -> &BTreeSet<InstantTime> {
+        &self.valid
     }
 
     /// The file-system view of the MDT itself (its partitions are `files`, `column_stats`, ...).
@@ -153,8 +188,8 @@ impl MetadataTable {
                         });
                     };
                     let instant = InstantTime::parse(instant)?;
-                    if !self.view.is_committed(&instant) {
-                        tracing::debug!(path = %key, %instant, "skipping block of an uncommitted MDT instant");
+                    if !self.valid.contains(&instant) {
+                        tracing::debug!(path = %key, %instant, "skipping block of an invalid MDT instant");
                         continue;
                     }
                     let schema = block.schema_json().map(str::to_string);

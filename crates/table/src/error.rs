@@ -20,6 +20,9 @@ pub enum TableError {
     /// Reading or writing file contents failed.
     #[error(transparent)]
     Format(#[from] arbor_format::FormatError),
+    /// Reading or writing the metadata table failed.
+    #[error(transparent)]
+    Mdt(Box<arbor_mdt::MdtError>),
     /// Input data is not acceptable (schema mismatch, null key, ...), naming the column and,
     /// where one is at fault, the row.
     #[error("invalid input{}{}: {reason}",
@@ -78,5 +81,11 @@ pub enum TableError {
 impl TableError {
     pub(crate) fn from_fsview(e: arbor_fsview::FsViewError) -> Self {
         TableError::FsView(Box::new(e))
+    }
+}
+
+impl From<arbor_mdt::MdtError> for TableError {
+    fn from(e: arbor_mdt::MdtError) -> Self {
+        TableError::Mdt(Box::new(e))
     }
 }

@@ -10,4 +10,5 @@ pub mod read;
 pub mod write;
 
 pub use error::{Result, TableError};
+pub use read::ListingSource;
 pub use write::{CommitResult, CreateOptions, Table, WriteOperation, WriteOptions};

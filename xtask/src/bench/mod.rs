@@ -201,6 +201,7 @@ fn create_options(table_type: TableType) -> CreateOptions {
         ordering_field: Some(data::ORDERING.to_string()),
         merge_mode: None,
         schema: data::schema(),
+        metadata_table: true,
     }
 }
 

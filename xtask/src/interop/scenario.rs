@@ -163,6 +163,7 @@ impl Scenario {
             ordering_field: Some(data::ORDERING.to_string()),
             merge_mode: None,
             schema: data::schema(),
+            metadata_table: true,
         }
     }
 }

@@ -98,6 +98,9 @@ pub struct TableSpec {
     /// The table name (hoodie.table.name); default: the last part of the table path.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Create the table without a metadata table (readers then list directories).
+    #[arg(long)]
+    pub no_metadata_table: bool,
 }
 
 impl TableSpec {
@@ -110,6 +113,7 @@ impl TableSpec {
             || self.ordering.is_some()
             || self.merge_mode.is_some()
             || self.name.is_some()
+            || self.no_metadata_table
     }
 
     /// The create options for a table at `location` with data schema `schema`; `command` names
@@ -142,6 +146,7 @@ impl TableSpec {
             ordering_field: self.ordering.clone(),
             merge_mode: self.merge_mode.map(MergeModeArg::merge_mode),
             schema,
+            metadata_table: !self.no_metadata_table,
         })
     }
 

@@ -4,8 +4,10 @@ pub mod create;
 pub mod delete_partition;
 pub mod demo;
 pub mod files;
+pub mod mdt;
 pub mod read;
 pub mod timeline;
+pub mod validate;
 pub mod write;
 
 use std::path::Path;

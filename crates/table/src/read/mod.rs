@@ -26,11 +26,12 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use arbor_format::meta;
-use arbor_fsview::{FileSlice, FileSystemView};
+use arbor_fsview::{FileSlice, FileSystemView, PartitionListing, StorageListing};
+use arbor_mdt::{MdtFilesListing, MetadataTable, FILES_PARTITION, MDT_META_DIR};
 use arbor_storage::Storage;
 use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::{InstantTime, TableConfig};
+use arbor_timeline::{ActiveTimeline, InstantTime, TableConfig, TableLayout};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
@@ -47,6 +48,18 @@ use stream::{SlicePlan, SliceReader};
 /// How many partitions are listed at once by a filtered read.
 const LISTING_CONCURRENCY: usize = 8;
 
+/// Where a reader's file lists come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListingSource {
+    /// The metadata table's FILES partition when the table lists it, else directory listing.
+    #[default]
+    Auto,
+    /// Always directory listing.
+    Storage,
+    /// Always the metadata table (an error when the table has none).
+    MetadataTable,
+}
+
 /// Reads one table (main) at the state it had when opened.
 #[derive(Debug)]
 pub struct TableReader {
@@ -58,8 +71,48 @@ impl TableReader {
     /// Opens main of the table whose base path `storage` is rooted at: config, timeline (active
     /// and archived) and the read schema.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Self> {
+        Self::open_with(storage, ListingSource::Auto).await
+    }
+
+    /// Opens the table listing its files from `source`.
+    ///
+    /// With [`ListingSource::Auto`] the FILES partition of the metadata table is used when the
+    /// table lists `files` in `hoodie.table.metadata.partitions` (table version 8 and later)
+    /// and directory listing otherwise; a listed but absent metadata table falls back to
+    /// directory listing with a warning (as hudi-rs does), while a metadata table that exists
+    /// but cannot be read fails the open.
+    pub async fn open_with(storage: Arc<dyn Storage>, source: ListingSource) -> Result<Self> {
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
-        let view = FileSystemView::open(storage.clone())
+        let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        let use_mdt = match source {
+            ListingSource::Storage => false,
+            ListingSource::MetadataTable => true,
+            ListingSource::Auto => {
+                config.version().code() >= 8
+                    && config
+                        .metadata_partitions()
+                        .iter()
+                        .any(|p| p == FILES_PARTITION)
+            }
+        };
+        let mut listing: Arc<dyn PartitionListing> = Arc::new(StorageListing::new(storage.clone()));
+        if use_mdt {
+            let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+            match MetadataTable::open_with(storage.clone(), &data).await? {
+                Some(mdt) => listing = Arc::new(MdtFilesListing::load(&mdt).await?),
+                None if source == ListingSource::MetadataTable => {
+                    return Err(TableError::Corrupt {
+                        path: MDT_META_DIR.to_string(),
+                        reason: "the table has no metadata table".to_string(),
+                    })
+                }
+                None => tracing::warn!(
+                    "the table lists metadata partition files but has no metadata table; \
+                     listing directories instead"
+                ),
+            }
+        }
+        let view = FileSystemView::load(storage.clone(), layout, listing)
             .await
             .map_err(TableError::from_fsview)?;
         let schema = schema::resolve_read_schema(&storage, &config, &view).await?;

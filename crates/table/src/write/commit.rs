@@ -333,6 +333,7 @@ pub async fn rollback_failed(
     for t in &done {
         stop_heartbeat(storage, t).await?;
     }
+    super::mdt_sync::repair(storage, layout).await?;
     Ok(done)
 }
 

@@ -258,6 +258,14 @@ pub async fn run_compaction(
     metadata.insert_extra(arbor_timeline::avro::SCHEMA_KEY, data_schema_json);
     metadata.set_operation_type(WriteOperationType::Compact);
 
+    super::mdt_sync::record_instant(
+        storage,
+        instant,
+        &metadata,
+        &std::collections::BTreeSet::new(),
+        generator,
+    )
+    .await?;
     let completion = tl.next_instant_time(generator).await?;
     let mut completed = inflight.with_state(State::Completed);
     completed.action = Action::Commit;

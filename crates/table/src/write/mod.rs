@@ -12,6 +12,7 @@ pub mod commit;
 pub mod compaction;
 pub mod cow;
 pub mod index;
+pub mod mdt_sync;
 pub mod mor;
 pub mod options;
 pub mod planner;

@@ -24,6 +24,10 @@ pub struct CreateOptions {
     pub merge_mode: Option<RecordMergeMode>,
     /// The data schema (without meta columns).
     pub schema: SchemaRef,
+    /// Create the metadata table (FILES partition) with the table; writers then keep it in
+    /// step with every commit and readers list files through it. `true` is the default of
+    /// `arbor create`.
+    pub metadata_table: bool,
 }
 
 /// Tuning of writes.

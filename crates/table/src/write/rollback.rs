@@ -24,8 +24,8 @@
 //! - a completed `R` and a pending `T` (step 5 interrupted): the remaining timeline files of `T`
 //!   are deleted.
 //!
-//! Completed instants are never rolled back. The metadata table is not updated (arbor does not
-//! write one yet).
+//! Completed instants are never rolled back. When the table has a metadata table, the target's
+//! MDT deltacommit (if any) is removed between steps 3 and 4, while the target is still pending.
 //!
 //! # Caller obligations
 //! The caller holds the table lock, and every instant rolled back must belong to a writer that
@@ -401,6 +401,10 @@ async fn execute(
             result?;
         }
     }
+
+    // The target's MDT deltacommit goes while the target is still pending (its blocks are
+    // invalid until then, spec 6.5); a completed rollback would make them valid again.
+    super::mdt_sync::rollback_instant(storage, &target_time).await?;
 
     let total = partitions
         .values()

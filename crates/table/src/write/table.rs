@@ -43,6 +43,7 @@ use super::commit::{self, Conflict, Heartbeat, LOCK_DIR};
 use super::compaction;
 use super::cow::{write_base_file, FileWriteContext, WrittenGroup};
 use super::index::SimpleIndex;
+use super::mdt_sync;
 use super::mor::write_log_file;
 use super::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 use super::planner::{self, Combine, Input, PlanContext, WritePlan};
@@ -142,10 +143,12 @@ impl Table {
     /// exist, data columns must not be `_hoodie_*` meta columns; event-time ordering needs an
     /// ordering field; CUSTOM merging is unsupported. Writes `.hoodie/hoodie.properties` with
     /// the key generator (SIMPLE, COMPLEX or NON_PARTITION), explicit merge mode, UTC timeline,
-    /// no metadata-table partitions, and `hoodie.table.create.schema` (the Avro schema of the
-    /// data columns, record `<name>_record` in namespace `hoodie.<name>`; every column
-    /// nullable). Errors: `InvalidInput` naming the column, `Storage(AlreadyExists)` for an
-    /// existing table.
+    /// and `hoodie.table.create.schema` (the Avro schema of the data columns, record
+    /// `<name>_record` in namespace `hoodie.<name>`; every column nullable). With
+    /// `options.metadata_table` the metadata table is created next and `files` then listed in
+    /// `hoodie.table.metadata.partitions` (a crash in between leaves a valid table without
+    /// one; `arbor mdt init` adds it). Errors: `InvalidInput` naming the column,
+    /// `Storage(AlreadyExists)` for an existing table.
     pub async fn create(storage: Arc<dyn Storage>, options: CreateOptions) -> Result<Table> {
         if options.name.is_empty() {
             return Err(invalid(None, "the table name is empty"));
@@ -203,12 +206,19 @@ impl Table {
         KeyGenerator::from_table_config(&config)?;
         TableConfig::create(storage.as_ref(), DEFAULT_META_DIR, &config).await?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        let generator = Arc::new(InstantTimeGenerator::new());
+        let config = if options.metadata_table {
+            mdt_sync::init(&storage, &layout, &generator).await?;
+            TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?
+        } else {
+            config
+        };
         Ok(Table {
             storage,
             config,
             lock: None,
             options: WriteOptions::default(),
-            generator: Arc::new(InstantTimeGenerator::new()),
+            generator,
             schema,
             layout,
         })
@@ -227,22 +237,9 @@ impl Table {
                 ),
             });
         }
-        let mdt: Vec<String> = config
-            .metadata_partitions()
-            .into_iter()
-            .chain(config.metadata_partitions_inflight())
-            .collect();
-        if !mdt.is_empty() {
-            // Writers must keep the metadata table in step with every commit (readers that list
-            // files through it would otherwise miss new files); arbor does not write it yet.
-            return Err(TableError::Unsupported {
-                reason: format!(
-                    "this table has a metadata table (partitions {}); arbor reads it but does not \
-                     write to tables with a metadata table yet",
-                    mdt.join(",")
-                ),
-            });
-        }
+        // Writers keep every metadata partition in step with each commit; refuse tables with
+        // partitions arbor does not maintain.
+        mdt_sync::check_supported(&config)?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let schema = Self::load_schema(&storage, &config, &layout).await?;
         Ok(Table {
@@ -686,6 +683,19 @@ impl Table {
                 file_groups: file_groups.join(","),
             });
         }
+        let touched: BTreeSet<String> = prepared
+            .replaced
+            .as_ref()
+            .map(|r| r.keys().cloned().collect())
+            .unwrap_or_default();
+        mdt_sync::record_instant(
+            &self.storage,
+            prepared.instant(),
+            &prepared.metadata,
+            &touched,
+            &self.generator,
+        )
+        .await?;
         let completion = tl.next_instant_time(&self.generator).await?;
         let mut completed = prepared.inflight.with_state(State::Completed);
         completed.completion_time = Some(completion.clone());
@@ -908,6 +918,26 @@ impl Table {
                 Err(e)
             }
         }
+    }
+
+    /// Creates the metadata table of a table that has none (under the table lock, after rolling
+    /// back failed writes), from a directory listing of its committed files; from then on
+    /// every commit updates it and readers list through it. Returns the number of files
+    /// recorded. Errors: `Unsupported` when the table already has one or has pending instants
+    /// (e.g. a live writer's).
+    pub async fn init_metadata_table(&self) -> Result<usize> {
+        let lock = self.lock_provider();
+        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            commit::rollback_failed(
+                &self.storage,
+                &self.layout,
+                &self.generator,
+                self.options.heartbeat_timeout,
+            )
+            .await?;
+            mdt_sync::init(&self.storage, &self.layout, &self.generator).await
+        })
+        .await
     }
 
     /// A reader of the table's current state.

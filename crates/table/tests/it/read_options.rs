@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arbor_storage::{FaultInjectingStorage, ObjectStoreStorage, OpKind, Storage};
 use arbor_table::read::{FilterOp, PartitionFilter, ReadOptions, TableReader};
-use arbor_table::{TableError, WriteOperation};
+use arbor_table::{ListingSource, TableError, WriteOperation};
 use arbor_timeline::config::TableType;
 use arrow::array::ArrayRef;
 use arrow::compute::cast;
@@ -187,11 +187,13 @@ async fn test_read_partition_filter_equals_filtered_full_read() {
 }
 
 #[tokio::test]
-async fn test_read_partition_filter_never_reads_pruned_partitions() {
+async fn test_read_partition_filter_storage_listing_never_reads_pruned_partitions() {
     for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
         let t = written(table_type, Layout::Hive).await;
         let faulty = Arc::new(FaultInjectingStorage::new(t.storage.clone()));
-        let reader = TableReader::open(faulty.clone()).await.unwrap();
+        let reader = TableReader::open_with(faulty.clone(), ListingSource::Storage)
+            .await
+            .unwrap();
         faulty.reset();
         let got = reader
             .read(
@@ -222,6 +224,54 @@ async fn test_read_partition_filter_never_reads_pruned_partitions() {
             .filter(|o| o.kind == OpKind::ListDir && o.key.trim_end_matches('/') == "region=us")
             .count();
         assert!(eu_file_listings < us_file_listings, "{ops:?}");
+    }
+}
+
+#[tokio::test]
+async fn test_read_partition_filter_with_mdt_never_reads_pruned_partitions_nor_lists_directories() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = written(table_type, Layout::Hive).await;
+        let faulty = Arc::new(FaultInjectingStorage::new(t.storage.clone()));
+        // Counted from before the open: listing happens when the reader opens.
+        faulty.reset();
+        let reader = TableReader::open(faulty.clone()).await.unwrap();
+        let got = reader
+            .read(
+                ReadOptions::new()
+                    .filter(PartitionFilter::eq("region", "us"))
+                    .columns(["id", "region"]),
+            )
+            .await
+            .unwrap();
+        assert!(canonical(&got).iter().all(|r| r.contains("region=us")));
+        assert!(!got.is_empty());
+        let ops = faulty.ops();
+        let reads = |prefix: &str| {
+            ops.iter()
+                .filter(|o| matches!(o.kind, OpKind::Get | OpKind::GetRange | OpKind::Head))
+                .filter(|o| o.key.starts_with(prefix))
+                .count()
+        };
+        assert!(reads("region=us/") > 0, "{ops:?}");
+        assert_eq!(reads("region=eu/"), 0, "{table_type:?}: {ops:?}");
+        // The file listing of the pruned partition is never asked for either.
+        let eu_file_listings = ops
+            .iter()
+            .filter(|o| o.kind == OpKind::ListDir && o.key.trim_end_matches('/') == "region=eu")
+            .count();
+        let us_file_listings = ops
+            .iter()
+            .filter(|o| o.kind == OpKind::ListDir && o.key.trim_end_matches('/') == "region=us")
+            .count();
+        assert_eq!(eu_file_listings, 0, "{ops:?}");
+        // With the metadata table the reader lists nothing at all: FILES answers.
+        let dir_listings = ops
+            .iter()
+            .filter(|o| matches!(o.kind, OpKind::ListDir | OpKind::List))
+            .filter(|o| !o.key.starts_with(".hoodie"))
+            .count();
+        assert_eq!(dir_listings, 0, "{table_type:?}: {ops:?}");
+        let _ = us_file_listings;
     }
 }
 

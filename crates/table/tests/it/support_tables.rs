@@ -537,6 +537,7 @@ pub async fn client_table() -> (tempfile::TempDir, PathBuf, arbor_table::Table) 
         ordering_field: Some("v".into()),
         merge_mode: Some(RecordMergeMode::EventTimeOrdering),
         schema: data_arrow_schema(),
+        metadata_table: true,
     };
     let table = arbor_table::Table::create(storage, options).await.unwrap();
     (tmp, base, table)

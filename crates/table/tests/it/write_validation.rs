@@ -167,6 +167,7 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
         ordering_field: Some("ts".into()),
         merge_mode: None,
         schema: schema(),
+        metadata_table: true,
     };
     let cases: Vec<(CreateOptions, &str)> = vec![
         (

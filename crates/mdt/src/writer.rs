@@ -1,0 +1,542 @@
+//! [`MdtWriter`]: creating the metadata table and recording each data instant's file changes in
+//! its FILES partition as an MDT deltacommit with the same instant time (spec §6.5).
+//!
+//! # Protocol (the caller holds the data table's lock)
+//! - [`MdtWriter::create`] writes, in order: the MDT `hoodie.properties`, the partition marker of
+//!   `files`, `00000000000000000.deltacommit.requested`, the base HFile
+//!   `files/files-0000-0_0-0-0_00000000000000000.hfile` holding the given listing, the inflight
+//!   file, the completed deltacommit. Only then does the caller list `files` in the data table's
+//!   `hoodie.table.metadata.partitions`; until that last step readers and writers ignore the MDT,
+//!   and a new `create` first deletes whatever an interrupted one left.
+//! - [`MdtWriter::commit_files`] for data instant `T` (inflight, not yet completed) writes
+//!   `T.deltacommit.requested`, the log file `files/.files-0000-0_T.log.1_0-0-1` with one
+//!   `HFILE_DATA` block (the touched partitions under `__all_partitions__`, one record per touched
+//!   partition with its added and deleted files), `T.deltacommit.inflight`, and the completed
+//!   deltacommit. The blocks stay invisible to readers while data `T` is pending
+//!   ([`crate::validity`]); completing data `T` afterwards is the commit point of both.
+//! - [`MdtWriter::rollback`] removes MDT instant `T` (its log files, then its completed,
+//!   inflight and requested files). The caller runs it while data `T` is still pending (before
+//!   the data rollback completes), so no reader ever uses the removed blocks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use arbor_format::hfile::mdt::{
+    encode_files_record, FilesEntry, FilesRecord, METADATA_RECORD_SCHEMA_JSON,
+    RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
+};
+use arbor_format::hfile::{HFileWriter, HFileWriterOptions};
+use arbor_format::log::block::BlockMetadata;
+use arbor_format::log::writer::encode_block;
+use arbor_format::log::{BlockType, HeaderKey};
+use arbor_storage::{Storage, StorageExt, MAX_DELETE_BATCH};
+use arbor_timeline::avro::{
+    encode_instant_for, HoodieCommitMetadata, HoodieWriteStat, InstantContent, WriteOperationType,
+    SCHEMA_KEY,
+};
+use arbor_timeline::config::{keys, BaseFileFormat, RecordMergeMode, TableType};
+use arbor_timeline::{
+    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
+    TableLayout,
+};
+use bytes::Bytes;
+
+use crate::error::{MdtError, Result};
+use crate::files::{
+    FilesListing, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE, MDT_META_DIR, NON_PARTITIONED_KEY,
+};
+use crate::validity::SOLO_COMMIT_TIMESTAMP;
+
+/// The file id of the single FILES file group.
+pub const FILES_FILE_ID: &str = "files-0000-0";
+
+/// The write token arbor puts in MDT file names (one writer per instant, under the table lock).
+const WRITE_TOKEN: &str = "0-0-1";
+
+/// The key generator type of a metadata table.
+const MDT_KEY_GENERATOR: &str = "HOODIE_TABLE_METADATA";
+
+/// The payload class of a metadata table.
+const MDT_PAYLOAD_CLASS: &str = "org.apache.hudi.metadata.HoodieMetadataPayload";
+
+/// The merge strategy id of a metadata table.
+const MDT_MERGE_STRATEGY: &str = "00000000-0000-0000-0000-000000000000";
+
+/// One data instant's change to the FILES partition: files added (with their sizes) and files
+/// deleted, per data partition (`""` for a non-partitioned table).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilesDelta {
+    /// Data partition -> file name -> size in bytes.
+    pub added: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Data partition -> deleted file names.
+    pub deleted: BTreeMap<String, BTreeSet<String>>,
+    /// Partitions to record in `__all_partitions__` even if no file changed in them.
+    pub touched: BTreeSet<String>,
+}
+
+impl FilesDelta {
+    /// Records that `name` (a file name, no directory) of size `size` was added to `partition`.
+    pub fn add(&mut self, partition: &str, name: &str, size: u64) {
+        self.added
+            .entry(partition.to_string())
+            .or_default()
+            .insert(name.to_string(), size);
+    }
+
+    /// Records that `name` was deleted from `partition`.
+    pub fn delete(&mut self, partition: &str, name: &str) {
+        self.deleted
+            .entry(partition.to_string())
+            .or_default()
+            .insert(name.to_string());
+    }
+
+    /// Every partition the delta names.
+    pub fn partitions(&self) -> BTreeSet<String> {
+        self.added
+            .keys()
+            .chain(self.deleted.keys())
+            .chain(self.touched.iter())
+            .cloned()
+            .collect()
+    }
+
+    /// True when no partition is named.
+    pub fn is_empty(&self) -> bool {
+        self.partitions().is_empty()
+    }
+}
+
+/// The FILES record key of a data partition.
+fn record_key(partition: &str) -> &str {
+    if partition.is_empty() {
+        NON_PARTITIONED_KEY
+    } else {
+        partition
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The FILES records of a full listing (base HFile at initialisation): `__all_partitions__`
+/// and one record per partition, keyed by record key.
+fn listing_records(listing: &FilesListing) -> BTreeMap<String, FilesRecord> {
+    let mut out = BTreeMap::new();
+    let mut all = FilesRecord {
+        record_type: RECORD_TYPE_ALL_PARTITIONS,
+        ..FilesRecord::default()
+    };
+    for (partition, files) in listing {
+        let key = record_key(partition).to_string();
+        all.files.insert(
+            key.clone(),
+            FilesEntry {
+                size: 0,
+                is_deleted: false,
+            },
+        );
+        let record = FilesRecord {
+            record_type: RECORD_TYPE_FILES,
+            file_name: None,
+            files: files
+                .iter()
+                .map(|(n, s)| {
+                    (
+                        n.clone(),
+                        FilesEntry {
+                            size: to_i64(*s),
+                            is_deleted: false,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        out.insert(key, record);
+    }
+    out.insert(ALL_PARTITIONS_KEY.to_string(), all);
+    out
+}
+
+/// The FILES records of one delta (an MDT log block).
+fn delta_records(delta: &FilesDelta) -> BTreeMap<String, FilesRecord> {
+    let mut out = BTreeMap::new();
+    let mut all = FilesRecord {
+        record_type: RECORD_TYPE_ALL_PARTITIONS,
+        ..FilesRecord::default()
+    };
+    for partition in delta.partitions() {
+        let key = record_key(&partition).to_string();
+        all.files.insert(
+            key.clone(),
+            FilesEntry {
+                size: 0,
+                is_deleted: false,
+            },
+        );
+        let mut files: BTreeMap<String, FilesEntry> = BTreeMap::new();
+        if let Some(added) = delta.added.get(&partition) {
+            for (n, s) in added {
+                files.insert(
+                    n.clone(),
+                    FilesEntry {
+                        size: to_i64(*s),
+                        is_deleted: false,
+                    },
+                );
+            }
+        }
+        if let Some(deleted) = delta.deleted.get(&partition) {
+            for n in deleted {
+                files.insert(
+                    n.clone(),
+                    FilesEntry {
+                        size: 0,
+                        is_deleted: true,
+                    },
+                );
+            }
+        }
+        out.insert(
+            key,
+            FilesRecord {
+                record_type: RECORD_TYPE_FILES,
+                file_name: None,
+                files,
+            },
+        );
+    }
+    out.insert(ALL_PARTITIONS_KEY.to_string(), all);
+    out
+}
+
+/// Encodes records (sorted by key) as an HFile with the metadata record schema in its file info.
+fn encode_hfile(records: &BTreeMap<String, FilesRecord>, path: &str) -> Result<Bytes> {
+    let fmt = |source| MdtError::Format {
+        path: path.to_string(),
+        source,
+    };
+    let mut w = HFileWriter::new(HFileWriterOptions::default());
+    w.set_file_info("schema", METADATA_RECORD_SCHEMA_JSON.as_bytes().to_vec());
+    for (key, record) in records {
+        let value = encode_files_record(record).map_err(fmt)?;
+        w.append(key.as_bytes(), &value).map_err(fmt)?;
+    }
+    w.finish().map_err(fmt)
+}
+
+/// The config of the MDT of a data table named `data_name` (spec §6.1).
+pub fn metadata_table_config(data_name: &str) -> Result<TableConfig> {
+    Ok(
+        TableConfig::builder_v8(format!("{data_name}_metadata"), TableType::MergeOnRead)
+            .database_name(None)
+            .record_key_fields(["key"])
+            .key_generator_type(MDT_KEY_GENERATOR)
+            .merge_mode(RecordMergeMode::Custom)
+            .base_file_format(BaseFileFormat::HFile)
+            .populate_meta_fields(false)
+            .property(keys::PAYLOAD_CLASS, MDT_PAYLOAD_CLASS)
+            .property(keys::RECORD_MERGE_STRATEGY_ID, MDT_MERGE_STRATEGY)
+            .property(keys::ARCHIVELOG_FOLDER, "history")
+            .without(keys::METADATA_PARTITIONS)
+            .without(keys::METADATA_PARTITIONS_INFLIGHT)
+            .build()?,
+    )
+}
+
+/// Writes the metadata table of one data table. See the module doc for the protocol.
+#[derive(Debug, Clone)]
+pub struct MdtWriter {
+    storage: Arc<dyn Storage>,
+    layout: TableLayout,
+}
+
+impl MdtWriter {
+    /// Opens the writer of an existing MDT (`None` when it has no `hoodie.properties`).
+    pub async fn open(storage: Arc<dyn Storage>) -> Result<Option<MdtWriter>> {
+        if !storage
+            .exists(&format!("{MDT_META_DIR}/hoodie.properties"))
+            .await?
+        {
+            return Ok(None);
+        }
+        let config = TableConfig::load(storage.as_ref(), MDT_META_DIR).await?;
+        let layout = TableLayout::from_config(MDT_META_DIR, &config)?;
+        Ok(Some(MdtWriter { storage, layout }))
+    }
+
+    /// The MDT's timeline layout.
+    pub fn layout(&self) -> &TableLayout {
+        &self.layout
+    }
+
+    /// Deletes everything under `.hoodie/metadata` (what an interrupted [`MdtWriter::create`]
+    /// left, or an MDT the data table no longer lists). Returns the number of objects deleted.
+    pub async fn remove_all(storage: &Arc<dyn Storage>) -> Result<usize> {
+        let keys: Vec<String> = storage
+            .list_all(MDT_BASE)
+            .await?
+            .into_iter()
+            .map(|o| o.key)
+            .filter(|k| k.starts_with(&format!("{MDT_BASE}/")))
+            .collect();
+        delete_keys(storage, &keys).await?;
+        Ok(keys.len())
+    }
+
+    /// Creates the MDT of the data table configured by `data_config` with `listing` (the data
+    /// table's committed files) as the initial FILES content, as the module doc describes.
+    /// Anything already under `.hoodie/metadata` is deleted first: the caller must have checked
+    /// that the data table does not list `files` in `hoodie.table.metadata.partitions`.
+    pub async fn create(
+        storage: Arc<dyn Storage>,
+        data_config: &TableConfig,
+        listing: &FilesListing,
+        generator: &InstantTimeGenerator,
+    ) -> Result<MdtWriter> {
+        Self::remove_all(&storage).await?;
+        let config = metadata_table_config(data_config.name())?;
+        TableConfig::create(storage.as_ref(), MDT_META_DIR, &config).await?;
+        let layout = TableLayout::from_config(MDT_META_DIR, &config)?;
+        let init = InstantTime::parse(SOLO_COMMIT_TIMESTAMP)?;
+        let marker = format!(
+            "#partition metadata\n#written by arbor\ncommitTime={init}\npartitionDepth=1\n"
+        );
+        storage
+            .put(
+                &format!("{MDT_BASE}/{FILES_PARTITION}/.hoodie_partition_metadata"),
+                Bytes::from(marker),
+            )
+            .await?;
+        let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+        let requested = tl
+            .create_requested(init.clone(), Action::DeltaCommit, Bytes::new())
+            .await?;
+        let name = format!("{FILES_FILE_ID}_{WRITE_TOKEN}_{init}.hfile");
+        let rel = format!("{FILES_PARTITION}/{name}");
+        let key = format!("{MDT_BASE}/{rel}");
+        let bytes = encode_hfile(&listing_records(listing), &key)?;
+        let size = bytes.len() as u64;
+        storage.put(&key, bytes).await?;
+        let stat = HoodieWriteStat {
+            file_id: Some(FILES_FILE_ID.to_string()),
+            path: Some(rel),
+            prev_commit: Some("null".to_string()),
+            num_writes: Some(to_i64(listing.len() as u64 + 1)),
+            num_inserts: Some(to_i64(listing.len() as u64 + 1)),
+            total_write_bytes: Some(to_i64(size)),
+            file_size_in_bytes: Some(to_i64(size)),
+            partition_path: Some(FILES_PARTITION.to_string()),
+            base_file: Some(name),
+            ..HoodieWriteStat::default()
+        };
+        let writer = MdtWriter { storage, layout };
+        writer.finish(&mut tl, &requested, stat, generator).await?;
+        Ok(writer)
+    }
+
+    /// Moves `requested` to inflight and completes it with commit metadata holding `stat`.
+    async fn finish(
+        &self,
+        tl: &mut ActiveTimeline,
+        requested: &Instant,
+        stat: HoodieWriteStat,
+        generator: &InstantTimeGenerator,
+    ) -> Result<Instant> {
+        let inflight = tl.transition_to_inflight(requested, Bytes::new()).await?;
+        let mut meta = HoodieCommitMetadata {
+            partition_to_write_stats: Some(BTreeMap::new()),
+            compacted: Some(false),
+            version: Some(1),
+            ..HoodieCommitMetadata::default()
+        };
+        meta.add_write_stat(FILES_PARTITION.to_string(), stat);
+        meta.insert_extra(SCHEMA_KEY, METADATA_RECORD_SCHEMA_JSON);
+        meta.set_operation_type(WriteOperationType::UpsertPrepped);
+        let completion = tl.next_instant_time(generator).await?;
+        let mut completed = inflight.with_state(State::Completed);
+        completed.completion_time = Some(completion.clone());
+        let bytes = encode_instant_for(&completed, &InstantContent::Commit(Box::new(meta)))?;
+        Ok(tl
+            .complete(&inflight, completion, Bytes::from(bytes))
+            .await?)
+    }
+
+    /// The state of MDT instant `time` (`None` when the MDT timeline has no file for it).
+    pub async fn instant_state(&self, time: &InstantTime) -> Result<Option<State>> {
+        let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        Ok(tl
+            .get(time, Action::DeltaCommit)
+            .and_then(|f| f.latest())
+            .map(|i| i.state))
+    }
+
+    /// Records `delta` as MDT deltacommit `time` (the time of the data instant, which must be
+    /// inflight and stay pending until this returns). Fails with `Timeline(DuplicateInstant)`
+    /// when the MDT already has an instant `time`: [`MdtWriter::rollback`] it first.
+    pub async fn commit_files(
+        &self,
+        time: &InstantTime,
+        delta: &FilesDelta,
+        generator: &InstantTimeGenerator,
+    ) -> Result<Instant> {
+        let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        let requested = tl
+            .create_requested(time.clone(), Action::DeltaCommit, Bytes::new())
+            .await?;
+        let name = format!(".{FILES_FILE_ID}_{time}.log.1_{WRITE_TOKEN}");
+        let rel = format!("{FILES_PARTITION}/{name}");
+        let key = format!("{MDT_BASE}/{rel}");
+        let records = delta_records(delta);
+        let hfile = encode_hfile(&records, &key)?;
+        let mut header = BlockMetadata::new();
+        header.insert(HeaderKey::InstantTime, time.to_string());
+        header.insert(HeaderKey::Schema, METADATA_RECORD_SCHEMA_JSON.to_string());
+        let block = encode_block(BlockType::HfileData, &header, &hfile, &BlockMetadata::new())
+            .map_err(|source| MdtError::Format {
+                path: key.clone(),
+                source,
+            })?;
+        let size = block.len() as u64;
+        self.storage.put(&key, block).await?;
+        let base_instant = self.files_base_instant(&tl).await;
+        let stat = HoodieWriteStat {
+            file_id: Some(FILES_FILE_ID.to_string()),
+            path: Some(rel),
+            prev_commit: Some(base_instant),
+            num_writes: Some(to_i64(records.len() as u64)),
+            num_update_writes: Some(to_i64(records.len() as u64)),
+            total_write_bytes: Some(to_i64(size)),
+            file_size_in_bytes: Some(to_i64(size)),
+            partition_path: Some(FILES_PARTITION.to_string()),
+            log_version: Some(1),
+            log_offset: Some(0),
+            base_file: Some(String::new()),
+            log_files: Some(vec![name]),
+            total_log_blocks: Some(1),
+            ..HoodieWriteStat::default()
+        };
+        self.finish(&mut tl, &requested, stat, generator).await
+    }
+
+    /// The latest completed MDT instant that wrote a FILES base file (`"null"` if none).
+    async fn files_base_instant(&self, tl: &ActiveTimeline) -> String {
+        tl.completed()
+            .into_iter()
+            .filter(|i| {
+                i.action == Action::Commit || i.requested_time.as_str() == SOLO_COMMIT_TIMESTAMP
+            })
+            .map(|i| i.requested_time.to_string())
+            .max()
+            .unwrap_or_else(|| "null".to_string())
+    }
+
+    /// Removes MDT deltacommit `time`: every MDT file whose name carries `time` as its instant
+    /// (log files `.<fileId>_<time>.log.*`), then its completed, inflight and requested timeline
+    /// files. Returns false when the MDT had nothing of `time`. Idempotent: a crash part-way is
+    /// finished by calling it again. The caller guarantees data instant `time` is pending (or
+    /// absent) while this runs; the sentinel initialisation instant is refused.
+    pub async fn rollback(&self, time: &InstantTime) -> Result<bool> {
+        if time.as_str().starts_with(SOLO_COMMIT_TIMESTAMP) {
+            return Err(MdtError::Invalid {
+                path: MDT_META_DIR.to_string(),
+                reason: format!("the initialisation instant {time} is never rolled back"),
+            });
+        }
+        let mut keys: Vec<String> = Vec::new();
+        let (_objects, dirs) = self.storage.list_dir(MDT_BASE).await?;
+        for dir in dirs {
+            let name = dir.rsplit('/').next().unwrap_or(&dir);
+            if name.starts_with('.') {
+                continue;
+            }
+            let (objects, _) = self.storage.list_dir(&dir).await?;
+            let needle = format!("_{time}.log.");
+            keys.extend(
+                objects
+                    .into_iter()
+                    .map(|o| o.key)
+                    .filter(|k| k.rsplit('/').next().is_some_and(|n| n.contains(&needle))),
+            );
+        }
+        let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        let mut timeline_keys = Vec::new();
+        if let Some(files) = tl.get(time, Action::DeltaCommit) {
+            for i in [&files.completed, &files.inflight, &files.requested]
+                .into_iter()
+                .flatten()
+            {
+                timeline_keys.push(self.layout.instant_key(i)?);
+            }
+        }
+        if keys.is_empty() && timeline_keys.is_empty() {
+            return Ok(false);
+        }
+        delete_keys(&self.storage, &keys).await?;
+        // One at a time, completed first: the instant never looks completed without its files'
+        // deletion having been attempted, and requested goes last so a rerun still finds it.
+        for k in timeline_keys {
+            delete_keys(&self.storage, &[k]).await?;
+        }
+        Ok(true)
+    }
+
+    /// The MDT deltacommits (other than the initialisation instant) that are pending, oldest
+    /// first.
+    pub async fn pending_deltacommits(&self) -> Result<Vec<InstantTime>> {
+        let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        Ok(tl
+            .pending()
+            .into_iter()
+            .filter(|i| i.action == Action::DeltaCommit)
+            .map(|i| i.requested_time)
+            .filter(|t| !t.as_str().starts_with(SOLO_COMMIT_TIMESTAMP))
+            .collect())
+    }
+}
+
+async fn delete_keys(storage: &Arc<dyn Storage>, keys: &[String]) -> Result<()> {
+    for chunk in keys.chunks(MAX_DELETE_BATCH) {
+        for r in storage.delete_batch(chunk).await? {
+            match r {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_delta_records_non_partitioned_uses_dot_key() {
+        let mut d = FilesDelta::default();
+        d.add("", "a.parquet", 10);
+        d.delete("", "b.parquet");
+        let r = delta_records(&d);
+        assert_eq!(
+            r.keys().cloned().collect::<Vec<_>>(),
+            vec![".".to_string(), ALL_PARTITIONS_KEY.to_string()]
+        );
+        let files = &r["."].files;
+        assert_eq!(files["a.parquet"].size, 10);
+        assert!(files["b.parquet"].is_deleted);
+        assert!(r[ALL_PARTITIONS_KEY].files.contains_key("."));
+    }
+
+    #[test]
+    fn test_listing_records_lists_every_partition_in_all_partitions() {
+        let mut l = FilesListing::new();
+        l.entry("p=1".into()).or_default().insert("f1".into(), 3);
+        l.entry("p=2".into()).or_default();
+        let r = listing_records(&l);
+        let all: Vec<_> = r[ALL_PARTITIONS_KEY].files.keys().cloned().collect();
+        assert_eq!(all, vec!["p=1".to_string(), "p=2".to_string()]);
+        assert_eq!(r["p=1"].files["f1"].size, 3);
+    }
+}

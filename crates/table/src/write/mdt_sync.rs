@@ -1,0 +1,224 @@
+//! Keeping the metadata table in step with the data table (spec §6.5): which tables have one,
+//! the FILES change of each data instant, the MDT deltacommit written before the data instant
+//! completes, repair of what a crash left, and initialisation from a directory listing.
+//!
+//! Every function here runs under the data table's lock.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arbor_fsview::{parse_data_file_name, PartitionListing};
+use arbor_mdt::{FilesDelta, FilesListing, MdtWriter, FILES_PARTITION, MDT_META_DIR};
+use arbor_storage::Storage;
+use arbor_timeline::avro::HoodieCommitMetadata;
+use arbor_timeline::config::keys;
+use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::{ActiveTimeline, InstantTime, InstantTimeGenerator, TableConfig, TableLayout};
+
+use crate::error::{Result, TableError};
+use crate::read::{ListingSource, TableReader};
+
+/// The metadata partitions arbor keeps in step with every commit.
+pub const MAINTAINED_PARTITIONS: [&str; 1] = [FILES_PARTITION];
+
+/// Refuses writes to a table whose metadata table has partitions arbor does not maintain
+/// (e.g. `column_stats`): a commit that did not update them would leave them stale.
+pub fn check_supported(config: &TableConfig) -> Result<()> {
+    let unsupported: Vec<String> = config
+        .metadata_partitions()
+        .into_iter()
+        .chain(config.metadata_partitions_inflight())
+        .filter(|p| !MAINTAINED_PARTITIONS.contains(&p.as_str()))
+        .collect();
+    if unsupported.is_empty() {
+        Ok(())
+    } else {
+        Err(TableError::Unsupported {
+            reason: format!(
+                "this table's metadata table has partitions arbor does not maintain ({}); \
+                 arbor writes only tables whose metadata table has {}",
+                unsupported.join(","),
+                MAINTAINED_PARTITIONS.join(",")
+            ),
+        })
+    }
+}
+
+/// The MDT writer when the data table's config (read again from storage, so that an MDT
+/// created by another writer since this handle opened is seen) lists `files`; `None` when the
+/// table has no MDT. Fails when the config lists `files` but the MDT has no config, or lists
+/// partitions arbor does not maintain.
+pub async fn writer_if_enabled(storage: &Arc<dyn Storage>) -> Result<Option<MdtWriter>> {
+    let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+    check_supported(&config)?;
+    if !config
+        .metadata_partitions()
+        .iter()
+        .any(|p| p == FILES_PARTITION)
+    {
+        return Ok(None);
+    }
+    match MdtWriter::open(storage.clone()).await? {
+        Some(w) => Ok(Some(w)),
+        None => Err(TableError::Corrupt {
+            path: format!("{MDT_META_DIR}/hoodie.properties"),
+            reason: "the table lists metadata partition files but its metadata table is missing; \
+                     run `arbor mdt init` after removing files from hoodie.table.metadata.partitions"
+                .to_string(),
+        }),
+    }
+}
+
+/// The FILES change of a data instant: every file its write stats name (base and log files,
+/// with their sizes), plus `touched` partitions (e.g. those a delete_partition replaced).
+pub fn files_delta(metadata: &HoodieCommitMetadata, touched: &BTreeSet<String>) -> FilesDelta {
+    let mut delta = FilesDelta::default();
+    for (partition, stat) in metadata.write_stats() {
+        let name = stat
+            .path
+            .as_deref()
+            .and_then(|p| p.rsplit('/').next())
+            .filter(|n| !n.is_empty());
+        if let Some(name) = name {
+            let size = stat
+                .file_size_in_bytes
+                .or(stat.total_write_bytes)
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(0);
+            delta.add(partition, name, size);
+        } else {
+            delta.touched.insert(partition.to_string());
+        }
+    }
+    delta.touched.extend(touched.iter().cloned());
+    delta
+}
+
+/// Records data instant `time`'s file changes in the MDT (when the table has one), before the
+/// caller completes `time`. An MDT instant `time` left by an earlier attempt (a crash, or a
+/// compaction being re-run) is removed first.
+pub async fn record_instant(
+    storage: &Arc<dyn Storage>,
+    time: &InstantTime,
+    metadata: &HoodieCommitMetadata,
+    touched: &BTreeSet<String>,
+    generator: &InstantTimeGenerator,
+) -> Result<()> {
+    let Some(mdt) = writer_if_enabled(storage).await? else {
+        return Ok(());
+    };
+    if mdt.instant_state(time).await?.is_some() {
+        mdt.rollback(time).await?;
+    }
+    mdt.commit_files(time, &files_delta(metadata, touched), generator)
+        .await?;
+    Ok(())
+}
+
+/// Removes the MDT deltacommit of data instant `time` (called by the data rollback of `time`
+/// before that rollback completes). Nothing happens when the table has no MDT.
+pub async fn rollback_instant(storage: &Arc<dyn Storage>, time: &InstantTime) -> Result<()> {
+    if let Some(mdt) = MdtWriter::open(storage.clone()).await? {
+        mdt.rollback(time).await?;
+    }
+    Ok(())
+}
+
+/// Removes pending MDT deltacommits whose data instant is not pending (what a crash between
+/// the MDT write and a data rollback can leave; pending MDT instants are never read). Returns
+/// the instants removed.
+pub async fn repair(storage: &Arc<dyn Storage>, layout: &TableLayout) -> Result<Vec<InstantTime>> {
+    let Some(mdt) = MdtWriter::open(storage.clone()).await? else {
+        return Ok(Vec::new());
+    };
+    let pending = mdt.pending_deltacommits().await?;
+    if pending.is_empty() {
+        return Ok(Vec::new());
+    }
+    let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    let data_pending: BTreeSet<InstantTime> = data
+        .pending()
+        .into_iter()
+        .map(|i| i.requested_time)
+        .collect();
+    let mut removed = Vec::new();
+    for t in pending {
+        if !data_pending.contains(&t) {
+            mdt.rollback(&t).await?;
+            removed.push(t);
+        }
+    }
+    Ok(removed)
+}
+
+/// The committed data files of the table, from a directory listing (the content a new MDT
+/// starts from).
+pub async fn committed_files(storage: &Arc<dyn Storage>) -> Result<FilesListing> {
+    let reader = TableReader::open_with(storage.clone(), ListingSource::Storage).await?;
+    let view = reader.view();
+    let listing = arbor_fsview::StorageListing::new(storage.clone());
+    let mut out = FilesListing::new();
+    for p in listing
+        .list_partitions()
+        .await
+        .map_err(TableError::from_fsview)?
+    {
+        let files = listing
+            .list_files(&p)
+            .await
+            .map_err(TableError::from_fsview)?;
+        let kept: std::collections::BTreeMap<String, u64> = files
+            .into_iter()
+            .filter(|f| {
+                matches!(parse_data_file_name(&f.name, f.size), Ok(Some(d)) if view.is_committed(d.instant_time()))
+            })
+            .map(|f| (f.name, f.size))
+            .collect();
+        if !kept.is_empty() {
+            out.insert(p, kept);
+        }
+    }
+    Ok(out)
+}
+
+/// Creates the MDT of a table that has none, from a directory listing of its committed files,
+/// and then lists `files` in the data table's `hoodie.table.metadata.partitions` (the step that
+/// turns it on). Refuses (`Unsupported`) when pending writes or table services exist: their
+/// files would be missing. Returns the number of files recorded.
+pub async fn init(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    generator: &InstantTimeGenerator,
+) -> Result<usize> {
+    let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+    if config
+        .metadata_partitions()
+        .iter()
+        .any(|p| p == FILES_PARTITION)
+    {
+        return Err(TableError::Unsupported {
+            reason: "the table already has a metadata table with partition files".to_string(),
+        });
+    }
+    check_supported(&config)?;
+    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    let pending = tl.pending();
+    if let Some(p) = pending.first() {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "the table has {} pending instant(s) (first: {p}); finish or roll them back before \
+                 creating the metadata table",
+                pending.len()
+            ),
+        });
+    }
+    let files = committed_files(storage).await?;
+    let count = files.values().map(|f| f.len()).sum();
+    MdtWriter::create(storage.clone(), &config, &files, generator).await?;
+    TableConfig::update(storage.as_ref(), DEFAULT_META_DIR, |c| {
+        c.set(keys::METADATA_PARTITIONS, FILES_PARTITION)?;
+        c.set(keys::METADATA_PARTITIONS_INFLIGHT, "")
+    })
+    .await?;
+    Ok(count)
+}
