@@ -10,6 +10,7 @@
 //!
 //! The record index and secondary index are not implemented yet.
 
+pub mod compaction;
 mod error;
 mod files;
 mod listing;

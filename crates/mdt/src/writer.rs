@@ -271,6 +271,11 @@ impl MdtWriter {
         &self.layout
     }
 
+    /// The storage rooted at the data table base.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
     /// Deletes everything under `.hoodie/metadata` (what an interrupted [`MdtWriter::create`]
     /// left, or an MDT the data table no longer lists). Returns the number of objects deleted.
     pub async fn remove_all(storage: &Arc<dyn Storage>) -> Result<usize> {

@@ -8,8 +8,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arbor_fsview::{parse_data_file_name, PartitionListing};
-use arbor_mdt::{FilesDelta, FilesListing, MdtWriter, FILES_PARTITION, MDT_META_DIR};
+use arbor_mdt::compaction::{compact_if_due, rollback_pending_compactions, DEFAULT_COMPACT_EVERY};
+use arbor_mdt::{
+    FilesDelta, FilesListing, MdtWriter, MetadataTable, FILES_PARTITION, MDT_META_DIR,
+};
 use arbor_storage::Storage;
+use arbor_timeline::archive::{ArchivalPolicy, Archiver};
 use arbor_timeline::avro::HoodieCommitMetadata;
 use arbor_timeline::config::keys;
 use arbor_timeline::layout::DEFAULT_META_DIR;
@@ -107,11 +111,85 @@ pub async fn record_instant(
     let Some(mdt) = writer_if_enabled(storage).await? else {
         return Ok(());
     };
+    rollback_pending_compactions(&mdt).await?;
     if mdt.instant_state(time).await?.is_some() {
         mdt.rollback(time).await?;
     }
     mdt.commit_files(time, &files_delta(metadata, touched), generator)
         .await?;
+    Ok(())
+}
+
+/// Table services of the MDT after a data instant completed (the caller still holds the lock):
+/// compacts FILES when [`DEFAULT_COMPACT_EVERY`] log files accumulated. A failure is logged and
+/// left for the next commit: the data instant is committed whatever happens here.
+pub async fn maintain(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    generator: &InstantTimeGenerator,
+) {
+    let result = async {
+        let Some(writer) = writer_if_enabled(storage).await? else {
+            return Ok::<_, TableError>(());
+        };
+        let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+        let Some(mdt) = MetadataTable::open_with(storage.clone(), &data).await? else {
+            return Ok(());
+        };
+        if let Some(c) = compact_if_due(&writer, &mdt, DEFAULT_COMPACT_EVERY, generator).await? {
+            tracing::info!(instant = %c.instant, log_files = c.log_files, "compacted the metadata table");
+        }
+        archive_mdt(storage, &writer, &data).await?;
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "metadata-table maintenance failed; the commit stands");
+    }
+}
+
+/// Archives the MDT timeline (default policy: more than 30 completed instants, down to 20)
+/// within the data table's rules: never the latest MDT compaction or anything after it (those
+/// deltacommits' blocks are still read), and never an instant at or after the data table's
+/// earliest active write instant.
+async fn archive_mdt(
+    storage: &Arc<dyn Storage>,
+    writer: &MdtWriter,
+    data: &ActiveTimeline,
+) -> Result<()> {
+    let mdt = ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?;
+    if mdt.completed_writes().len() <= ArchivalPolicy::default().max_commits {
+        return Ok(());
+    }
+    let latest_compaction = mdt
+        .completed()
+        .into_iter()
+        .filter(|i| i.action == arbor_timeline::Action::Commit)
+        .map(|i| i.requested_time)
+        .max();
+    let Some(latest_compaction) = latest_compaction else {
+        return Ok(());
+    };
+    let data_earliest = data.instants().into_iter().map(|i| i.requested_time).min();
+    let bound = match data_earliest {
+        Some(d) if d < latest_compaction => d,
+        _ => latest_compaction,
+    };
+    let outcome = Archiver::new(
+        storage.clone(),
+        writer.layout().clone(),
+        ArchivalPolicy::default(),
+    )?
+    .with_metadata_table(None)
+    .with_upper_bound(Some(bound))
+    .run()
+    .await?;
+    if !outcome.archived.is_empty() {
+        tracing::info!(
+            count = outcome.archived.len(),
+            "archived metadata-table instants"
+        );
+    }
     Ok(())
 }
 

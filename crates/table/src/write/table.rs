@@ -709,9 +709,11 @@ impl Table {
             None => InstantContent::Commit(Box::new(prepared.metadata.clone())),
         };
         let bytes = encode_instant_for(&completed, &content)?;
-        Ok(tl
+        let done = tl
             .complete(&prepared.inflight, completion, Bytes::from(bytes))
-            .await?)
+            .await?;
+        mdt_sync::maintain(&self.storage, &self.layout, &self.generator).await;
+        Ok(done)
     }
 
     /// After [`commit::check_ownership`] failed (the caller holds the lock): finishes or starts
@@ -835,6 +837,9 @@ impl Table {
                     compaction::run_compaction(&self.storage, &self.layout, &t, &self.generator)
                         .await?,
                 );
+            }
+            if !out.is_empty() {
+                mdt_sync::maintain(&self.storage, &self.layout, &self.generator).await;
             }
             Ok(out)
         })

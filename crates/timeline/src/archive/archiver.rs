@@ -154,6 +154,7 @@ pub struct Archiver {
     layout: TableLayout,
     policy: ArchivalPolicy,
     metadata_table: Option<TableLayout>,
+    upper_bound: Option<InstantTime>,
 }
 
 /// The meta directory of the metadata table paired with a data table's meta directory:
@@ -204,7 +205,16 @@ impl Archiver {
             layout,
             policy,
             metadata_table,
+            upper_bound: None,
         })
+    }
+
+    /// Never archives an instant whose requested time is at or after `bound` (the metadata
+    /// table's archival uses it to stay behind its latest compaction and the data table's
+    /// active timeline).
+    pub fn with_upper_bound(mut self, bound: Option<InstantTime>) -> Self {
+        self.upper_bound = bound;
+        self
     }
 
     /// Uses `layout` as the metadata table's timeline (or none: no metadata table constraint).
@@ -360,6 +370,10 @@ impl Archiver {
                     bounds.push(first_after.requested_time.clone());
                 }
             }
+        }
+
+        if let Some(b) = &self.upper_bound {
+            bounds.push(b.clone());
         }
 
         let savepoints: BTreeSet<InstantTime> = active

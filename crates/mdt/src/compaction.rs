@@ -1,0 +1,224 @@
+//! Compaction of the MDT's FILES partition: the merged content of the latest file slice (base
+//! HFile plus the valid log blocks) becomes a new base HFile named with a fresh MDT `compaction`
+//! instant, so readers stop replaying one log file per data commit.
+//!
+//! # Protocol (the caller holds the data table's lock)
+//! 1. `Tc.compaction.requested` with a `HoodieCompactionPlan` naming the slice;
+//! 2. `Tc.compaction.inflight` (empty);
+//! 3. the base file `files/files-0000-0_0-0-1_<Tc>.hfile`: every live entry of the merged
+//!    records (tombstones dropped), `_hoodie_file_name` set to the HFile's name, as Java does;
+//! 4. `Tc_<c>.commit` with commit metadata (`compacted=true`, operation `COMPACT`).
+//!
+//! Until step 4 the new base file is not committed and readers use the previous slice (every
+//! log file of which completed before `Tc` was requested). A compaction a crash left pending is
+//! removed by [`rollback_pending_compactions`] (its base file, then inflight, then requested),
+//! which every MDT write runs first, so no MDT log file is ever written against a pending base.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arbor_format::hfile::mdt::{encode_files_record, FilesRecord, METADATA_RECORD_SCHEMA_JSON};
+use arbor_format::hfile::mdt::{RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES};
+use arbor_format::hfile::{HFileWriter, HFileWriterOptions};
+use arbor_fsview::naming::LogFile;
+use arbor_storage::{Storage, StorageExt};
+use arbor_timeline::avro::{
+    encode_instant_for, HoodieCommitMetadata, HoodieCompactionOperation, HoodieCompactionPlan,
+    HoodieWriteStat, InstantContent, WriteOperationType, SCHEMA_KEY,
+};
+use arbor_timeline::{Action, ActiveTimeline, InstantTime, InstantTimeGenerator, State};
+use bytes::Bytes;
+
+use crate::error::{MdtError, Result};
+use crate::files::{MetadataTable, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE};
+use crate::writer::{MdtWriter, FILES_FILE_ID};
+
+/// Java's default `hoodie.metadata.compact.max.delta.commits`: compact once the latest FILES
+/// slice holds this many log files.
+pub const DEFAULT_COMPACT_EVERY: usize = 10;
+
+/// The write token of compacted MDT base files.
+const COMPACTION_TOKEN: &str = "0-0-1";
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MdtCompaction {
+    /// The MDT compaction instant.
+    pub instant: InstantTime,
+    /// Log files folded into the new base file.
+    pub log_files: usize,
+    /// Records in the new base file.
+    pub records: usize,
+}
+
+/// Removes every pending MDT compaction (see the module doc). Returns their instants.
+pub async fn rollback_pending_compactions(writer: &MdtWriter) -> Result<Vec<InstantTime>> {
+    let storage = writer.storage();
+    let tl = ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?;
+    let mut out = Vec::new();
+    for pending in tl.filter(&[Action::Compaction], &[State::Requested, State::Inflight]) {
+        let t = pending.requested_time.clone();
+        let (objects, _) = storage
+            .list_dir(&format!("{MDT_BASE}/{FILES_PARTITION}"))
+            .await?;
+        let suffix = format!("_{t}.hfile");
+        let stale: Vec<String> = objects
+            .into_iter()
+            .map(|o| o.key)
+            .filter(|k| k.ends_with(&suffix))
+            .collect();
+        for k in &stale {
+            storage.delete(k).await?;
+        }
+        if let Some(files) = tl.get(&t, Action::Compaction) {
+            for i in [&files.inflight, &files.requested].into_iter().flatten() {
+                storage.delete(&writer.layout().instant_key(i)?).await?;
+            }
+        }
+        tracing::info!(instant = %t, "rolled back a pending metadata-table compaction");
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Compacts the FILES partition if its latest slice holds at least `every` log files, every
+/// one of them from a valid instant (a data instant still pending blocks compaction), and the
+/// MDT has no pending instant. `mdt` must be opened with the data timeline as it is now.
+/// Returns `None` when nothing was due.
+pub async fn compact_if_due(
+    writer: &MdtWriter,
+    mdt: &MetadataTable,
+    every: usize,
+    generator: &InstantTimeGenerator,
+) -> Result<Option<MdtCompaction>> {
+    let storage = writer.storage();
+    let mut tl = ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?;
+    if !tl.pending().is_empty() {
+        return Ok(None);
+    }
+    let slices = mdt.files_slices().await?;
+    let Some(slice) = slices.into_iter().find(|s| s.file_id == FILES_FILE_ID) else {
+        return Ok(None);
+    };
+    if slice.log_files.len() < every.max(1) {
+        return Ok(None);
+    }
+    if slice
+        .log_files
+        .iter()
+        .any(|l| !mdt.valid_instants().contains(&l.delta_commit_time))
+    {
+        tracing::debug!("metadata-table compaction deferred: a data instant is pending");
+        return Ok(None);
+    }
+    let merged = mdt.merged_files_records().await?;
+
+    let time = tl.next_instant_time(generator).await?;
+    let operation = HoodieCompactionOperation {
+        base_instant_time: Some(slice.base_instant.to_string()),
+        delta_file_paths: Some(slice.log_files.iter().map(LogFile::file_name).collect()),
+        data_file_path: slice.base_file.as_ref().map(|b| b.file_name()),
+        file_id: Some(FILES_FILE_ID.to_string()),
+        partition_path: Some(FILES_PARTITION.to_string()),
+        metrics: Some(BTreeMap::new()),
+        bootstrap_file_path: None,
+    };
+    let plan = HoodieCompactionPlan {
+        operations: Some(vec![operation]),
+        extra_metadata: None,
+        version: Some(1),
+        strategy: None,
+        preserve_hoodie_metadata: Some(false),
+        missing_schedule_partitions: Some(Vec::new()),
+    };
+    let requested = arbor_timeline::Instant::requested(time.clone(), Action::Compaction);
+    let plan_bytes = encode_instant_for(&requested, &InstantContent::Compaction(Box::new(plan)))?;
+    let requested = tl
+        .create_requested(time.clone(), Action::Compaction, Bytes::from(plan_bytes))
+        .await?;
+    let inflight = tl.transition_to_inflight(&requested, Bytes::new()).await?;
+
+    let name = format!("{FILES_FILE_ID}_{COMPACTION_TOKEN}_{time}.hfile");
+    let rel = format!("{FILES_PARTITION}/{name}");
+    let key = format!("{MDT_BASE}/{rel}");
+    let fmt = |source| MdtError::Format {
+        path: key.clone(),
+        source,
+    };
+    let mut w = HFileWriter::new(HFileWriterOptions::default());
+    w.set_file_info("schema", METADATA_RECORD_SCHEMA_JSON.as_bytes().to_vec());
+    let mut records = 0usize;
+    for (record_key, entries) in &merged {
+        let record = FilesRecord {
+            record_type: if record_key == ALL_PARTITIONS_KEY {
+                RECORD_TYPE_ALL_PARTITIONS
+            } else {
+                RECORD_TYPE_FILES
+            },
+            file_name: Some(name.clone()),
+            files: entries
+                .iter()
+                .filter(|(_, e)| !e.is_deleted)
+                .map(|(n, e)| (n.clone(), *e))
+                .collect(),
+        };
+        let value = encode_files_record(&record).map_err(fmt)?;
+        w.append(record_key.as_bytes(), &value).map_err(fmt)?;
+        records += 1;
+    }
+    let bytes = w.finish().map_err(fmt)?;
+    let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+    storage.put(&key, bytes).await?;
+
+    let mut meta = HoodieCommitMetadata {
+        partition_to_write_stats: Some(BTreeMap::new()),
+        compacted: Some(true),
+        version: Some(1),
+        ..HoodieCommitMetadata::default()
+    };
+    meta.add_write_stat(
+        FILES_PARTITION.to_string(),
+        HoodieWriteStat {
+            file_id: Some(FILES_FILE_ID.to_string()),
+            path: Some(rel),
+            prev_commit: Some(slice.base_instant.to_string()),
+            num_writes: Some(i64::try_from(records).unwrap_or(i64::MAX)),
+            total_write_bytes: Some(size),
+            file_size_in_bytes: Some(size),
+            partition_path: Some(FILES_PARTITION.to_string()),
+            total_log_files_compacted: Some(i64::try_from(slice.log_files.len()).unwrap_or(0)),
+            ..HoodieWriteStat::default()
+        },
+    );
+    meta.insert_extra(SCHEMA_KEY, METADATA_RECORD_SCHEMA_JSON);
+    meta.set_operation_type(WriteOperationType::Compact);
+    let completion = tl.next_instant_time(generator).await?;
+    let mut completed = inflight.with_state(State::Completed);
+    completed.action = Action::Commit;
+    completed.completion_time = Some(completion.clone());
+    let content = encode_instant_for(&completed, &InstantContent::Commit(Box::new(meta)))?;
+    tl.complete(&inflight, completion, Bytes::from(content))
+        .await?;
+    Ok(Some(MdtCompaction {
+        instant: time,
+        log_files: slice.log_files.len(),
+        records,
+    }))
+}
+
+/// Convenience for callers holding only a storage: opens the MDT writer and reader (with the
+/// data timeline `data`) and runs [`compact_if_due`]. `None` when the table has no MDT.
+pub async fn compact_table_if_due(
+    storage: &Arc<dyn Storage>,
+    data: &ActiveTimeline,
+    every: usize,
+    generator: &InstantTimeGenerator,
+) -> Result<Option<MdtCompaction>> {
+    let Some(writer) = MdtWriter::open(storage.clone()).await? else {
+        return Ok(None);
+    };
+    let Some(mdt) = MetadataTable::open_with(storage.clone(), data).await? else {
+        return Ok(None);
+    };
+    compact_if_due(&writer, &mdt, every, generator).await
+}
