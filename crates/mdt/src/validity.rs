@@ -19,8 +19,18 @@ use arbor_timeline::{Action, ActiveTimeline, InstantTime, State};
 
 use crate::error::Result;
 
-/// The instant-time prefix of MDT instants written outside the data timeline (initialisation).
-pub const SOLO_COMMIT_TIMESTAMP: &str = "00000000000000000";
+/// The instant-time prefix of MDT instants written outside the data timeline (initialisation
+/// of a partition: `00000000000000000` for FILES, `...001`, `...002` for later partitions).
+/// hudi-rs 0.5.0 and Java test `startsWith` against these 14 zeros.
+pub const SOLO_COMMIT_TIMESTAMP: &str = "00000000000000";
+
+/// The MDT instant that initialises the FILES partition.
+pub const FILES_INIT_INSTANT: &str = "00000000000000000";
+
+/// True for MDT instants written outside the data timeline ([`SOLO_COMMIT_TIMESTAMP`] prefix).
+pub fn is_init_instant(t: &InstantTime) -> bool {
+    t.as_str().starts_with(SOLO_COMMIT_TIMESTAMP)
+}
 
 /// The set of instant times whose MDT log blocks are valid, computed from the data table's
 /// active timeline and the MDT's active timeline as described in the module doc.
@@ -43,7 +53,7 @@ pub async fn valid_instants(
         if i.action == Action::DeltaCommit && !data_pending.contains(&t) {
             valid.insert(t.clone());
         }
-        if t.as_str().starts_with(SOLO_COMMIT_TIMESTAMP) {
+        if is_init_instant(&t) {
             valid.insert(t);
         }
     }
@@ -51,7 +61,7 @@ pub async fn valid_instants(
         .iter()
         .next()
         .cloned()
-        .map_or_else(|| SOLO_COMMIT_TIMESTAMP.to_string(), |t| t.to_string());
+        .map_or_else(|| FILES_INIT_INSTANT.to_string(), |t| t.to_string());
     for r in data.filter(&[Action::Rollback, Action::Restore], &[State::Completed]) {
         if r.requested_time.as_str() <= earliest.as_str() {
             continue;

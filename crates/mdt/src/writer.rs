@@ -45,7 +45,7 @@ use crate::error::{MdtError, Result};
 use crate::files::{
     FilesListing, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE, MDT_META_DIR, NON_PARTITIONED_KEY,
 };
-use crate::validity::SOLO_COMMIT_TIMESTAMP;
+use crate::validity::{is_init_instant, FILES_INIT_INSTANT};
 
 /// The file id of the single FILES file group.
 pub const FILES_FILE_ID: &str = "files-0000-0";
@@ -304,7 +304,7 @@ impl MdtWriter {
         let config = metadata_table_config(data_config.name())?;
         TableConfig::create(storage.as_ref(), MDT_META_DIR, &config).await?;
         let layout = TableLayout::from_config(MDT_META_DIR, &config)?;
-        let init = InstantTime::parse(SOLO_COMMIT_TIMESTAMP)?;
+        let init = InstantTime::parse(FILES_INIT_INSTANT)?;
         let marker = format!(
             "#partition metadata\n#written by arbor\ncommitTime={init}\npartitionDepth=1\n"
         );
@@ -430,7 +430,7 @@ impl MdtWriter {
         tl.completed()
             .into_iter()
             .filter(|i| {
-                i.action == Action::Commit || i.requested_time.as_str() == SOLO_COMMIT_TIMESTAMP
+                i.action == Action::Commit || i.requested_time.as_str() == FILES_INIT_INSTANT
             })
             .map(|i| i.requested_time.to_string())
             .max()
@@ -443,7 +443,7 @@ impl MdtWriter {
     /// finished by calling it again. The caller guarantees data instant `time` is pending (or
     /// absent) while this runs; the sentinel initialisation instant is refused.
     pub async fn rollback(&self, time: &InstantTime) -> Result<bool> {
-        if time.as_str().starts_with(SOLO_COMMIT_TIMESTAMP) {
+        if is_init_instant(time) {
             return Err(MdtError::Invalid {
                 path: MDT_META_DIR.to_string(),
                 reason: format!("the initialisation instant {time} is never rolled back"),
@@ -496,7 +496,7 @@ impl MdtWriter {
             .into_iter()
             .filter(|i| i.action == Action::DeltaCommit)
             .map(|i| i.requested_time)
-            .filter(|t| !t.as_str().starts_with(SOLO_COMMIT_TIMESTAMP))
+            .filter(|t| !is_init_instant(t))
             .collect())
     }
 }
