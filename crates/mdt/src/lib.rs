@@ -7,13 +7,16 @@
 //! - [`MdtWriter`] creates the MDT and records each data instant's file changes as an MDT
 //!   deltacommit with the same instant time, completed before the data instant.
 //! - [`validate`] compares the FILES partition with a directory listing.
-//!
-//! The record index and secondary index are not implemented yet.
+//! - [`record_index`] and [`secondary_index`] read the RECORD_INDEX and SECONDARY_INDEX
+//!   partitions (whole or by key lookup) and `.hoodie/.index_defs/index.json`.
 
 pub mod compaction;
 mod error;
 mod files;
+pub mod index_writer;
 mod listing;
+pub mod record_index;
+pub mod secondary_index;
 pub mod validate;
 pub mod validity;
 mod writer;
@@ -24,4 +27,8 @@ pub use files::{
     NON_PARTITIONED_KEY,
 };
 pub use listing::MdtFilesListing;
+pub use record_index::{lookup_record_index, read_record_index, RecordIndexEntry};
+pub use secondary_index::{
+    read_secondary_index, secondary_lookup, IndexDefinition, IndexDefinitions, SecondaryIndex,
+};
 pub use writer::{metadata_table_config, FilesDelta, MdtWriter, FILES_FILE_ID};

@@ -45,7 +45,11 @@ use crate::error::{MdtError, Result};
 use crate::files::{
     FilesListing, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE, MDT_META_DIR, NON_PARTITIONED_KEY,
 };
+use crate::index_writer::{
+    delta_files, initial_files, RecordIndexDelta, RECORD_INDEX, RECORD_INDEX_INIT_INSTANT,
+};
 use crate::validity::{is_init_instant, FILES_INIT_INSTANT};
+use arbor_format::hfile::mdt_index::RecordLocation;
 
 /// The file id of the single FILES file group.
 pub const FILES_FILE_ID: &str = "files-0000-0";
@@ -337,16 +341,24 @@ impl MdtWriter {
             ..HoodieWriteStat::default()
         };
         let writer = MdtWriter { storage, layout };
-        writer.finish(&mut tl, &requested, stat, generator).await?;
+        writer
+            .finish(
+                &mut tl,
+                &requested,
+                vec![(FILES_PARTITION, stat)],
+                generator,
+            )
+            .await?;
         Ok(writer)
     }
 
-    /// Moves `requested` to inflight and completes it with commit metadata holding `stat`.
+    /// Moves `requested` to inflight and completes it with commit metadata holding `stats`
+    /// (MDT partition, stat).
     async fn finish(
         &self,
         tl: &mut ActiveTimeline,
         requested: &Instant,
-        stat: HoodieWriteStat,
+        stats: Vec<(&str, HoodieWriteStat)>,
         generator: &InstantTimeGenerator,
     ) -> Result<Instant> {
         let inflight = tl.transition_to_inflight(requested, Bytes::new()).await?;
@@ -356,7 +368,9 @@ impl MdtWriter {
             version: Some(1),
             ..HoodieCommitMetadata::default()
         };
-        meta.add_write_stat(FILES_PARTITION.to_string(), stat);
+        for (partition, stat) in stats {
+            meta.add_write_stat(partition.to_string(), stat);
+        }
         meta.insert_extra(SCHEMA_KEY, METADATA_RECORD_SCHEMA_JSON);
         meta.set_operation_type(WriteOperationType::UpsertPrepped);
         let completion = tl.next_instant_time(generator).await?;
@@ -386,6 +400,115 @@ impl MdtWriter {
         delta: &FilesDelta,
         generator: &InstantTimeGenerator,
     ) -> Result<Instant> {
+        self.commit(time, delta, None, generator).await
+    }
+
+    /// The number of record-index file groups (0 when the MDT has no record index), from the
+    /// names in the `record_index` directory.
+    pub async fn record_index_groups(&self) -> Result<usize> {
+        let (objects, _) = self
+            .storage
+            .list_dir(&format!("{MDT_BASE}/{RECORD_INDEX}"))
+            .await?;
+        let ids: BTreeSet<String> = objects
+            .iter()
+            .filter_map(|o| o.key.rsplit('/').next())
+            .map(|n| n.trim_start_matches('.'))
+            .filter(|n| n.starts_with("record-index-"))
+            .filter_map(|n| n.split('_').next())
+            .map(str::to_string)
+            .collect();
+        Ok(ids.len())
+    }
+
+    /// Creates the record index (see [`crate::index_writer`]) holding `entries`, with `groups`
+    /// file groups, as MDT deltacommit `00000000000000001`. The caller then lists
+    /// `record_index` in the data table's `hoodie.table.metadata.partitions`. Anything a
+    /// previous interrupted initialisation left is removed first.
+    pub async fn init_record_index(
+        &self,
+        entries: &BTreeMap<String, RecordLocation>,
+        groups: usize,
+        generator: &InstantTimeGenerator,
+    ) -> Result<()> {
+        let time = InstantTime::parse(RECORD_INDEX_INIT_INSTANT)?;
+        if self.instant_state(&time).await?.is_some() {
+            self.rollback_init(&time).await?;
+        }
+        let stale: Vec<String> = self
+            .storage
+            .list_all(&format!("{MDT_BASE}/{RECORD_INDEX}"))
+            .await?
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        delete_keys(&self.storage, &stale).await?;
+        let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        let requested = tl
+            .create_requested(time.clone(), Action::DeltaCommit, Bytes::new())
+            .await?;
+        let marker = format!(
+            "#partition metadata\n#written by arbor\ncommitTime={time}\npartitionDepth=1\n"
+        );
+        self.storage
+            .put(
+                &format!("{MDT_BASE}/{RECORD_INDEX}/.hoodie_partition_metadata"),
+                Bytes::from(marker),
+            )
+            .await?;
+        let mut stats = Vec::new();
+        for (rel, bytes, count) in initial_files(entries, groups)? {
+            let size = to_i64(bytes.len() as u64);
+            let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+            let file_id = name.split('_').next().unwrap_or_default().to_string();
+            self.storage
+                .put(&format!("{MDT_BASE}/{rel}"), bytes)
+                .await?;
+            stats.push((
+                RECORD_INDEX,
+                HoodieWriteStat {
+                    file_id: Some(file_id),
+                    path: Some(rel),
+                    prev_commit: Some("null".to_string()),
+                    num_writes: Some(to_i64(count as u64)),
+                    num_inserts: Some(to_i64(count as u64)),
+                    total_write_bytes: Some(size),
+                    file_size_in_bytes: Some(size),
+                    partition_path: Some(RECORD_INDEX.to_string()),
+                    base_file: Some(name),
+                    ..HoodieWriteStat::default()
+                },
+            ));
+        }
+        self.finish(&mut tl, &requested, stats, generator).await?;
+        Ok(())
+    }
+
+    /// Removes an initialisation instant of a partition and its timeline files (only for an
+    /// initialisation that is being redone).
+    async fn rollback_init(&self, time: &InstantTime) -> Result<()> {
+        let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        if let Some(files) = tl.get(time, Action::DeltaCommit) {
+            for i in [&files.completed, &files.inflight, &files.requested]
+                .into_iter()
+                .flatten()
+            {
+                delete_keys(&self.storage, &[self.layout.instant_key(i)?]).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records data instant `time`'s change: `files` in FILES and, when given (and the MDT has
+    /// a record index), `record_index` in RECORD_INDEX, as one MDT deltacommit `time` (module
+    /// doc). Fails with `Timeline(DuplicateInstant)` when the MDT already has an instant `time`.
+    pub async fn commit(
+        &self,
+        time: &InstantTime,
+        delta: &FilesDelta,
+        record_index: Option<&RecordIndexDelta>,
+        generator: &InstantTimeGenerator,
+    ) -> Result<Instant> {
         let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
         let requested = tl
             .create_requested(time.clone(), Action::DeltaCommit, Bytes::new())
@@ -405,6 +528,18 @@ impl MdtWriter {
             })?;
         let size = block.len() as u64;
         self.storage.put(&key, block).await?;
+        let mut stats = Vec::new();
+        if let Some(rli) = record_index.filter(|d| !d.is_empty()) {
+            let groups = self.record_index_groups().await?;
+            if groups > 0 {
+                for (rel, bytes, stat) in delta_files(time, rli, groups)? {
+                    self.storage
+                        .put(&format!("{MDT_BASE}/{rel}"), bytes)
+                        .await?;
+                    stats.push((RECORD_INDEX, stat));
+                }
+            }
+        }
         let base_instant = self.files_base_instant(&tl).await;
         let stat = HoodieWriteStat {
             file_id: Some(FILES_FILE_ID.to_string()),
@@ -422,7 +557,8 @@ impl MdtWriter {
             total_log_blocks: Some(1),
             ..HoodieWriteStat::default()
         };
-        self.finish(&mut tl, &requested, stat, generator).await
+        stats.insert(0, (FILES_PARTITION, stat));
+        self.finish(&mut tl, &requested, stats, generator).await
     }
 
     /// The latest completed MDT instant that wrote a FILES base file (`"null"` if none).

@@ -11,4 +11,6 @@ pub mod write;
 
 pub use error::{Result, TableError};
 pub use read::ListingSource;
-pub use write::{CommitResult, CreateOptions, Table, WriteOperation, WriteOptions};
+pub use write::{
+    CommitResult, CreateOptions, KeyMove, RecordIndex, Table, WriteOperation, WriteOptions,
+};

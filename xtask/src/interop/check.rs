@@ -5,6 +5,9 @@
 //! arbor's answer and the model's rows are written as Arrow IPC files; hudi-rs' answer is a
 //! request to `scripts/peer_digest.py`. All of them are digested together later (one Python
 //! process for the whole matrix), see [`super::peer`].
+//!
+//! The metadata-table checks ([`super::metadata`]): `mdt` after every instant (validate_table on
+//! the copy taken right after it), and `hidden` once per table (hudi-rs lists through FILES).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use arrow::record_batch::RecordBatch;
 use serde_json::{json, Value};
 
 use super::data::{self, Row};
+use super::metadata::{self, HiddenInstant};
 use super::scenario::{Outcome, Recorded};
 
 /// hudi-rs' default start of an incremental range (before every instant).
@@ -50,6 +54,9 @@ pub enum Kind {
         peer: Side,
         model: Side,
     },
+    /// The hidden-instant proof ([`metadata::hide_latest_instant`]): its local part's outcome,
+    /// decided with the file slices hudi-rs plans ([`metadata::decide_hidden`]).
+    Hidden(Result<HiddenInstant, String>),
 }
 
 /// Where a scenario's Arrow files go, and a counter naming them.
@@ -213,6 +220,16 @@ pub async fn build(outcome: &Outcome, files_dir: PathBuf) -> Vec<Check> {
                 },
             });
         }
+        // The metadata table (or its absence) after this step; the last copy is the final table.
+        checks.push(Check {
+            scenario: scenario.clone(),
+            position: format!("{}:{}", rec.ordinal, rec.step.name()),
+            instant: rec.instant.clone(),
+            query: "mdt".to_string(),
+            kind: Kind::Local(
+                metadata::validate_dir(&rec.copy, outcome.scenario.metadata_table).await,
+            ),
+        });
         previous_completion = rec.completion.clone();
     }
     // One range over the whole history: every row of the final table.
@@ -228,6 +245,20 @@ pub async fn build(outcome: &Outcome, files_dir: PathBuf) -> Vec<Check> {
                 peer: Ok(query.peer_request(&outcome.table_dir)),
                 model: files.model(&last.model.written_by(&all_instants)),
             },
+        });
+    }
+    if outcome.scenario.metadata_table {
+        let copy = PathBuf::from(format!("{}-mdt-hidden", outcome.table_dir.display()));
+        let hidden = metadata::hide_latest_instant(outcome, &copy).await;
+        checks.push(Check {
+            scenario: scenario.clone(),
+            position: "mdt_hidden".to_string(),
+            instant: hidden
+                .as_ref()
+                .map(|h| h.instant.clone())
+                .unwrap_or_default(),
+            query: "hidden".to_string(),
+            kind: Kind::Hidden(hidden),
         });
     }
     checks

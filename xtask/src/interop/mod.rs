@@ -10,18 +10,29 @@
 //! the model. Row counts, `data_sha256` (the canonicalisation of `scripts/canonical_rows.py`)
 //! and schemas must agree ([`report`]).
 //!
-//! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals]`. `--keep`
-//! writes the tables under DIR and keeps them; otherwise they go to a temporary directory that
-//! is kept (and named) only when a check fails. `--only` runs the scenarios whose name
+//! The tables are created with a metadata table (`--no-metadata-table`: without), so both
+//! readers list files through its FILES partition. [`metadata`] adds, per instant, `mdt`:
+//! `arbor_mdt::validate::validate_table` finds no discrepancy in the table right after it (or,
+//! without a metadata table, that there is none); and per table, `hidden`: with the metadata
+//! table's deltacommit of the latest data instant T deleted in a copy, validate_table reports
+//! exactly T's files as missing from it and hudi-rs plans none of them, while on the original
+//! it plans all of them (hudi-rs lists through arbor's FILES partition, spec 6.6).
+//!
+//! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals]
+//! [--no-metadata-table]`. `--keep` writes the tables under DIR and keeps them; otherwise they
+//! go to a temporary directory that is kept (and named) only when a check fails. `--only` runs the scenarios whose name
 //! (`cow/hive`, `mor/plain`, `mor/nonpartitioned`, ...) contains SUBSTRING.
 //! By default the upserts also carry late arrivals (updates with a smaller ordering value than
 //! the stored row, see `scenario::Scenario::late_arrivals`); `--no-late-arrivals` leaves them
-//! out (`--late-arrivals`, the default, is still accepted). The peer Python is `$ARBOR_PEER_PYTHON`, else what
+//! out (`--late-arrivals`, the default, is still accepted). `--no-metadata-table` creates the
+//! tables without a metadata table, for comparison (`mdt` then checks there is none and `hidden`
+//! does not run). The peer Python is `$ARBOR_PEER_PYTHON`, else what
 //! `scripts/peer.sh` prints. Closes with `interop: N passed, M failed`; exits non-zero when
 //! M > 0 or nothing was checked.
 
 mod check;
 mod data;
+mod metadata;
 mod model;
 mod peer;
 mod report;
@@ -39,6 +50,7 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
     let mut keep: Option<PathBuf> = None;
     let mut only: Option<String> = None;
     let mut late_arrivals = true;
+    let mut metadata_table = true;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -46,9 +58,10 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
             "--only" => only = it.next().cloned(),
             "--late-arrivals" => late_arrivals = true,
             "--no-late-arrivals" => late_arrivals = false,
+            "--no-metadata-table" => metadata_table = false,
             other => {
                 return Err(format!(
-                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals])"
+                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals] [--no-metadata-table])"
                 ))
             }
         }
@@ -75,7 +88,7 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
             (t.path().to_path_buf(), Some(t))
         }
     };
-    let scenarios: Vec<Scenario> = Scenario::all(late_arrivals)
+    let scenarios: Vec<Scenario> = Scenario::all(late_arrivals, metadata_table)
         .into_iter()
         .filter(|s| only.as_ref().is_none_or(|o| s.name().contains(o.as_str())))
         .collect();
@@ -131,9 +144,16 @@ fn digest_and_report(
     checks: &[Check],
 ) -> Result<(usize, usize), String> {
     let mut requests = Vec::new();
+    let mut tables: Vec<&Path> = Vec::new();
     let mut ids = Vec::new();
     for c in checks {
         let mut id = CheckIds::default();
+        if let Kind::Hidden(Ok(h)) = &c.kind {
+            id.original_slices = Some(tables.len());
+            tables.push(&h.original);
+            id.copy_slices = Some(tables.len());
+            tables.push(&h.copy);
+        }
         if let Kind::Rows { arbor, peer, model } = &c.kind {
             let mut add = |side: &check::Side,
                            slot: &mut Option<usize>,
@@ -156,10 +176,15 @@ fn digest_and_report(
     } else {
         peer::digest_all(python, &script, work, &requests)?
     };
+    let slices = if tables.is_empty() {
+        Default::default()
+    } else {
+        peer::file_slices(python, work, &tables)?
+    };
     let verdicts: Vec<_> = checks
         .iter()
         .zip(&ids)
-        .map(|(c, id)| report::decide(c, &answers, id))
+        .map(|(c, id)| report::decide(c, &answers, &slices, id))
         .collect();
     Ok(report::print(checks, &verdicts))
 }

@@ -124,10 +124,23 @@ pub fn compare(arbor: &Digest, peer: &Digest, model: &Digest) -> Result<(), Stri
 pub fn decide(
     check: &Check,
     answers: &HashMap<usize, Result<Value, String>>,
+    slices: &HashMap<usize, Result<Vec<String>, String>>,
     ids: &CheckIds,
 ) -> Result<Option<u64>, String> {
     match &check.kind {
         Kind::Local(r) => r.clone().map(|()| None),
+        Kind::Hidden(hidden) => {
+            let hidden = hidden.as_ref().map_err(Clone::clone)?;
+            let planned = |name: &str, id: Option<usize>| {
+                id.and_then(|i| slices.get(&i))
+                    .ok_or_else(|| format!("{name}: no file slices from hudi-rs"))?
+                    .as_ref()
+                    .map_err(|e| format!("{name}: {e}"))
+            };
+            let original = planned("original", ids.original_slices)?;
+            let copy = planned("copy", ids.copy_slices)?;
+            super::metadata::decide_hidden(hidden, original, copy).map(|()| None)
+        }
         Kind::Rows { .. } => {
             let side = |name: &str, id: Option<usize>, pending: &Option<String>| {
                 if let Some(e) = pending {
@@ -163,6 +176,9 @@ pub struct CheckIds {
     pub arbor_error: Option<String>,
     pub peer_error: Option<String>,
     pub model_error: Option<String>,
+    /// The file-slice requests of a hidden-instant proof: the original table, the copy.
+    pub original_slices: Option<usize>,
+    pub copy_slices: Option<usize>,
 }
 
 /// Prints the matrix (one line per scenario instant, one cell per query) and the details of
@@ -195,7 +211,7 @@ pub fn print(checks: &[Check], verdicts: &[Result<Option<u64>, String>]) -> (usi
         }
     }
     println!(
-        "{:<20} {:<26} {:<17}  checks (query:ok(rows) = arbor, hudi-rs and model agree)",
+        "{:<20} {:<26} {:<17}  checks (query:ok(rows) = arbor, hudi-rs and model agree; mdt: validate_table; hidden: hudi-rs lists through FILES)",
         "scenario", "instant", "requested"
     );
     for (s, p, i, cells) in &lines {

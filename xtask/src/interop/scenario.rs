@@ -52,6 +52,9 @@ pub struct Scenario {
     /// arbor's merge-on-read writer therefore drops records that lose to the stored record
     /// (`CommitResult::skipped_stale`) instead of writing them to a log file.
     pub late_arrivals: bool,
+    /// The table is created with a metadata table (`CreateOptions::metadata_table`); on in the
+    /// default matrix, off with `--no-metadata-table`.
+    pub metadata_table: bool,
 }
 
 /// One operation of the sequence.
@@ -87,7 +90,7 @@ impl Step {
 
 impl Scenario {
     /// Every scenario of the matrix.
-    pub fn all(late_arrivals: bool) -> Vec<Scenario> {
+    pub fn all(late_arrivals: bool, metadata_table: bool) -> Vec<Scenario> {
         let mut out = Vec::new();
         for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
             for partitioning in [Partitioning::Hive, Partitioning::Plain, Partitioning::None] {
@@ -95,6 +98,7 @@ impl Scenario {
                     table_type,
                     partitioning,
                     late_arrivals,
+                    metadata_table,
                 });
             }
         }
@@ -163,7 +167,7 @@ impl Scenario {
             ordering_field: Some(data::ORDERING.to_string()),
             merge_mode: None,
             schema: data::schema(),
-            metadata_table: true,
+            metadata_table: self.metadata_table,
         }
     }
 }
@@ -427,6 +431,7 @@ mod tests {
             table_type: TableType::MergeOnRead,
             partitioning: Partitioning::None,
             late_arrivals: false,
+            metadata_table: true,
         };
         let names: Vec<&str> = s.steps().iter().map(|st| st.name()).collect();
         assert_eq!(
@@ -449,6 +454,7 @@ mod tests {
             table_type: TableType::CopyOnWrite,
             partitioning: Partitioning::Hive,
             late_arrivals: false,
+            metadata_table: true,
         };
         let steps = s.steps();
         assert!(steps.contains(&Step::DeletePartition));
@@ -458,7 +464,10 @@ mod tests {
 
     #[test]
     fn test_all_six_scenarios_distinct_names() {
-        let mut names: Vec<String> = Scenario::all(false).iter().map(Scenario::name).collect();
+        let mut names: Vec<String> = Scenario::all(false, true)
+            .iter()
+            .map(Scenario::name)
+            .collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 6);

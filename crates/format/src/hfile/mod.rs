@@ -12,6 +12,7 @@
 
 mod block;
 pub mod mdt;
+pub mod mdt_index;
 mod proto;
 mod reader;
 mod trailer;

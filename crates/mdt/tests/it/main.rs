@@ -7,3 +7,4 @@
 )]
 
 mod files;
+mod record_index;

@@ -263,6 +263,8 @@ pub async fn run_compaction(
         instant,
         &metadata,
         &std::collections::BTreeSet::new(),
+        // Compaction keeps every record in its file group: no record-index change.
+        Some(&arbor_mdt::index_writer::RecordIndexDelta::default()),
         generator,
     )
     .await?;

@@ -9,6 +9,9 @@ use std::sync::Arc;
 
 use arbor_fsview::{parse_data_file_name, PartitionListing};
 use arbor_mdt::compaction::{compact_if_due, rollback_pending_compactions, DEFAULT_COMPACT_EVERY};
+use arbor_mdt::index_writer::{
+    RecordIndexDelta, DEFAULT_RECORD_INDEX_GROUPS, RECORD_INDEX, RECORD_INDEX_INIT_INSTANT,
+};
 use arbor_mdt::{
     FilesDelta, FilesListing, MdtWriter, MetadataTable, FILES_PARTITION, MDT_META_DIR,
 };
@@ -23,7 +26,7 @@ use crate::error::{Result, TableError};
 use crate::read::{ListingSource, TableReader};
 
 /// The metadata partitions arbor keeps in step with every commit.
-pub const MAINTAINED_PARTITIONS: [&str; 1] = [FILES_PARTITION];
+pub const MAINTAINED_PARTITIONS: [&str; 2] = [FILES_PARTITION, RECORD_INDEX];
 
 /// Refuses writes to a table whose metadata table has partitions arbor does not maintain
 /// (e.g. `column_stats`): a commit that did not update them would leave them stale.
@@ -98,25 +101,46 @@ pub fn files_delta(metadata: &HoodieCommitMetadata, touched: &BTreeSet<String>) 
     delta
 }
 
-/// Records data instant `time`'s file changes in the MDT (when the table has one), before the
-/// caller completes `time`. An MDT instant `time` left by an earlier attempt (a crash, or a
-/// compaction being re-run) is removed first.
+/// Records data instant `time`'s file changes (and, with a record index, `record_index`) in the
+/// MDT (when the table has one), before the caller completes `time`. An MDT instant `time` left
+/// by an earlier attempt (a crash, or a compaction being re-run) is removed first. Fails with
+/// `CommitConflict` when the table has a record index but the write computed no change for it
+/// (the index was created after the write was planned).
 pub async fn record_instant(
     storage: &Arc<dyn Storage>,
     time: &InstantTime,
     metadata: &HoodieCommitMetadata,
     touched: &BTreeSet<String>,
+    record_index: Option<&RecordIndexDelta>,
     generator: &InstantTimeGenerator,
 ) -> Result<()> {
     let Some(mdt) = writer_if_enabled(storage).await? else {
         return Ok(());
     };
     rollback_pending_compactions(&mdt).await?;
+    let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+    let indexed = config
+        .metadata_partitions()
+        .iter()
+        .any(|p| p == RECORD_INDEX);
+    if indexed && record_index.is_none() {
+        return Err(TableError::CommitConflict {
+            instant: time.to_string(),
+            other: RECORD_INDEX_INIT_INSTANT.to_string(),
+            file_groups: "the record index was created after this write was planned".to_string(),
+        });
+    }
+    let record_index = record_index.filter(|_| indexed);
     if mdt.instant_state(time).await?.is_some() {
         mdt.rollback(time).await?;
     }
-    mdt.commit_files(time, &files_delta(metadata, touched), generator)
-        .await?;
+    mdt.commit(
+        time,
+        &files_delta(metadata, touched),
+        record_index,
+        generator,
+    )
+    .await?;
     Ok(())
 }
 
@@ -299,4 +323,78 @@ pub async fn init(
     })
     .await?;
     Ok(count)
+}
+
+/// Creates the record index of a table that has a metadata table but no record index: every
+/// key of every latest file slice, mapped to its partition and file group, in
+/// [`DEFAULT_RECORD_INDEX_GROUPS`] MDT file groups; then lists `record_index` in
+/// `hoodie.table.metadata.partitions` (the step that turns it on). Refuses (`Unsupported`) a
+/// table without metadata table, with a record index, or with pending instants. Returns the
+/// number of keys indexed.
+pub async fn init_record_index(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    generator: &InstantTimeGenerator,
+) -> Result<usize> {
+    let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+    let partitions = config.metadata_partitions();
+    if partitions.iter().any(|p| p == RECORD_INDEX) {
+        return Err(TableError::Unsupported {
+            reason: "the table already has a record index".to_string(),
+        });
+    }
+    let Some(writer) = writer_if_enabled(storage).await? else {
+        return Err(TableError::Unsupported {
+            reason:
+                "the record index lives in the metadata table; create it first (arbor mdt init)"
+                    .to_string(),
+        });
+    };
+    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    if let Some(p) = tl.pending().first() {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "the table has pending instants (first: {p}); finish or roll them back before \
+                 creating the record index"
+            ),
+        });
+    }
+    let reader = TableReader::open(storage.clone()).await?;
+    let mut entries = std::collections::BTreeMap::new();
+    for p in reader
+        .view()
+        .partitions()
+        .await
+        .map_err(TableError::from_fsview)?
+        .iter()
+    {
+        for slice in reader
+            .view()
+            .latest_file_slices(Some(p), None)
+            .await
+            .map_err(TableError::from_fsview)?
+        {
+            let millis = arbor_mdt::index_writer::instant_millis(&slice.base_instant);
+            for key in super::index::SimpleIndex::slice_keys(storage, &reader, &slice).await? {
+                entries.insert(
+                    key,
+                    arbor_format::hfile::mdt_index::RecordLocation {
+                        partition: slice.partition.clone(),
+                        file_id: slice.file_id.clone(),
+                        instant_time_millis: millis,
+                    },
+                );
+            }
+        }
+    }
+    writer
+        .init_record_index(&entries, DEFAULT_RECORD_INDEX_GROUPS, generator)
+        .await?;
+    let mut listed = partitions;
+    listed.push(RECORD_INDEX.to_string());
+    TableConfig::update(storage.as_ref(), DEFAULT_META_DIR, |c| {
+        c.set(keys::METADATA_PARTITIONS, listed.join(","))
+    })
+    .await?;
+    Ok(entries.len())
 }

@@ -16,10 +16,12 @@ pub mod mdt_sync;
 pub mod mor;
 pub mod options;
 pub mod planner;
+pub mod record_index;
 pub mod rollback;
 pub mod schema;
 pub mod table;
 
 pub use index::{Index, RecordLocation, SimpleIndex};
 pub use options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
+pub use record_index::{KeyMove, RecordIndex};
 pub use table::{PreparedWrite, Table};

@@ -47,6 +47,9 @@ pub struct WriteOptions {
     /// and is rolled back by the next writer; default 60 s. `Duration::ZERO` rolls back every
     /// pending write (only safe with a single writer).
     pub heartbeat_timeout: std::time::Duration,
+    /// With a record index (global keys): what an upsert does with a key that exists in
+    /// another partition than the row's; default update in place.
+    pub key_move: super::record_index::KeyMove,
 }
 
 impl Default for WriteOptions {
@@ -57,6 +60,7 @@ impl Default for WriteOptions {
             inline_compact_every: None,
             lock_timeout: std::time::Duration::from_secs(60),
             heartbeat_timeout: std::time::Duration::from_secs(60),
+            key_move: super::record_index::KeyMove::default(),
         }
     }
 }

@@ -117,6 +117,10 @@ pub struct PlanContext<'a> {
     pub view: &'a FileSystemView,
     /// The index answering key lookups.
     pub index: &'a dyn Index,
+    /// Input rows that delete their key from a given file group, whatever the operation
+    /// (`(row, partition, file id)`): a key a global index found in another partition, when
+    /// the write moves it (delete there, insert where the row says).
+    pub forced_deletes: Vec<(usize, String, String)>,
     /// Sizes.
     pub options: &'a WriteOptions,
     /// Pre-combining of duplicate keys.
@@ -149,10 +153,12 @@ fn bytes_per_row(batch: &RecordBatch) -> u64 {
 /// Plans a write (see the module doc).
 pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
     use WriteOperation as Op;
-    let rows: Vec<usize> = match ctx.operation {
+    let forced_rows: BTreeSet<usize> = ctx.forced_deletes.iter().map(|f| f.0).collect();
+    let mut rows: Vec<usize> = match ctx.operation {
         Op::Upsert | Op::Delete => dedupe(input, &ctx.combine),
         _ => (0..input.keys.len()).collect(),
     };
+    rows.retain(|r| !forced_rows.contains(r));
     let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for row in rows {
         let key = input
@@ -167,6 +173,14 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             .entry(key.partition_path.clone())
             .or_default()
             .push(row);
+    }
+    let mut forced: BTreeMap<String, Vec<(usize, String)>> = BTreeMap::new();
+    for (row, partition, file_id) in &ctx.forced_deletes {
+        forced
+            .entry(partition.clone())
+            .or_default()
+            .push((*row, file_id.clone()));
+        by_partition.entry(partition.clone()).or_default();
     }
     let bpr = bytes_per_row(&input.batch);
     let rows_per_file = (ctx.options.max_file_size / bpr).max(1);
@@ -202,6 +216,14 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             _ => latest_slices(ctx.view, &partition).await?,
         };
         let mut inserts: Vec<usize> = Vec::new();
+        for (row, file_id) in forced.remove(&partition).unwrap_or_default() {
+            let existing = slices.iter().find(|s| s.file_id == file_id).cloned();
+            groups
+                .entry(file_id.clone())
+                .or_insert_with(|| GroupPlan::new(&partition, file_id.clone(), existing))
+                .deletes
+                .push(row);
+        }
         match ctx.operation {
             Op::Upsert | Op::Delete => {
                 let keys: Vec<String> = rows

@@ -42,16 +42,20 @@ use bytes::Bytes;
 use super::commit::{self, Conflict, Heartbeat, LOCK_DIR};
 use super::compaction;
 use super::cow::{write_base_file, FileWriteContext, WrittenGroup};
-use super::index::SimpleIndex;
+use super::index::{Index, SimpleIndex};
 use super::mdt_sync;
 use super::mor::write_log_file;
 use super::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 use super::planner::{self, Combine, Input, PlanContext, WritePlan};
+use super::record_index::{
+    delta_of, has_record_index, replaced_keys, route_moved_keys, RecordIndex,
+};
 use super::rollback;
 use super::schema::DataSchema;
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
+use arbor_mdt::index_writer::RecordIndexDelta;
 
 /// A Hudi table opened for writing (main branch).
 ///
@@ -87,6 +91,7 @@ pub struct PreparedWrite {
     updated: u64,
     deleted: u64,
     skipped_stale: u64,
+    index_delta: Option<RecordIndexDelta>,
 }
 
 impl PreparedWrite {
@@ -477,6 +482,21 @@ impl Table {
         let instant = requested.requested_time.to_string();
         let reader = Arc::new(TableReader::open(self.storage.clone()).await?);
         let view = reader.view();
+        // With a record index (global keys), rows whose key lives in another partition are
+        // routed first (KeyMove).
+        let rli = RecordIndex::open(self.storage.clone(), reader.clone()).await?;
+        let mut forced_deletes = Vec::new();
+        let routed = match &rli {
+            Some(r) => route_moved_keys(r, input, operation, self.options.key_move).await?,
+            None => None,
+        };
+        let input: &Input = match &routed {
+            Some((moved, forced)) => {
+                forced_deletes = forced.clone();
+                moved
+            }
+            None => input,
+        };
         let planned_against: BTreeSet<InstantTime> = view
             .index()
             .completed_writes()
@@ -495,12 +515,17 @@ impl Table {
         } else {
             Vec::new()
         };
-        let index = SimpleIndex::new(self.storage.clone(), reader.clone());
+        let simple = SimpleIndex::new(self.storage.clone(), reader.clone());
+        let index: &dyn Index = match &rli {
+            Some(r) => r,
+            None => &simple,
+        };
         let ctx = PlanContext {
             operation,
             table_type: self.table_type(),
             view,
-            index: &index,
+            index,
+            forced_deletes,
             options: &self.options,
             combine: Combine {
                 mode,
@@ -517,6 +542,19 @@ impl Table {
             },
         };
         let plan = planner::plan(&ctx, input).await?;
+        let index_delta = match &rli {
+            Some(_) => Some(
+                delta_of(
+                    &self.storage,
+                    &reader,
+                    &input.keys,
+                    &plan,
+                    &requested.requested_time,
+                )
+                .await?,
+            ),
+            None => None,
+        };
         let written = self
             .write_files(&instant, input, &plan, mode, ordering_field)
             .await?;
@@ -567,6 +605,7 @@ impl Table {
             updated: written.iter().map(|w| w.updated).sum(),
             deleted: written.iter().map(|w| w.deleted).sum(),
             skipped_stale: plan.skipped_stale,
+            index_delta,
         })
     }
 
@@ -693,6 +732,7 @@ impl Table {
             prepared.instant(),
             &prepared.metadata,
             &touched,
+            prepared.index_delta.as_ref(),
             &self.generator,
         )
         .await?;
@@ -887,6 +927,16 @@ impl Table {
                 }
             }
             let metadata = commit::commit_metadata(op, &self.schema.avro_json, &[]);
+            let index_delta = if has_record_index(reader.config()) {
+                let mut d = RecordIndexDelta::default();
+                for (p, ids) in &replaced {
+                    d.deletes
+                        .extend(replaced_keys(&self.storage, &reader, p, ids).await?);
+                }
+                Some(d)
+            } else {
+                None
+            };
             let inflight_instant = requested.with_state(State::Inflight);
             let bytes = encode_instant_for(
                 &inflight_instant,
@@ -908,6 +958,7 @@ impl Table {
                 updated: 0,
                 deleted: 0,
                 skipped_stale: 0,
+                index_delta,
             })
         }
         .await;
@@ -941,6 +992,25 @@ impl Table {
             )
             .await?;
             mdt_sync::init(&self.storage, &self.layout, &self.generator).await
+        })
+        .await
+    }
+
+    /// Creates the record index (in the metadata table, which must exist) under the table lock:
+    /// from then on upserts and deletes find their file groups through it and keys are global
+    /// (see [`WriteOptions::key_move`]). Returns the number of keys indexed. Errors:
+    /// `Unsupported` without a metadata table, with a record index, or with pending instants.
+    pub async fn create_record_index(&self) -> Result<usize> {
+        let lock = self.lock_provider();
+        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            commit::rollback_failed(
+                &self.storage,
+                &self.layout,
+                &self.generator,
+                self.options.heartbeat_timeout,
+            )
+            .await?;
+            mdt_sync::init_record_index(&self.storage, &self.layout, &self.generator).await
         })
         .await
     }

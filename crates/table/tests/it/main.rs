@@ -13,6 +13,7 @@ mod keygen;
 mod mdt_compaction;
 mod ownership;
 mod read_options;
+mod record_index;
 mod robustness;
 mod rollback;
 mod support_tables;

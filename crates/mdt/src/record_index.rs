@@ -1,0 +1,241 @@
+//! The MDT `record_index` partition: record key -> data partition, file group and instant
+//! (spec §6.2, §6.3).
+//!
+//! Each of the partition's file groups (`record-index-0000-0` ...) holds the keys that
+//! [`file_group_index`] maps to its position among the partition's file groups sorted by file
+//! id. A file group's entries are merged as Hudi merges them: the base HFile, then the log
+//! blocks of valid instants ([`MetadataTable::valid_instants`]) in log-file and block order;
+//! an `HFILE_DATA` record replaces the key's entry, a `DELETE` block's key removes it (Java
+//! writes a record-index delete as an `EmptyHoodieRecordPayload`, which lands in a delete
+//! block).
+//!
+//! Only the global (non-partitioned) record index is read: Java 1.1's partitioned record
+//! index (`isPartitioned=true` in `.hoodie/.index_defs/index.json`) is not supported.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use apache_avro::Schema;
+use arbor_format::hfile::mdt::metadata_record_schema;
+use arbor_format::hfile::mdt_index::{decode_record_index_value, file_group_index};
+pub use arbor_format::hfile::mdt_index::{RecordIndexInfo, RecordLocation};
+use arbor_format::hfile::HFileReader;
+use arbor_format::log::delete::decode_delete_block;
+use arbor_format::log::reader::ReadMode;
+use arbor_format::log::{read_log_bytes, BlockType};
+use arbor_fsview::FileSlice;
+use arbor_storage::Storage;
+use arbor_timeline::InstantTime;
+use bytes::Bytes;
+
+use crate::error::{MdtError, Result};
+use crate::files::{MetadataTable, MDT_BASE};
+
+/// The MDT partition of the record index.
+pub const RECORD_INDEX_PARTITION: &str = "record_index";
+
+/// One record-index entry: where the record lives and which MDT file group holds the entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordIndexEntry {
+    /// The record's data partition, file group and writing instant (epoch millis).
+    pub location: RecordLocation,
+    /// The id of the MDT file group the entry was read from (`record-index-0003-0`).
+    pub mdt_file_id: String,
+}
+
+/// One undecoded MDT value and the writer schema of the file or block it came from.
+#[derive(Debug, Clone)]
+pub(crate) struct RawValue {
+    pub(crate) bytes: Bytes,
+    pub(crate) schema: Arc<Schema>,
+}
+
+fn format_err(path: &str) -> impl FnOnce(arbor_format::FormatError) -> MdtError + '_ {
+    move |source| MdtError::Format {
+        path: path.to_string(),
+        source,
+    }
+}
+
+/// The latest committed file slices of MDT partition `partition`, sorted by file id (the
+/// order Java indexes with [`file_group_index`]).
+pub(crate) async fn partition_slices(
+    mdt: &MetadataTable,
+    partition: &str,
+) -> Result<Vec<FileSlice>> {
+    let mut slices = mdt.view().latest_file_slices(Some(partition), None).await?;
+    slices.sort_by(|a, b| a.file_id.cmp(&b.file_id));
+    Ok(slices)
+}
+
+/// The writer schema named by `json`, or the built-in one when absent.
+fn writer_schema(json: Option<&str>, path: &str) -> Result<Arc<Schema>> {
+    match json {
+        Some(j) => Schema::parse_str(j)
+            .map(Arc::new)
+            .map_err(|e| MdtError::Invalid {
+                path: path.to_string(),
+                reason: format!("writer schema cannot be parsed: {e}"),
+            }),
+        None => Ok(Arc::new(
+            metadata_record_schema().map_err(format_err(path))?.clone(),
+        )),
+    }
+}
+
+fn utf8_key(key: &[u8], path: &str) -> Result<String> {
+    String::from_utf8(key.to_vec()).map_err(|_| MdtError::Invalid {
+        path: path.to_string(),
+        reason: "record key is not UTF-8".to_string(),
+    })
+}
+
+/// Upserts every entry of an HFile (a base file or an `HFILE_DATA` block's content) whose key
+/// passes `keep` into `merged`.
+fn merge_hfile(
+    bytes: Bytes,
+    schema_json: Option<&str>,
+    path: &str,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    merged: &mut BTreeMap<String, RawValue>,
+) -> Result<()> {
+    let reader = HFileReader::open(bytes, path).map_err(format_err(path))?;
+    let json = schema_json.or_else(|| reader.file_info_str("schema"));
+    let schema = writer_schema(json, path)?;
+    for (key, value) in reader.entries().map_err(format_err(path))? {
+        let key = utf8_key(&key, path)?;
+        if keep(&key) {
+            merged.insert(
+                key,
+                RawValue {
+                    bytes: value,
+                    schema: schema.clone(),
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The merged live values of one MDT file slice (module doc), restricted to keys passing
+/// `keep`. Log blocks whose instant is not valid are skipped; corrupt regions are skipped with
+/// a warning, like Hudi's reader.
+pub(crate) async fn merge_slice(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    slice: &FileSlice,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<BTreeMap<String, RawValue>> {
+    let mut merged = BTreeMap::new();
+    if let Some(base) = slice.base_file_path() {
+        let key = format!("{MDT_BASE}/{base}");
+        let (bytes, _) = storage.get(&key).await?;
+        merge_hfile(bytes, None, &key, keep, &mut merged)?;
+    }
+    for log in slice.log_file_paths() {
+        let key = format!("{MDT_BASE}/{log}");
+        let (bytes, _) = storage.get(&key).await?;
+        let contents = read_log_bytes(&bytes, &key, ReadMode::Lenient).map_err(format_err(&key))?;
+        for region in &contents.corrupt {
+            tracing::warn!(path = %key, offset = region.offset, reason = %region.reason,
+                "skipping corrupt region of an MDT log file");
+        }
+        for block in &contents.blocks {
+            if !matches!(block.block_type, BlockType::HfileData | BlockType::Delete) {
+                continue;
+            }
+            let Some(instant) = block.instant_time() else {
+                return Err(MdtError::Invalid {
+                    path: key.clone(),
+                    reason: format!("log block at offset {} has no INSTANT_TIME", block.offset),
+                });
+            };
+            let instant = InstantTime::parse(instant)?;
+            if !mdt.valid_instants().contains(&instant) {
+                tracing::debug!(path = %key, %instant, "skipping block of an invalid MDT instant");
+                continue;
+            }
+            if block.block_type == BlockType::HfileData {
+                merge_hfile(
+                    block.content.clone(),
+                    block.schema_json(),
+                    &key,
+                    keep,
+                    &mut merged,
+                )?;
+            } else {
+                for record in decode_delete_block(block, &key).map_err(format_err(&key))? {
+                    if let Some(k) = record.record_key {
+                        merged.remove(&k);
+                    }
+                }
+            }
+        }
+    }
+    Ok(merged)
+}
+
+/// Decodes merged `record_index` values of MDT file group `mdt_file_id` into `out`.
+fn decode_entries(
+    merged: BTreeMap<String, RawValue>,
+    mdt_file_id: &str,
+    path: &str,
+    out: &mut BTreeMap<String, RecordIndexEntry>,
+) -> Result<()> {
+    for (key, raw) in merged {
+        let info =
+            decode_record_index_value(&raw.bytes, &raw.schema, path).map_err(format_err(path))?;
+        out.insert(
+            key,
+            RecordIndexEntry {
+                location: info.location(),
+                mdt_file_id: mdt_file_id.to_string(),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Every live entry of the record index: data record key -> entry, merged across all of the
+/// partition's file groups (module doc). Empty when the MDT has no `record_index` partition.
+/// `storage` is rooted at the data table base (the storage `mdt` was opened with).
+pub async fn read_record_index(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+) -> Result<BTreeMap<String, RecordIndexEntry>> {
+    let mut out = BTreeMap::new();
+    for slice in partition_slices(mdt, RECORD_INDEX_PARTITION).await? {
+        let merged = merge_slice(storage, mdt, &slice, &|_| true).await?;
+        let path = format!("{MDT_BASE}/{RECORD_INDEX_PARTITION}/{}", slice.file_id);
+        decode_entries(merged, &slice.file_id, &path, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The entries of `keys` that the record index holds (absent keys are left out), reading only
+/// the file groups the keys hash to ([`file_group_index`] over the partition's file groups
+/// sorted by id). Empty when the MDT has no `record_index` partition.
+pub async fn lookup_record_index(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    keys: &[&str],
+) -> Result<BTreeMap<String, RecordIndexEntry>> {
+    let slices = partition_slices(mdt, RECORD_INDEX_PARTITION).await?;
+    let mut by_group: BTreeMap<usize, BTreeSet<&str>> = BTreeMap::new();
+    for key in keys {
+        by_group
+            .entry(file_group_index(key, slices.len()))
+            .or_default()
+            .insert(key);
+    }
+    let mut out = BTreeMap::new();
+    for (group, wanted) in by_group {
+        let Some(slice) = slices.get(group) else {
+            continue;
+        };
+        let merged = merge_slice(storage, mdt, slice, &|k| wanted.contains(k)).await?;
+        let path = format!("{MDT_BASE}/{RECORD_INDEX_PARTITION}/{}", slice.file_id);
+        decode_entries(merged, &slice.file_id, &path, &mut out)?;
+    }
+    Ok(out)
+}
