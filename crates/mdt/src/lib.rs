@@ -8,7 +8,9 @@
 //!   deltacommit with the same instant time, completed before the data instant.
 //! - [`validate`] compares the FILES partition with a directory listing.
 //! - [`record_index`] and [`secondary_index`] read the RECORD_INDEX and SECONDARY_INDEX
-//!   partitions (whole or by key lookup) and `.hoodie/.index_defs/index.json`.
+//!   partitions (whole or by key lookup) and `.hoodie/.index_defs/index.json`;
+//!   [`index_writer`] writes the RECORD_INDEX partition.
+//! - [`compaction`] compacts the FILES partition into a new base HFile.
 
 pub mod compaction;
 mod error;
