@@ -11,7 +11,7 @@
 //!
 //! Until step 4 the new base file is not committed and readers use the previous slice (every
 //! log file of which completed before `Tc` was requested). A compaction a crash left pending is
-//! removed by [`rollback_pending_compactions`] (its base file, then inflight, then requested),
+//! removed by [`rollback_pending_compactions`] (its base files, then inflight, then requested),
 //! which every MDT write runs first, so no MDT log file is ever written against a pending base.
 
 use std::collections::BTreeMap;
@@ -29,8 +29,16 @@ use arbor_timeline::avro::{
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, InstantTimeGenerator, State};
 use bytes::Bytes;
 
+use arbor_format::hfile::mdt_index::{
+    decode_record_index_value, decode_secondary_index_value, encode_record_index_value,
+    encode_secondary_index_value,
+};
+
 use crate::error::{MdtError, Result};
 use crate::files::{MetadataTable, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE};
+use crate::index_writer::RECORD_INDEX;
+use crate::record_index::{merge_slice, partition_slices};
+use crate::secondary_index::SECONDARY_INDEX_PREFIX;
 use crate::writer::{MdtWriter, FILES_FILE_ID};
 
 /// Java's default `hoodie.metadata.compact.max.delta.commits`: compact once the latest FILES
@@ -58,15 +66,21 @@ pub async fn rollback_pending_compactions(writer: &MdtWriter) -> Result<Vec<Inst
     let mut out = Vec::new();
     for pending in tl.filter(&[Action::Compaction], &[State::Requested, State::Inflight]) {
         let t = pending.requested_time.clone();
-        let (objects, _) = storage
-            .list_dir(&format!("{MDT_BASE}/{FILES_PARTITION}"))
-            .await?;
         let suffix = format!("_{t}.hfile");
-        let stale: Vec<String> = objects
-            .into_iter()
-            .map(|o| o.key)
-            .filter(|k| k.ends_with(&suffix))
-            .collect();
+        let mut stale: Vec<String> = Vec::new();
+        let (_objects, dirs) = storage.list_dir(MDT_BASE).await?;
+        for dir in dirs {
+            if dir.rsplit('/').next().is_some_and(|n| n.starts_with('.')) {
+                continue;
+            }
+            let (objects, _) = storage.list_dir(&dir).await?;
+            stale.extend(
+                objects
+                    .into_iter()
+                    .map(|o| o.key)
+                    .filter(|k| k.ends_with(&suffix)),
+            );
+        }
         for k in &stale {
             storage.delete(k).await?;
         }
@@ -103,11 +117,27 @@ pub async fn compact_if_due(
     if slice.log_files.len() < every.max(1) {
         return Ok(None);
     }
-    if slice
+    // The index partitions' file groups with log files are compacted with FILES (as Java
+    // compacts every MDT partition at one instant), so archiving the MDT timeline behind this
+    // compaction never drops a block still needed.
+    let mut index_slices = Vec::new();
+    let (_objects, dirs) = storage.list_dir(MDT_BASE).await?;
+    for dir in dirs {
+        let name = dir.rsplit('/').next().unwrap_or(&dir).to_string();
+        if name == RECORD_INDEX || name.starts_with(SECONDARY_INDEX_PREFIX) {
+            for s in partition_slices(mdt, &name).await? {
+                if !s.log_files.is_empty() {
+                    index_slices.push((name.clone(), s));
+                }
+            }
+        }
+    }
+    let all_logs_valid = slice
         .log_files
         .iter()
-        .any(|l| !mdt.valid_instants().contains(&l.delta_commit_time))
-    {
+        .chain(index_slices.iter().flat_map(|(_, s)| s.log_files.iter()))
+        .all(|l| mdt.valid_instants().contains(&l.delta_commit_time));
+    if !all_logs_valid {
         tracing::debug!("metadata-table compaction deferred: a data instant is pending");
         return Ok(None);
     }
@@ -123,8 +153,20 @@ pub async fn compact_if_due(
         metrics: Some(BTreeMap::new()),
         bootstrap_file_path: None,
     };
+    let mut operations = vec![operation];
+    for (partition, s) in &index_slices {
+        operations.push(HoodieCompactionOperation {
+            base_instant_time: Some(s.base_instant.to_string()),
+            delta_file_paths: Some(s.log_files.iter().map(LogFile::file_name).collect()),
+            data_file_path: s.base_file.as_ref().map(|b| b.file_name()),
+            file_id: Some(s.file_id.clone()),
+            partition_path: Some(partition.clone()),
+            metrics: Some(BTreeMap::new()),
+            bootstrap_file_path: None,
+        });
+    }
     let plan = HoodieCompactionPlan {
-        operations: Some(vec![operation]),
+        operations: Some(operations),
         extra_metadata: None,
         version: Some(1),
         strategy: None,
@@ -190,6 +232,10 @@ pub async fn compact_if_due(
             ..HoodieWriteStat::default()
         },
     );
+    for (partition, s) in &index_slices {
+        let stat = compact_index_slice(storage.as_ref(), mdt, partition, s, &time).await?;
+        meta.add_write_stat(partition.clone(), stat);
+    }
     meta.insert_extra(SCHEMA_KEY, METADATA_RECORD_SCHEMA_JSON);
     meta.set_operation_type(WriteOperationType::Compact);
     let completion = tl.next_instant_time(generator).await?;
@@ -204,6 +250,55 @@ pub async fn compact_if_due(
         log_files: slice.log_files.len(),
         records,
     }))
+}
+
+/// Writes the new base file of one record-index or secondary-index file group: its merged live
+/// values, each decoded and re-encoded with arbor's schema (secondary-index tombstones dropped).
+async fn compact_index_slice(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    partition: &str,
+    slice: &arbor_fsview::FileSlice,
+    time: &InstantTime,
+) -> Result<HoodieWriteStat> {
+    let merged = merge_slice(storage, mdt, slice, &|_| true).await?;
+    let name = format!("{}_{COMPACTION_TOKEN}_{time}.hfile", slice.file_id);
+    let rel = format!("{partition}/{name}");
+    let key = format!("{MDT_BASE}/{rel}");
+    let fmt = |source| MdtError::Format {
+        path: key.clone(),
+        source,
+    };
+    let mut w = HFileWriter::new(HFileWriterOptions::default());
+    w.set_file_info("schema", METADATA_RECORD_SCHEMA_JSON.as_bytes().to_vec());
+    let mut records = 0usize;
+    for (record_key, raw) in &merged {
+        let value = if partition == RECORD_INDEX {
+            let info = decode_record_index_value(&raw.bytes, &raw.schema, &key).map_err(fmt)?;
+            encode_record_index_value(&info).map_err(fmt)?
+        } else {
+            if decode_secondary_index_value(&raw.bytes, &raw.schema, &key).map_err(fmt)? {
+                continue;
+            }
+            encode_secondary_index_value(false).map_err(fmt)?
+        };
+        w.append(record_key.as_bytes(), &value).map_err(fmt)?;
+        records += 1;
+    }
+    let bytes = w.finish().map_err(fmt)?;
+    let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+    storage.put(&key, bytes).await?;
+    Ok(HoodieWriteStat {
+        file_id: Some(slice.file_id.clone()),
+        path: Some(rel),
+        prev_commit: Some(slice.base_instant.to_string()),
+        num_writes: Some(i64::try_from(records).unwrap_or(i64::MAX)),
+        total_write_bytes: Some(size),
+        file_size_in_bytes: Some(size),
+        partition_path: Some(partition.to_string()),
+        total_log_files_compacted: Some(i64::try_from(slice.log_files.len()).unwrap_or(0)),
+        ..HoodieWriteStat::default()
+    })
 }
 
 /// Convenience for callers holding only a storage: opens the MDT writer and reader (with the

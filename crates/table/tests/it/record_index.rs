@@ -180,3 +180,42 @@ async fn test_upsert_with_record_index_reads_no_base_file_to_locate_keys() {
     model.upsert(&rows(7..9, 2, "u"));
     assert_index_matches(&t, &model, "upsert through the record index").await;
 }
+
+#[tokio::test]
+async fn test_record_index_survives_mdt_compaction_and_archival() {
+    use arbor_timeline::archive::{ArchivalPolicy, Archiver};
+    let t = create(TableType::MergeOnRead, Layout::Plain).await;
+    let mut model = Model::default();
+    let r = rows(0..10, 1, "a");
+    t.write(WriteOperation::Insert, &r).await;
+    model.upsert(&r);
+    t.table.create_record_index().await.unwrap();
+    for i in 0..34u32 {
+        let r = rows(i * 2..i * 2 + 4, i64::from(i) + 2, "u");
+        t.write(WriteOperation::Upsert, &r).await;
+        model.upsert(&r);
+    }
+    let data_layout = t.timeline().await.layout().clone();
+    let outcome = Archiver::new(t.storage.clone(), data_layout, ArchivalPolicy::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert!(!outcome.archived.is_empty());
+    let r = rows(200..202, 99, "z");
+    t.write(WriteOperation::Upsert, &r).await;
+    model.upsert(&r);
+    // The record-index groups were compacted into base files at the MDT compaction.
+    let (objects, _) = t
+        .storage
+        .list_dir(".hoodie/metadata/record_index")
+        .await
+        .unwrap();
+    let bases: Vec<String> = objects
+        .iter()
+        .map(|o| o.key.clone())
+        .filter(|k| k.ends_with(".hfile") && !k.contains("_00000000000000001."))
+        .collect();
+    assert!(!bases.is_empty(), "no compacted record-index base file");
+    assert_index_matches(&t, &model, "after MDT compaction and archival").await;
+}
