@@ -19,7 +19,7 @@ use apache_avro::Schema;
 use arbor_format::hfile::mdt::metadata_record_schema;
 use arbor_format::hfile::mdt_index::{decode_record_index_value, file_group_index};
 pub use arbor_format::hfile::mdt_index::{RecordIndexInfo, RecordLocation};
-use arbor_format::hfile::HFileReader;
+use arbor_format::hfile::{HFileRangedReader, HFileReader};
 use arbor_format::log::delete::decode_delete_block;
 use arbor_format::log::reader::ReadMode;
 use arbor_format::log::{read_log_bytes, BlockType};
@@ -132,6 +132,55 @@ pub(crate) async fn merge_slice(
         let (bytes, _) = storage.get(&key).await?;
         merge_hfile(bytes, None, &key, keep, &mut merged)?;
     }
+    merge_logs(storage, mdt, slice, keep, &mut merged).await?;
+    Ok(merged)
+}
+
+/// [`merge_slice`] restricted to the keys `wanted`, reading the base HFile with ranged reads
+/// of only the blocks those keys fall in ([`HFileRangedReader`]); the log files are read whole
+/// and merged as [`merge_slice`] does.
+async fn merge_slice_keys(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    slice: &FileSlice,
+    wanted: &BTreeSet<&str>,
+) -> Result<BTreeMap<String, RawValue>> {
+    let mut merged = BTreeMap::new();
+    if let (Some(base), Some(base_file)) = (slice.base_file_path(), slice.base_file.as_ref()) {
+        let key = format!("{MDT_BASE}/{base}");
+        let size = match base_file.size {
+            0 => storage.head(&key).await?.size,
+            n => n,
+        };
+        let reader = HFileRangedReader::open(storage, &key, size)
+            .await
+            .map_err(format_err(&key))?;
+        let schema = writer_schema(reader.file_info_str("schema"), &key)?;
+        let keys: Vec<&[u8]> = wanted.iter().map(|k| k.as_bytes()).collect();
+        for (k, value) in reader.get_many(&keys).await.map_err(format_err(&key))? {
+            merged.insert(
+                utf8_key(&k, &key)?,
+                RawValue {
+                    bytes: value,
+                    schema: schema.clone(),
+                },
+            );
+        }
+    }
+    merge_logs(storage, mdt, slice, &|k| wanted.contains(k), &mut merged).await?;
+    Ok(merged)
+}
+
+/// Applies the valid log blocks of `slice` to `merged` in log-file and block order: an
+/// `HFILE_DATA` block upserts its entries whose key passes `keep`, a `DELETE` block removes its
+/// keys. Corrupt regions are skipped with a warning, like Hudi's reader.
+async fn merge_logs(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    slice: &FileSlice,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    merged: &mut BTreeMap<String, RawValue>,
+) -> Result<()> {
     for log in slice.log_file_paths() {
         let key = format!("{MDT_BASE}/{log}");
         let (bytes, _) = storage.get(&key).await?;
@@ -161,7 +210,7 @@ pub(crate) async fn merge_slice(
                     block.schema_json(),
                     &key,
                     keep,
-                    &mut merged,
+                    merged,
                 )?;
             } else {
                 for record in decode_delete_block(block, &key).map_err(format_err(&key))? {
@@ -172,7 +221,7 @@ pub(crate) async fn merge_slice(
             }
         }
     }
-    Ok(merged)
+    Ok(())
 }
 
 /// Decodes merged `record_index` values of MDT file group `mdt_file_id` into `out`.
@@ -214,7 +263,9 @@ pub async fn read_record_index(
 
 /// The entries of `keys` that the record index holds (absent keys are left out), reading only
 /// the file groups the keys hash to ([`file_group_index`] over the partition's file groups
-/// sorted by id). Empty when the MDT has no `record_index` partition.
+/// sorted by id) and, of each group's base HFile, only the trailer, the index and the data
+/// blocks the keys fall in (ranged reads), so the cost follows the number of keys, not the
+/// index size; log files are read whole. Empty when the MDT has no `record_index` partition.
 pub async fn lookup_record_index(
     storage: &dyn Storage,
     mdt: &MetadataTable,
@@ -233,7 +284,7 @@ pub async fn lookup_record_index(
         let Some(slice) = slices.get(group) else {
             continue;
         };
-        let merged = merge_slice(storage, mdt, slice, &|k| wanted.contains(k)).await?;
+        let merged = merge_slice_keys(storage, mdt, slice, &wanted).await?;
         let path = format!("{MDT_BASE}/{RECORD_INDEX_PARTITION}/{}", slice.file_id);
         decode_entries(merged, &slice.file_id, &path, &mut out)?;
     }

@@ -41,19 +41,27 @@ fn be_i32(b: &[u8], at: usize) -> Option<i32> {
     ]))
 }
 
-/// Reads the block starting at `offset` of `file`, checking its magic is `magic` and
-/// decompressing its payload with `codec`.
-pub(crate) fn read_block(
-    file: &Bytes,
+/// Reads the block starting at byte `offset` of a file from `buf`, the file's bytes from its
+/// byte `buf_start` on (the whole file when 0; a ranged read otherwise), checking its magic is
+/// `magic` and decompressing its payload with `codec`. A block outside `buf` is an error.
+pub(crate) fn read_block_in(
+    buf: &Bytes,
+    buf_start: usize,
     offset: usize,
     magic: &[u8; 8],
     codec: Compression,
     path: &str,
 ) -> Result<RawBlock> {
     let err = |reason: String| hfile_err(path, format!("block at offset {offset}: {reason}"));
-    let header = offset
+    let rel = offset.checked_sub(buf_start).ok_or_else(|| {
+        err(format!(
+            "lies before the bytes read (from offset {buf_start})"
+        ))
+    })?;
+    let file = buf;
+    let header = rel
         .checked_add(HEADER_SIZE)
-        .and_then(|end| file.get(offset..end))
+        .and_then(|end| file.get(rel..end))
         .ok_or_else(|| err("truncated block header".into()))?;
     let found = header.get(..8).unwrap_or_default();
     if found != magic {
@@ -78,17 +86,25 @@ pub(crate) fn read_block(
             "onDiskDataSizeWithHeader {data_with_header} outside [{HEADER_SIZE}, {on_disk_size}]"
         )));
     }
-    let block_end = offset
+    let block_end = rel
         .checked_add(on_disk_size)
         .filter(|end| *end <= file.len())
         .ok_or_else(|| {
-            err(format!(
-                "block of {on_disk_size} bytes runs past the end of the file ({} bytes)",
-                file.len()
-            ))
+            if buf_start == 0 {
+                err(format!(
+                    "block of {on_disk_size} bytes runs past the end of the file ({} bytes)",
+                    file.len()
+                ))
+            } else {
+                err(format!(
+                    "block of {on_disk_size} bytes runs past the end of the bytes read \
+                     ({buf_start}..{})",
+                    buf_start + file.len()
+                ))
+            }
         })?;
-    let stored = file.slice(offset + HEADER_SIZE..offset + data_with_header);
-    debug_assert!(offset + data_with_header <= block_end);
+    let stored = file.slice(rel + HEADER_SIZE..rel + data_with_header);
+    debug_assert!(rel + data_with_header <= block_end);
     let payload = match codec {
         Compression::None => {
             if stored.len() != uncompressed {

@@ -7,6 +7,8 @@
 //! writes is supported: major version 3, codecs NONE and GZ, a single-level root index.
 //!
 //! - [`HFileReader`]: open + validate, point lookup through the root index, ordered iteration;
+//! - [`HFileRangedReader`]: point lookups in a file on storage that read only the trailer, the
+//!   load-on-open section and the data blocks the keys fall in;
 //! - [`HFileWriter`]: strictly increasing appends, output readable by [`HFileReader`] and laid
 //!   out like the Python prototype writer that hudi-rs 0.5.0 accepted.
 
@@ -14,10 +16,12 @@ mod block;
 pub mod mdt;
 pub mod mdt_index;
 mod proto;
+mod ranged;
 mod reader;
 mod trailer;
 mod writer;
 
+pub use ranged::HFileRangedReader;
 pub use reader::{HFileIter, HFileReader};
 pub use writer::{HFileWriter, HFileWriterOptions};
 

@@ -6,7 +6,9 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use prost::Message;
 
-use super::block::{read_block, read_hadoop_vlong, DATA_MAGIC, FILE_INFO_MAGIC, ROOT_INDEX_MAGIC};
+use super::block::{
+    read_block_in, read_hadoop_vlong, DATA_MAGIC, FILE_INFO_MAGIC, ROOT_INDEX_MAGIC,
+};
 use super::proto::InfoProto;
 use super::trailer::{Trailer, TRAILER_SIZE};
 use super::{hfile_err, Compression};
@@ -14,10 +16,19 @@ use crate::Result;
 
 /// One entry of the root data index: where a data block is and its first row key.
 #[derive(Debug, Clone)]
-struct IndexEntry {
-    offset: usize,
-    size: usize,
-    first_key: Bytes,
+pub(super) struct IndexEntry {
+    pub(super) offset: usize,
+    pub(super) size: usize,
+    pub(super) first_key: Bytes,
+}
+
+/// The load-on-open section of an HFile, parsed: root data index, meta block names and
+/// file-info map.
+#[derive(Debug)]
+pub(super) struct LoadOnOpen {
+    pub(super) index: Vec<IndexEntry>,
+    pub(super) meta_names: Vec<Bytes>,
+    pub(super) file_info: BTreeMap<Bytes, Bytes>,
 }
 
 /// A validated HFile v3 held in memory.
@@ -93,85 +104,217 @@ fn row_of(key: &Bytes) -> Option<Bytes> {
     (end <= key.len()).then(|| key.slice(2..end))
 }
 
+/// The offsets of the load-on-open section and of the file-info block of a file of
+/// `file_len` bytes with `trailer`, both checked to lie before the trailer.
+pub(super) fn section_offsets(
+    trailer: &Trailer,
+    file_len: usize,
+    path: &str,
+) -> Result<(usize, usize)> {
+    let trailer_start = file_len.checked_sub(TRAILER_SIZE).ok_or_else(|| {
+        hfile_err(
+            path,
+            format!("{file_len} bytes is too short for the {TRAILER_SIZE}-byte trailer"),
+        )
+    })?;
+    let to_usize = |v: u64, what: &str| {
+        usize::try_from(v)
+            .ok()
+            .filter(|v| *v <= trailer_start)
+            .ok_or_else(|| {
+                hfile_err(
+                    path,
+                    format!("{what} {v} lies beyond the trailer at {trailer_start}"),
+                )
+            })
+    };
+    Ok((
+        to_usize(trailer.load_on_open_offset, "load-on-open offset")?,
+        to_usize(trailer.file_info_offset, "file-info offset")?,
+    ))
+}
+
+/// Parses the load-on-open section (root data index, root meta index, file info) from `buf`,
+/// the bytes of the file from its byte `buf_start` on, which must cover the section.
+pub(super) fn parse_load_on_open(
+    buf: &Bytes,
+    buf_start: usize,
+    trailer: &Trailer,
+    load_on_open: usize,
+    file_info_offset: usize,
+    path: &str,
+) -> Result<LoadOnOpen> {
+    let err = |reason: String| hfile_err(path, reason);
+    let codec = trailer.compression;
+
+    // Root data index, then root meta index, contiguous.
+    let root = read_block_in(buf, buf_start, load_on_open, ROOT_INDEX_MAGIC, codec, path)?;
+    let raw_index = parse_root_index(&root.payload, trailer.data_index_count, path, "data")?;
+    let meta_offset = load_on_open + root.on_disk_size;
+    let meta_names = if trailer.meta_index_count > 0 || meta_offset < file_info_offset {
+        let meta = read_block_in(buf, buf_start, meta_offset, ROOT_INDEX_MAGIC, codec, path)?;
+        parse_root_index(&meta.payload, trailer.meta_index_count, path, "meta")?
+            .into_iter()
+            .map(|(_, _, name)| name)
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let mut index = Vec::with_capacity(raw_index.len());
+    let mut prev_end = 0usize;
+    for (i, (offset, size, key)) in raw_index.into_iter().enumerate() {
+        let offset = usize::try_from(offset)
+            .ok()
+            .filter(|o| *o >= prev_end)
+            .ok_or_else(|| err(format!("data index entry {i}: bad block offset {offset}")))?;
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| offset.checked_add(*s).is_some_and(|e| e <= load_on_open))
+            .ok_or_else(|| err(format!("data index entry {i}: bad block size {size}")))?;
+        let first_key =
+            row_of(&key).ok_or_else(|| err(format!("data index entry {i}: malformed key")))?;
+        if let Some(prev) = index.last().map(|e: &IndexEntry| &e.first_key) {
+            if *prev > first_key {
+                return Err(err(format!("data index entry {i}: keys out of order")));
+            }
+        }
+        prev_end = offset + size;
+        index.push(IndexEntry {
+            offset,
+            size,
+            first_key,
+        });
+    }
+
+    let info = read_block_in(
+        buf,
+        buf_start,
+        file_info_offset,
+        FILE_INFO_MAGIC,
+        codec,
+        path,
+    )?;
+    let mut body = info
+        .payload
+        .strip_prefix(b"PBUF")
+        .ok_or_else(|| err("file-info block lacks the PBUF prefix".into()))?;
+    let info = InfoProto::decode_length_delimited(&mut body)
+        .map_err(|e| err(format!("file-info protobuf cannot be decoded: {e}")))?;
+    let file_info = info
+        .map_entry
+        .into_iter()
+        .map(|p| (Bytes::from(p.first), Bytes::from(p.second)))
+        .collect();
+    Ok(LoadOnOpen {
+        index,
+        meta_names,
+        file_info,
+    })
+}
+
+/// The index of the one data block that may hold row `key` (the last whose first key is
+/// `<= key`), or `None` when `key` sorts before every block.
+pub(super) fn block_for_key(index: &[IndexEntry], key: &[u8]) -> Option<usize> {
+    index
+        .partition_point(|e| e.first_key.as_ref() <= key)
+        .checked_sub(1)
+}
+
+/// Decodes the data block described by `entry` from `buf`, the bytes of the file from its
+/// byte `buf_start` on, checking its on-disk size against the index; returns its payload.
+pub(super) fn read_data_block(
+    buf: &Bytes,
+    buf_start: usize,
+    entry: &IndexEntry,
+    codec: Compression,
+    path: &str,
+) -> Result<Bytes> {
+    let block = read_block_in(buf, buf_start, entry.offset, DATA_MAGIC, codec, path)?;
+    if block.on_disk_size != entry.size {
+        return Err(hfile_err(
+            path,
+            format!(
+                "data block at {} is {} bytes on disk but the index says {}",
+                entry.offset, block.on_disk_size, entry.size
+            ),
+        ));
+    }
+    Ok(block.payload)
+}
+
+/// Decodes the key-value at `pos` of data block `i`'s payload: `(row, value, next pos)`.
+pub(super) fn entry_at(
+    path: &str,
+    i: usize,
+    payload: &Bytes,
+    pos: usize,
+) -> Result<(Bytes, Bytes, usize)> {
+    let err = |reason: &str| {
+        hfile_err(
+            path,
+            format!("data block {i} entry at payload offset {pos}: {reason}"),
+        )
+    };
+    let key_len = be_i32(payload, pos).ok_or_else(|| err("truncated key length"))?;
+    let value_len = be_i32(payload, pos + 4).ok_or_else(|| err("truncated value length"))?;
+    let key_len = usize::try_from(key_len).map_err(|_| err("negative key length"))?;
+    let value_len = usize::try_from(value_len).map_err(|_| err("negative value length"))?;
+    let key_start = pos + 8;
+    let key_end = key_start
+        .checked_add(key_len)
+        .filter(|e| *e <= payload.len())
+        .ok_or_else(|| err("key runs past the block"))?;
+    let value_end = key_end
+        .checked_add(value_len)
+        .filter(|e| *e <= payload.len())
+        .ok_or_else(|| err("value runs past the block"))?;
+    let key = payload.slice(key_start..key_end);
+    let row = row_of(&key).ok_or_else(|| err("malformed key"))?;
+    let (_, ts_len) =
+        read_hadoop_vlong(payload, value_end).ok_or_else(|| err("truncated memstore timestamp"))?;
+    Ok((row, payload.slice(key_end..value_end), value_end + ts_len))
+}
+
+/// The value of row `key` in data block `i`'s payload, scanning it in order and stopping at
+/// the first greater row.
+pub(super) fn find_in_block(
+    path: &str,
+    i: usize,
+    payload: &Bytes,
+    key: &[u8],
+) -> Result<Option<Bytes>> {
+    let mut pos = 0;
+    while pos < payload.len() {
+        let (row, value, next) = entry_at(path, i, payload, pos)?;
+        match row.as_ref().cmp(key) {
+            std::cmp::Ordering::Equal => return Ok(Some(value)),
+            std::cmp::Ordering::Greater => return Ok(None),
+            std::cmp::Ordering::Less => pos = next,
+        }
+    }
+    Ok(None)
+}
+
 impl HFileReader {
     /// Opens and validates the HFile `bytes`; `path` names it in errors.
     pub fn open(bytes: Bytes, path: &str) -> Result<Self> {
         let trailer = Trailer::read(&bytes, path)?;
-        let err = |reason: String| hfile_err(path, reason);
         if trailer.num_data_index_levels > 1 {
-            return Err(err(format!(
-                "multi-level data index ({} levels) is not supported",
-                trailer.num_data_index_levels
-            )));
+            return Err(hfile_err(
+                path,
+                format!(
+                    "multi-level data index ({} levels) is not supported",
+                    trailer.num_data_index_levels
+                ),
+            ));
         }
-        let trailer_start = bytes.len() - TRAILER_SIZE;
-        let to_usize = |v: u64, what: &str| {
-            usize::try_from(v)
-                .ok()
-                .filter(|v| *v <= trailer_start)
-                .ok_or_else(|| {
-                    err(format!(
-                        "{what} {v} lies beyond the trailer at {trailer_start}"
-                    ))
-                })
-        };
-        let load_on_open = to_usize(trailer.load_on_open_offset, "load-on-open offset")?;
-        let file_info_offset = to_usize(trailer.file_info_offset, "file-info offset")?;
-        let codec = trailer.compression;
-
-        // Root data index, then root meta index, contiguous.
-        let root = read_block(&bytes, load_on_open, ROOT_INDEX_MAGIC, codec, path)?;
-        let raw_index = parse_root_index(&root.payload, trailer.data_index_count, path, "data")?;
-        let meta_offset = load_on_open + root.on_disk_size;
-        let meta_names = if trailer.meta_index_count > 0 || meta_offset < file_info_offset {
-            let meta = read_block(&bytes, meta_offset, ROOT_INDEX_MAGIC, codec, path)?;
-            parse_root_index(&meta.payload, trailer.meta_index_count, path, "meta")?
-                .into_iter()
-                .map(|(_, _, name)| name)
-                .collect()
-        } else {
-            Vec::new()
-        };
-
-        let mut index = Vec::with_capacity(raw_index.len());
-        let mut prev_end = 0usize;
-        for (i, (offset, size, key)) in raw_index.into_iter().enumerate() {
-            let offset = usize::try_from(offset)
-                .ok()
-                .filter(|o| *o >= prev_end)
-                .ok_or_else(|| err(format!("data index entry {i}: bad block offset {offset}")))?;
-            let size = usize::try_from(size)
-                .ok()
-                .filter(|s| offset.checked_add(*s).is_some_and(|e| e <= load_on_open))
-                .ok_or_else(|| err(format!("data index entry {i}: bad block size {size}")))?;
-            let first_key =
-                row_of(&key).ok_or_else(|| err(format!("data index entry {i}: malformed key")))?;
-            if let Some(prev) = index.last().map(|e: &IndexEntry| &e.first_key) {
-                if *prev > first_key {
-                    return Err(err(format!("data index entry {i}: keys out of order")));
-                }
-            }
-            prev_end = offset + size;
-            index.push(IndexEntry {
-                offset,
-                size,
-                first_key,
-            });
-        }
-
-        let info = read_block(&bytes, file_info_offset, FILE_INFO_MAGIC, codec, path)?;
-        let mut body = info
-            .payload
-            .strip_prefix(b"PBUF")
-            .ok_or_else(|| err("file-info block lacks the PBUF prefix".into()))?;
-        let info = InfoProto::decode_length_delimited(&mut body)
-            .map_err(|e| err(format!("file-info protobuf cannot be decoded: {e}")))?;
-        let file_info = info
-            .map_entry
-            .into_iter()
-            .map(|p| (Bytes::from(p.first), Bytes::from(p.second)))
-            .collect();
-
+        let (load_on_open, file_info_offset) = section_offsets(&trailer, bytes.len(), path)?;
+        let LoadOnOpen {
+            index,
+            meta_names,
+            file_info,
+        } = parse_load_on_open(&bytes, 0, &trailer, load_on_open, file_info_offset, path)?;
         let blocks = index.iter().map(|_| OnceLock::new()).collect();
         Ok(Self {
             path: path.to_string(),
@@ -239,72 +382,24 @@ impl HFileReader {
             .index
             .get(i)
             .ok_or_else(|| hfile_err(&self.path, format!("no data block {i}")))?;
-        let block = read_block(
-            &self.bytes,
-            entry.offset,
-            DATA_MAGIC,
-            self.trailer.compression,
-            &self.path,
-        )?;
-        if block.on_disk_size != entry.size {
-            return Err(hfile_err(
-                &self.path,
-                format!(
-                    "data block at {} is {} bytes on disk but the index says {}",
-                    entry.offset, block.on_disk_size, entry.size
-                ),
-            ));
-        }
-        let _ = cell.set(block.payload.clone());
-        Ok(block.payload)
+        let payload = read_data_block(&self.bytes, 0, entry, self.trailer.compression, &self.path)?;
+        let _ = cell.set(payload.clone());
+        Ok(payload)
     }
 
     /// Decodes the key-value at `pos` of data block `i`'s payload: `(row, value, next pos)`.
     fn entry_at(&self, i: usize, payload: &Bytes, pos: usize) -> Result<(Bytes, Bytes, usize)> {
-        let err = |reason: &str| {
-            hfile_err(
-                &self.path,
-                format!("data block {i} entry at payload offset {pos}: {reason}"),
-            )
-        };
-        let key_len = be_i32(payload, pos).ok_or_else(|| err("truncated key length"))?;
-        let value_len = be_i32(payload, pos + 4).ok_or_else(|| err("truncated value length"))?;
-        let key_len = usize::try_from(key_len).map_err(|_| err("negative key length"))?;
-        let value_len = usize::try_from(value_len).map_err(|_| err("negative value length"))?;
-        let key_start = pos + 8;
-        let key_end = key_start
-            .checked_add(key_len)
-            .filter(|e| *e <= payload.len())
-            .ok_or_else(|| err("key runs past the block"))?;
-        let value_end = key_end
-            .checked_add(value_len)
-            .filter(|e| *e <= payload.len())
-            .ok_or_else(|| err("value runs past the block"))?;
-        let key = payload.slice(key_start..key_end);
-        let row = row_of(&key).ok_or_else(|| err("malformed key"))?;
-        let (_, ts_len) = read_hadoop_vlong(payload, value_end)
-            .ok_or_else(|| err("truncated memstore timestamp"))?;
-        Ok((row, payload.slice(key_end..value_end), value_end + ts_len))
+        entry_at(&self.path, i, payload, pos)
     }
 
     /// The value stored under row key `key`, if any: binary search of the root index for the
     /// one block that may hold it, then a scan of that block.
     pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        let n = self.index.partition_point(|e| e.first_key.as_ref() <= key);
-        let Some(i) = n.checked_sub(1) else {
+        let Some(i) = block_for_key(&self.index, key) else {
             return Ok(None);
         };
         let payload = self.data_block(i)?;
-        let mut pos = 0;
-        while pos < payload.len() {
-            let (row, value, next) = self.entry_at(i, &payload, pos)?;
-            match row.as_ref().cmp(key) {
-                std::cmp::Ordering::Equal => return Ok(Some(value)),
-                std::cmp::Ordering::Greater => return Ok(None),
-                std::cmp::Ordering::Less => pos = next,
-            }
-        }
-        Ok(None)
+        find_in_block(&self.path, i, &payload, key)
     }
 
     /// Iterates every `(row key, value)` in file order. Yields an error (and then stops) on a

@@ -43,7 +43,21 @@ impl Trailer {
                 ),
             )
         })?;
-        let t = file.get(start..).unwrap_or_default();
+        Self::parse(file.get(start..).unwrap_or_default(), start, path)
+    }
+
+    /// Decodes the trailer from `t`, the last 4096 bytes of a file, which start at byte `start`
+    /// of it (for errors); checks magic, version 3 and codec.
+    pub(crate) fn parse(t: &[u8], start: usize, path: &str) -> Result<Self> {
+        if t.len() != TRAILER_SIZE {
+            return Err(hfile_err(
+                path,
+                format!(
+                    "trailer at offset {start}: {} bytes read, expected {TRAILER_SIZE}",
+                    t.len()
+                ),
+            ));
+        }
         let err = |reason: String| hfile_err(path, format!("trailer at offset {start}: {reason}"));
         if t.get(..8) != Some(TRAILER_MAGIC.as_slice()) {
             return Err(err("bad trailer magic".into()));

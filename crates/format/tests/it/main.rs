@@ -9,5 +9,6 @@
 mod avro_arrow;
 mod base;
 mod hfile;
+mod hfile_ranged;
 mod log;
 mod robustness;

@@ -7,4 +7,5 @@
 )]
 
 mod files;
+mod ranged_lookup;
 mod record_index;
