@@ -10,6 +10,13 @@
 //! Counting every operation (not only writes) makes the sweep a superset of the write-only
 //! sweep: a crash just before a read leaves storage as a crash before the next write does,
 //! while also exercising the crashing writer's error paths at each read.
+//!
+//! The tables have a metadata table (MDT). At every crash point the MDT must stay in step with
+//! the data table: `arbor validate` finds nothing right after the crash and after the next
+//! write, readers listing through FILES and through directory listing read the same rows, every
+//! completed MDT deltacommit belongs to a data instant, and after the next write the MDT has no
+//! pending instant and each completed MDT deltacommit has a completed data instant of the same
+//! time (and each completed data write an MDT deltacommit).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -23,12 +30,15 @@ use arbor_storage::{
     StorageExt,
 };
 use arbor_table::read::TableReader;
-use arbor_table::{Table, WriteOperation, WriteOptions};
+use arbor_table::{ListingSource, Table, WriteOperation, WriteOptions};
 use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, InstantTime};
 use arrow::array::{Array, AsArray};
 use arrow::record_batch::RecordBatch;
 
+use super::mdt::{
+    assert_mdt_instants_have_data_instants, assert_mdt_timeline_in_step, assert_mdt_valid,
+};
 use super::write_support::{
     assert_peer_agrees, batch, create, rows, Layout, Model, Query, Row, TestTable,
 };
@@ -81,7 +91,17 @@ fn canon_of(model: &Model) -> Canon {
 }
 
 async fn read_canonical(storage: &Arc<dyn Storage>) -> (Canon, BTreeSet<String>) {
-    let reader = TableReader::open(storage.clone()).await.unwrap();
+    read_canonical_from(storage, ListingSource::Auto).await
+}
+
+/// The canonical rows read with the file listing from `source`.
+async fn read_canonical_from(
+    storage: &Arc<dyn Storage>,
+    source: ListingSource,
+) -> (Canon, BTreeSet<String>) {
+    let reader = TableReader::open_with(storage.clone(), source)
+        .await
+        .unwrap_or_else(|e| panic!("opening a reader listing from {source:?}: {e}"));
     canonical(&reader.snapshot(None).await.unwrap())
 }
 
@@ -234,6 +254,17 @@ async fn sweep(s: &Scenario) -> Report {
     }
     let (before, _) = read_canonical(&template.storage).await;
     assert_eq!(before, canon_of(&before_model), "{}: setup", s.label);
+    assert!(
+        template
+            .table
+            .config()
+            .metadata_partitions()
+            .contains(&"files".to_string()),
+        "{}: the swept table must have a metadata table",
+        s.label
+    );
+    assert_mdt_valid(&template.storage, &format!("{}: setup", s.label)).await;
+    assert_mdt_timeline_in_step(&template.storage, &format!("{}: setup", s.label)).await;
     let initial: BTreeSet<InstantTime> = template
         .timeline()
         .await
@@ -301,9 +332,10 @@ async fn sweep(s: &Scenario) -> Report {
             assert!(faulty.has_crashed(), "{label}: failed without a crash: {e}");
         }
 
-        // A restarted process: fresh storage handle, fresh reader.
+        // A restarted process: fresh storage handle, fresh reader. The table lists `files`, so
+        // the default reader lists through the metadata table: read with that source forced.
         let fresh = local(&t.base);
-        let (got, commit_times) = read_canonical(&fresh).await;
+        let (got, commit_times) = read_canonical_from(&fresh, ListingSource::MetadataTable).await;
         let outcome = if got == before {
             Outcome::Before
         } else if got == after {
@@ -318,6 +350,15 @@ async fn sweep(s: &Scenario) -> Report {
                 "{label}: a reported commit is lost"
             );
         }
+        // The MDT is in step before any recovery: validate finds nothing, both listing sources
+        // read the same rows, and no completed MDT deltacommit outlived its data instant.
+        assert_mdt_valid(&fresh, &format!("{label} (crashed)")).await;
+        let (by_storage, _) = read_canonical_from(&fresh, ListingSource::Storage).await;
+        assert_eq!(
+            by_storage, got,
+            "{label}: listing through storage and through the metadata table differ"
+        );
+        assert_mdt_instants_have_data_instants(&fresh, &format!("{label} (crashed)")).await;
         let tl = t.timeline().await;
         let new_instants: BTreeSet<InstantTime> = tl
             .instants()
@@ -389,6 +430,8 @@ async fn sweep(s: &Scenario) -> Report {
         expected.upsert(&s.next);
         let (got, _) = read_canonical(&fresh).await;
         assert_eq!(got, canon_of(&expected), "{label}: after the next write");
+        assert_mdt_valid(&fresh, &format!("{label} (next write)")).await;
+        assert_mdt_timeline_in_step(&fresh, &format!("{label} (next write)")).await;
         let tl = t.timeline().await;
         assert!(tl.pending().is_empty(), "{label}: {:?}", tl.pending());
         let completed: BTreeSet<InstantTime> = tl

@@ -10,6 +10,7 @@ mod compaction;
 mod crash_sweep;
 mod fixtures_read;
 mod keygen;
+mod mdt;
 mod mdt_compaction;
 mod ownership;
 mod read_options;
