@@ -16,6 +16,7 @@ use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
 use crate::commands::demo::DemoArgs;
 use crate::commands::files::FilesArgs;
+use crate::commands::index::IndexArgs;
 use crate::commands::mdt::MdtArgs;
 use crate::commands::read::ReadArgs;
 use crate::commands::timeline::TimelineArgs;
@@ -62,6 +63,8 @@ enum Command {
     Mdt(MdtArgs),
     /// Check the metadata table against storage; exit code 1 when they differ.
     Validate(ValidateArgs),
+    /// Create, list and query indexes (`arbor index create <table> --secondary <column>`).
+    Index(IndexArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => commands::demo::run(args, &options).await,
             Command::Mdt(args) => commands::mdt::run(args, &options).await,
             Command::Validate(args) => commands::validate::run(args, &options).await,
+            Command::Index(args) => commands::index::run(args, &options).await,
         }
     });
     match result {

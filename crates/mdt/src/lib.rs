@@ -19,6 +19,7 @@ pub mod index_writer;
 mod listing;
 pub mod record_index;
 pub mod secondary_index;
+pub mod secondary_index_writer;
 pub mod validate;
 pub mod validity;
 mod writer;

@@ -192,3 +192,196 @@ pub async fn validate_table(storage: Arc<dyn Storage>) -> Result<ValidationRepor
         discrepancies,
     })
 }
+
+/// One way the record index or a secondary index disagrees with the data (found by comparing
+/// the index with the latest file slices of the data table; see `arbor_table`'s
+/// `validate_indexes`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IndexDiscrepancy {
+    /// A live record key is not in the record index.
+    RecordKeyMissing {
+        /// The record key.
+        key: String,
+        /// Its data partition.
+        partition: String,
+        /// Its file group.
+        file_id: String,
+    },
+    /// The record index maps a key that no latest slice holds.
+    RecordKeyExtra {
+        /// The record key.
+        key: String,
+        /// The partition the index names.
+        partition: String,
+        /// The file group the index names.
+        file_id: String,
+    },
+    /// The record index names another partition or file group than the one holding the key.
+    RecordKeyMisplaced {
+        /// The record key.
+        key: String,
+        /// Where the data holds it (`partition/fileId`).
+        data: String,
+        /// Where the index says it is (`partition/fileId`).
+        index: String,
+    },
+    /// A (value, key) pair of the data is not in the secondary index.
+    SecondaryEntryMissing {
+        /// The index name (MDT partition).
+        index: String,
+        /// The column value (`None` = null).
+        value: Option<String>,
+        /// The record key.
+        key: String,
+    },
+    /// The secondary index holds a (value, key) pair the data does not have.
+    SecondaryEntryExtra {
+        /// The index name (MDT partition).
+        index: String,
+        /// The column value (`None` = null).
+        value: Option<String>,
+        /// The record key.
+        key: String,
+    },
+}
+
+impl fmt::Display for IndexDiscrepancy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = |v: &Option<String>| {
+            v.as_deref()
+                .map_or("null".to_string(), |s| format!("{s:?}"))
+        };
+        match self {
+            IndexDiscrepancy::RecordKeyMissing { key, partition, file_id } => write!(
+                f,
+                "record_index: key {key:?} (in {partition}/{file_id}) is missing from the index"
+            ),
+            IndexDiscrepancy::RecordKeyExtra { key, partition, file_id } => write!(
+                f,
+                "record_index: key {key:?} is indexed at {partition}/{file_id} but no latest file slice holds it"
+            ),
+            IndexDiscrepancy::RecordKeyMisplaced { key, data, index } => write!(
+                f,
+                "record_index: key {key:?} is in {data} but the index says {index}"
+            ),
+            IndexDiscrepancy::SecondaryEntryMissing { index, value, key } => write!(
+                f,
+                "{index}: value {} of key {key:?} is missing from the index",
+                v(value)
+            ),
+            IndexDiscrepancy::SecondaryEntryExtra { index, value, key } => write!(
+                f,
+                "{index}: the index maps value {} to key {key:?}, which the data does not have",
+                v(value)
+            ),
+        }
+    }
+}
+
+/// Compares the record index (`index`: key -> (partition, file id)) with the data (`data`:
+/// the same map built from the latest file slices). Returns the discrepancies, sorted.
+pub fn compare_record_index(
+    data: &BTreeMap<String, (String, String)>,
+    index: &BTreeMap<String, (String, String)>,
+) -> Vec<IndexDiscrepancy> {
+    let mut out = Vec::new();
+    for (key, (p, f)) in data {
+        match index.get(key) {
+            None => out.push(IndexDiscrepancy::RecordKeyMissing {
+                key: key.clone(),
+                partition: p.clone(),
+                file_id: f.clone(),
+            }),
+            Some((ip, jf)) if ip != p || jf != f => {
+                out.push(IndexDiscrepancy::RecordKeyMisplaced {
+                    key: key.clone(),
+                    data: format!("{p}/{f}"),
+                    index: format!("{ip}/{jf}"),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    for (key, (p, f)) in index {
+        if !data.contains_key(key) {
+            out.push(IndexDiscrepancy::RecordKeyExtra {
+                key: key.clone(),
+                partition: p.clone(),
+                file_id: f.clone(),
+            });
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Compares secondary index `name`'s content (`index`) with the (value, key) pairs of the data
+/// (`data`). Returns the discrepancies, sorted.
+pub fn compare_secondary_index(
+    name: &str,
+    data: &crate::SecondaryIndex,
+    index: &crate::SecondaryIndex,
+) -> Vec<IndexDiscrepancy> {
+    let pairs = |m: &crate::SecondaryIndex| -> BTreeSet<(Option<String>, String)> {
+        m.iter()
+            .flat_map(|(v, keys)| keys.iter().map(move |k| (v.clone(), k.clone())))
+            .collect()
+    };
+    let (d, i) = (pairs(data), pairs(index));
+    let mut out: Vec<IndexDiscrepancy> = d
+        .difference(&i)
+        .map(|(value, key)| IndexDiscrepancy::SecondaryEntryMissing {
+            index: name.to_string(),
+            value: value.clone(),
+            key: key.clone(),
+        })
+        .chain(
+            i.difference(&d)
+                .map(|(value, key)| IndexDiscrepancy::SecondaryEntryExtra {
+                    index: name.to_string(),
+                    value: value.clone(),
+                    key: key.clone(),
+                }),
+        )
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod index_tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn test_compare_record_index_reports_missing_extra_and_misplaced() {
+        let at = |p: &str, f: &str| (p.to_string(), f.to_string());
+        let data = BTreeMap::from([
+            ("a".to_string(), at("p", "f1")),
+            ("b".to_string(), at("p", "f1")),
+        ]);
+        let index = BTreeMap::from([
+            ("b".to_string(), at("p", "f2")),
+            ("c".to_string(), at("p", "f1")),
+        ]);
+        let d = compare_record_index(&data, &index);
+        assert_eq!(d.len(), 3);
+        assert!(matches!(d[0], IndexDiscrepancy::RecordKeyMissing { .. }));
+        assert!(d.iter().any(|x| x.to_string().contains("index says p/f2")));
+        assert!(compare_record_index(&data, &data).is_empty());
+    }
+
+    #[test]
+    fn test_compare_secondary_index_reports_both_directions() {
+        let mut data = crate::SecondaryIndex::new();
+        data.entry(Some("x".into()))
+            .or_default()
+            .insert("k1".into());
+        let mut index = crate::SecondaryIndex::new();
+        index.entry(None).or_default().insert("k1".into());
+        let d = compare_secondary_index("secondary_index_c", &data, &index);
+        assert_eq!(d.len(), 2);
+        assert!(d[0].to_string().contains("missing"), "{}", d[0]);
+        assert!(d[1].to_string().contains("value null"), "{}", d[1]);
+    }
+}

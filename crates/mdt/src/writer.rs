@@ -48,6 +48,8 @@ use crate::files::{
 use crate::index_writer::{
     delta_files, initial_files, RecordIndexDelta, RECORD_INDEX, RECORD_INDEX_INIT_INSTANT,
 };
+use crate::secondary_index::IndexDefinitions;
+use crate::secondary_index_writer::{self as si_writer, SecondaryEntry, SecondaryIndexDeltas};
 use crate::validity::{is_init_instant, FILES_INIT_INSTANT};
 use arbor_format::hfile::mdt_index::RecordLocation;
 
@@ -400,7 +402,8 @@ impl MdtWriter {
         delta: &FilesDelta,
         generator: &InstantTimeGenerator,
     ) -> Result<Instant> {
-        self.commit(time, delta, None, generator).await
+        self.commit(time, delta, None, &SecondaryIndexDeltas::new(), generator)
+            .await
     }
 
     /// The number of record-index file groups (0 when the MDT has no record index), from the
@@ -484,6 +487,133 @@ impl MdtWriter {
         Ok(())
     }
 
+    /// The number of file groups of secondary-index partition `partition` (0 when absent) and
+    /// the latest instant of their base files (`"null"` when none), from the directory's names.
+    pub async fn index_groups(&self, partition: &str) -> Result<(usize, String)> {
+        let prefix = si_writer::secondary_index_file_prefix(partition);
+        let (objects, _) = self
+            .storage
+            .list_dir(&format!("{MDT_BASE}/{partition}"))
+            .await?;
+        let mut ids = BTreeSet::new();
+        let mut base = None;
+        for name in objects.iter().filter_map(|o| o.key.rsplit('/').next()) {
+            let plain = name.trim_start_matches('.');
+            if !plain.starts_with(&prefix) {
+                continue;
+            }
+            if let Some(id) = plain.split('_').next() {
+                ids.insert(id.to_string());
+            }
+            if let Some(stem) = name.strip_suffix(".hfile") {
+                let instant = stem.rsplit('_').next().map(str::to_string);
+                base = base.max(instant);
+            }
+        }
+        Ok((ids.len(), base.unwrap_or_else(|| "null".to_string())))
+    }
+
+    /// Whether the entries of `partition` are placed by the hash of their value only (index
+    /// version V2+), from `index.json` and the data table's version.
+    async fn hashes_value_only(&self, partition: &str) -> Result<bool> {
+        let Some(defs) = IndexDefinitions::load(self.storage.as_ref()).await? else {
+            return Ok(false);
+        };
+        let Some(def) = defs.get(partition) else {
+            return Ok(false);
+        };
+        let config = TableConfig::load(
+            self.storage.as_ref(),
+            arbor_timeline::layout::DEFAULT_META_DIR,
+        )
+        .await?;
+        Ok(def.hashes_value_only(config.version().code()))
+    }
+
+    /// Creates secondary-index partition `partition` holding `entries` with `groups` file
+    /// groups placed by the hash mode `hash_value_only`, as an MDT deltacommit with the next
+    /// free initialisation time (`000000000000000NN`, after every initialisation instant the
+    /// MDT timeline has, and at least `00000000000000002`: `…0` is FILES' and `…1` stays the
+    /// record index's). Anything under the partition and any pending initialisation instant
+    /// (an interrupted initialisation) is removed first. The caller then lists `partition` in
+    /// the data table's `hoodie.table.metadata.partitions`. Returns the instant used.
+    pub async fn init_secondary_index(
+        &self,
+        partition: &str,
+        entries: &BTreeSet<SecondaryEntry>,
+        groups: usize,
+        hash_value_only: bool,
+        generator: &InstantTimeGenerator,
+    ) -> Result<InstantTime> {
+        let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        for i in tl.pending() {
+            if is_init_instant(&i.requested_time) {
+                self.rollback_init(&i.requested_time).await?;
+            }
+        }
+        let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        let next = tl
+            .instants()
+            .into_iter()
+            .map(|i| i.requested_time)
+            .filter(is_init_instant)
+            .filter_map(|t| t.as_str().parse::<u64>().ok())
+            .max()
+            // 0 is FILES', 1 the record index's (even when it does not exist yet).
+            .map_or(2, |n| (n + 1).max(2));
+        let time = InstantTime::parse(&format!("{next:017}"))?;
+        let stale: Vec<String> = self
+            .storage
+            .list_all(&format!("{MDT_BASE}/{partition}"))
+            .await?
+            .into_iter()
+            .map(|o| o.key)
+            .filter(|k| k.starts_with(&format!("{MDT_BASE}/{partition}/")))
+            .collect();
+        delete_keys(&self.storage, &stale).await?;
+        let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        let requested = tl
+            .create_requested(time.clone(), Action::DeltaCommit, Bytes::new())
+            .await?;
+        let marker = format!(
+            "#partition metadata\n#written by arbor\ncommitTime={time}\npartitionDepth=1\n"
+        );
+        self.storage
+            .put(
+                &format!("{MDT_BASE}/{partition}/.hoodie_partition_metadata"),
+                Bytes::from(marker),
+            )
+            .await?;
+        let mut stats = Vec::new();
+        for (rel, bytes, count) in
+            si_writer::initial_files(partition, entries, groups, hash_value_only, &time)?
+        {
+            let size = to_i64(bytes.len() as u64);
+            let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+            let file_id = name.split('_').next().unwrap_or_default().to_string();
+            self.storage
+                .put(&format!("{MDT_BASE}/{rel}"), bytes)
+                .await?;
+            stats.push((
+                partition,
+                HoodieWriteStat {
+                    file_id: Some(file_id),
+                    path: Some(rel),
+                    prev_commit: Some("null".to_string()),
+                    num_writes: Some(to_i64(count as u64)),
+                    num_inserts: Some(to_i64(count as u64)),
+                    total_write_bytes: Some(size),
+                    file_size_in_bytes: Some(size),
+                    partition_path: Some(partition.to_string()),
+                    base_file: Some(name),
+                    ..HoodieWriteStat::default()
+                },
+            ));
+        }
+        self.finish(&mut tl, &requested, stats, generator).await?;
+        Ok(time)
+    }
+
     /// Removes an initialisation instant of a partition and its timeline files (only for an
     /// initialisation that is being redone).
     async fn rollback_init(&self, time: &InstantTime) -> Result<()> {
@@ -499,14 +629,17 @@ impl MdtWriter {
         Ok(())
     }
 
-    /// Records data instant `time`'s change: `files` in FILES and, when given (and the MDT has
-    /// a record index), `record_index` in RECORD_INDEX, as one MDT deltacommit `time` (module
-    /// doc). Fails with `Timeline(DuplicateInstant)` when the MDT already has an instant `time`.
+    /// Records data instant `time`'s change: `files` in FILES, when given (and the MDT has a
+    /// record index) `record_index` in RECORD_INDEX, and each change of `secondary` in its
+    /// `secondary_index_<name>` partition (skipped when the MDT has no such partition), as one
+    /// MDT deltacommit `time` (module doc). Fails with `Timeline(DuplicateInstant)` when the
+    /// MDT already has an instant `time`.
     pub async fn commit(
         &self,
         time: &InstantTime,
         delta: &FilesDelta,
         record_index: Option<&RecordIndexDelta>,
+        secondary: &SecondaryIndexDeltas,
         generator: &InstantTimeGenerator,
     ) -> Result<Instant> {
         let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
@@ -538,6 +671,21 @@ impl MdtWriter {
                         .await?;
                     stats.push((RECORD_INDEX, stat));
                 }
+            }
+        }
+        for (partition, si) in secondary.iter().filter(|(_, d)| !d.is_empty()) {
+            let (groups, base) = self.index_groups(partition).await?;
+            if groups == 0 {
+                continue;
+            }
+            let value_only = self.hashes_value_only(partition).await?;
+            for (rel, bytes, stat) in
+                si_writer::delta_files(partition, time, si, groups, value_only, &base)?
+            {
+                self.storage
+                    .put(&format!("{MDT_BASE}/{rel}"), bytes)
+                    .await?;
+                stats.push((partition.as_str(), stat));
             }
         }
         let base_instant = self.files_base_instant(&tl).await;

@@ -7,10 +7,12 @@
 mod error;
 pub mod keygen;
 pub mod read;
+pub mod validate_indexes;
 pub mod write;
 
 pub use error::{Result, TableError};
 pub use read::ListingSource;
+pub use validate_indexes::validate_indexes;
 pub use write::{
-    CommitResult, CreateOptions, KeyMove, RecordIndex, Table, WriteOperation, WriteOptions,
+    secondary_lookup, CommitResult, CreateOptions, KeyMove, RecordIndex, Table, WriteOperation, WriteOptions,
 };

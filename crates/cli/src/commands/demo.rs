@@ -251,6 +251,20 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
     )
     .await?;
 
+    step(
+        11,
+        "check the metadata table (the file listing readers use) against storage",
+        &format!("validate {table}"),
+    )?;
+    super::validate::run(
+        super::validate::ValidateArgs {
+            table: table.clone(),
+            json: false,
+        },
+        options,
+    )
+    .await?;
+
     print_text(&format!(
         "\nDone. The table is in {table}; try:\n  \
          arbor read {table} --format jsonl\n  \

@@ -4,6 +4,7 @@ pub mod create;
 pub mod delete_partition;
 pub mod demo;
 pub mod files;
+pub mod index;
 pub mod mdt;
 pub mod read;
 pub mod timeline;

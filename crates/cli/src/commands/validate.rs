@@ -21,10 +21,23 @@ pub struct ValidateArgs {
 /// there is any difference.
 pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> {
     let storage = open_table_storage(&args.table, options)?;
-    let report = validate_table(storage)
+    let report = validate_table(storage.clone())
         .await
         .map_err(|e| CliError::at(&args.table, CliError::Usage(e.to_string())))?;
-    let differences: Vec<String> = report.discrepancies.iter().map(|d| d.to_string()).collect();
+    // The record index and secondary indexes against the data.
+    let indexes = if report.has_metadata_table {
+        arbor_table::validate_indexes(storage)
+            .await
+            .map_err(|e| CliError::at(&args.table, e))?
+    } else {
+        arbor_table::validate_indexes::IndexValidation::default()
+    };
+    let differences: Vec<String> = report
+        .discrepancies
+        .iter()
+        .map(|d| d.to_string())
+        .chain(indexes.discrepancies.iter().map(|d| d.to_string()))
+        .collect();
     if args.json {
         println!(
             "{}",
@@ -34,6 +47,11 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
                 "partitions": report.partitions,
                 "storage_files": report.storage_files,
                 "mdt_files": report.mdt_files,
+                "indexes": indexes
+                    .checked
+                    .iter()
+                    .map(|(n, c)| serde_json::json!({ "index": n, "entries": c }))
+                    .collect::<Vec<_>>(),
                 "differences": differences,
             })
         );
@@ -44,6 +62,9 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
             "{}: files: {} committed file(s) in {} partition(s) on storage, {} in the metadata table",
             args.table, report.storage_files, report.partitions, report.mdt_files
         );
+        for (n, c) in &indexes.checked {
+            println!("{}: {n}: {c} entr(y/ies) in the data", args.table);
+        }
         for d in &differences {
             println!("  {d}");
         }

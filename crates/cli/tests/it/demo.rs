@@ -9,13 +9,14 @@ use crate::create_write::{fails, instants, ok, read_jsonl, s};
 
 fn run_demo(dir: &Path, kind: &str) -> String {
     let out = ok(&["demo", s(dir), "--type", kind]);
-    for step in 1..=10 {
+    for step in 1..=11 {
         assert!(
             out.contains(&format!("\n== {step}. ")),
             "step {step} missing:\n{out}"
         );
     }
     assert!(out.contains("$ arbor write"), "{out}");
+    assert!(out.contains("metadata table agrees with storage"), "{out}");
     out
 }
 

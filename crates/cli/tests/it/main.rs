@@ -8,5 +8,7 @@
 
 mod create_write;
 mod demo;
+mod index;
+mod mdt;
 mod read;
 mod timeline;

@@ -265,6 +265,18 @@ pub async fn run_compaction(
         &std::collections::BTreeSet::new(),
         // Compaction keeps every record in its file group: no record-index change.
         Some(&arbor_mdt::index_writer::RecordIndexDelta::default()),
+        // ... and no secondary-index change either.
+        Some(
+            &super::secondary_index::unchanged(
+                storage.as_ref(),
+                &arbor_timeline::TableConfig::load(
+                    storage.as_ref(),
+                    arbor_timeline::layout::DEFAULT_META_DIR,
+                )
+                .await?,
+            )
+            .await?,
+        ),
         generator,
     )
     .await?;

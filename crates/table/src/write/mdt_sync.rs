@@ -12,6 +12,7 @@ use arbor_mdt::compaction::{compact_if_due, rollback_pending_compactions, DEFAUL
 use arbor_mdt::index_writer::{
     RecordIndexDelta, DEFAULT_RECORD_INDEX_GROUPS, RECORD_INDEX, RECORD_INDEX_INIT_INSTANT,
 };
+use arbor_mdt::secondary_index_writer::{is_secondary_index_partition, SecondaryIndexDeltas};
 use arbor_mdt::{
     FilesDelta, FilesListing, MdtWriter, MetadataTable, FILES_PARTITION, MDT_META_DIR,
 };
@@ -25,8 +26,15 @@ use arbor_timeline::{ActiveTimeline, InstantTime, InstantTimeGenerator, TableCon
 use crate::error::{Result, TableError};
 use crate::read::{ListingSource, TableReader};
 
-/// The metadata partitions arbor keeps in step with every commit.
+/// The metadata partitions arbor keeps in step with every commit (and every
+/// `secondary_index_*` partition, see [`is_maintained`]).
 pub const MAINTAINED_PARTITIONS: [&str; 2] = [FILES_PARTITION, RECORD_INDEX];
+
+/// True for the metadata partitions arbor keeps in step with every commit:
+/// [`MAINTAINED_PARTITIONS`] and secondary indexes.
+pub fn is_maintained(partition: &str) -> bool {
+    MAINTAINED_PARTITIONS.contains(&partition) || is_secondary_index_partition(partition)
+}
 
 /// Refuses writes to a table whose metadata table has partitions arbor does not maintain
 /// (e.g. `column_stats`): a commit that did not update them would leave them stale.
@@ -35,7 +43,7 @@ pub fn check_supported(config: &TableConfig) -> Result<()> {
         .metadata_partitions()
         .into_iter()
         .chain(config.metadata_partitions_inflight())
-        .filter(|p| !MAINTAINED_PARTITIONS.contains(&p.as_str()))
+        .filter(|p| !is_maintained(p))
         .collect();
     if unsupported.is_empty() {
         Ok(())
@@ -43,7 +51,7 @@ pub fn check_supported(config: &TableConfig) -> Result<()> {
         Err(TableError::Unsupported {
             reason: format!(
                 "this table's metadata table has partitions arbor does not maintain ({}); \
-                 arbor writes only tables whose metadata table has {}",
+                 arbor writes only tables whose metadata table has {} and secondary indexes",
                 unsupported.join(","),
                 MAINTAINED_PARTITIONS.join(",")
             ),
@@ -101,17 +109,19 @@ pub fn files_delta(metadata: &HoodieCommitMetadata, touched: &BTreeSet<String>) 
     delta
 }
 
-/// Records data instant `time`'s file changes (and, with a record index, `record_index`) in the
-/// MDT (when the table has one), before the caller completes `time`. An MDT instant `time` left
-/// by an earlier attempt (a crash, or a compaction being re-run) is removed first. Fails with
-/// `CommitConflict` when the table has a record index but the write computed no change for it
-/// (the index was created after the write was planned).
+/// Records data instant `time`'s file changes (and, with a record index, `record_index`; with
+/// secondary indexes, `secondary`) in the MDT (when the table has one), before the caller
+/// completes `time`. An MDT instant `time` left by an earlier attempt (a crash, or a compaction
+/// being re-run) is removed first. Fails with `CommitConflict` when the table has a record
+/// index but the write computed no change for it, or a secondary index `secondary` does not
+/// name (the index was created after the write was planned).
 pub async fn record_instant(
     storage: &Arc<dyn Storage>,
     time: &InstantTime,
     metadata: &HoodieCommitMetadata,
     touched: &BTreeSet<String>,
     record_index: Option<&RecordIndexDelta>,
+    secondary: Option<&SecondaryIndexDeltas>,
     generator: &InstantTimeGenerator,
 ) -> Result<()> {
     let Some(mdt) = writer_if_enabled(storage).await? else {
@@ -131,6 +141,20 @@ pub async fn record_instant(
         });
     }
     let record_index = record_index.filter(|_| indexed);
+    let empty = SecondaryIndexDeltas::new();
+    let secondary = secondary.unwrap_or(&empty);
+    if let Some(missing) = config
+        .metadata_partitions()
+        .into_iter()
+        .filter(|p| is_secondary_index_partition(p))
+        .find(|p| !secondary.contains_key(p))
+    {
+        return Err(TableError::CommitConflict {
+            instant: time.to_string(),
+            other: missing,
+            file_groups: "the secondary index was created after this write was planned".to_string(),
+        });
+    }
     if mdt.instant_state(time).await?.is_some() {
         mdt.rollback(time).await?;
     }
@@ -138,6 +162,7 @@ pub async fn record_instant(
         time,
         &files_delta(metadata, touched),
         record_index,
+        secondary,
         generator,
     )
     .await?;

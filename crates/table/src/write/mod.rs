@@ -19,9 +19,11 @@ pub mod planner;
 pub mod record_index;
 pub mod rollback;
 pub mod schema;
+pub mod secondary_index;
 pub mod table;
 
 pub use index::{Index, RecordLocation, SimpleIndex};
 pub use options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 pub use record_index::{KeyMove, RecordIndex};
+pub use secondary_index::secondary_lookup;
 pub use table::{PreparedWrite, Table};

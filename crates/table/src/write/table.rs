@@ -52,10 +52,12 @@ use super::record_index::{
 };
 use super::rollback;
 use super::schema::DataSchema;
+use super::secondary_index;
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
 use arbor_mdt::index_writer::RecordIndexDelta;
+use arbor_mdt::secondary_index_writer::SecondaryIndexDeltas;
 
 /// A Hudi table opened for writing (main branch).
 ///
@@ -92,6 +94,7 @@ pub struct PreparedWrite {
     deleted: u64,
     skipped_stale: u64,
     index_delta: Option<RecordIndexDelta>,
+    secondary_deltas: Option<SecondaryIndexDeltas>,
 }
 
 impl PreparedWrite {
@@ -555,6 +558,23 @@ impl Table {
             ),
             None => None,
         };
+        let si_defs =
+            secondary_index::secondary_indexes(self.storage.as_ref(), reader.config()).await?;
+        let event_ordering = match mode {
+            MergeMode::EventTime => ordering_field.as_deref(),
+            _ => None,
+        };
+        let secondary_deltas = Some(
+            secondary_index::deltas_of(
+                &self.storage,
+                &reader,
+                input,
+                &plan,
+                &si_defs,
+                event_ordering,
+            )
+            .await?,
+        );
         let written = self
             .write_files(&instant, input, &plan, mode, ordering_field)
             .await?;
@@ -606,6 +626,7 @@ impl Table {
             deleted: written.iter().map(|w| w.deleted).sum(),
             skipped_stale: plan.skipped_stale,
             index_delta,
+            secondary_deltas,
         })
     }
 
@@ -733,6 +754,7 @@ impl Table {
             &prepared.metadata,
             &touched,
             prepared.index_delta.as_ref(),
+            prepared.secondary_deltas.as_ref(),
             &self.generator,
         )
         .await?;
@@ -937,6 +959,27 @@ impl Table {
             } else {
                 None
             };
+            let si_defs =
+                secondary_index::secondary_indexes(self.storage.as_ref(), reader.config()).await?;
+            let plan = WritePlan {
+                replaced: replaced.clone(),
+                ..WritePlan::default()
+            };
+            let no_input = Input {
+                batch: RecordBatch::new_empty(self.schema.arrow.clone()),
+                keys: Vec::new(),
+            };
+            let secondary_deltas = Some(
+                secondary_index::deltas_of(
+                    &self.storage,
+                    &reader,
+                    &no_input,
+                    &plan,
+                    &si_defs,
+                    None,
+                )
+                .await?,
+            );
             let inflight_instant = requested.with_state(State::Inflight);
             let bytes = encode_instant_for(
                 &inflight_instant,
@@ -959,6 +1002,7 @@ impl Table {
                 deleted: 0,
                 skipped_stale: 0,
                 index_delta,
+                secondary_deltas,
             })
         }
         .await;
@@ -982,6 +1026,17 @@ impl Table {
     /// recorded. Errors: `Unsupported` when the table already has one or has pending instants
     /// (e.g. a live writer's).
     pub async fn init_metadata_table(&self) -> Result<usize> {
+        // Refused before the lock is taken (and checked again under it).
+        let config = TableConfig::load(self.storage.as_ref(), DEFAULT_META_DIR).await?;
+        if config
+            .metadata_partitions()
+            .iter()
+            .any(|p| p == arbor_mdt::FILES_PARTITION)
+        {
+            return Err(TableError::Unsupported {
+                reason: "the table already has a metadata table with partition files".to_string(),
+            });
+        }
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
             commit::rollback_failed(
@@ -1001,6 +1056,12 @@ impl Table {
     /// (see [`WriteOptions::key_move`]). Returns the number of keys indexed. Errors:
     /// `Unsupported` without a metadata table, with a record index, or with pending instants.
     pub async fn create_record_index(&self) -> Result<usize> {
+        let config = TableConfig::load(self.storage.as_ref(), DEFAULT_META_DIR).await?;
+        if has_record_index(&config) {
+            return Err(TableError::Unsupported {
+                reason: "the table already has a record index".to_string(),
+            });
+        }
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
             commit::rollback_failed(
@@ -1011,6 +1072,35 @@ impl Table {
             )
             .await?;
             mdt_sync::init_record_index(&self.storage, &self.layout, &self.generator).await
+        })
+        .await
+    }
+
+    /// Creates secondary index `name` (MDT partition `secondary_index_<name>`) on `column`
+    /// under the table lock (after rolling back failed writes): from then on every write keeps
+    /// it in step and [`crate::secondary_lookup`] answers from it. Returns the number of
+    /// (value, key) entries indexed. Errors: `Unsupported` without a metadata table, with
+    /// pending instants, for an existing index of that name or a column type without a known
+    /// text form; `InvalidInput` for an unknown column or a bad name.
+    pub async fn create_secondary_index(&self, name: &str, column: &str) -> Result<usize> {
+        let lock = self.lock_provider();
+        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            commit::rollback_failed(
+                &self.storage,
+                &self.layout,
+                &self.generator,
+                self.options.heartbeat_timeout,
+            )
+            .await?;
+            secondary_index::init_secondary_index(
+                &self.storage,
+                &self.layout,
+                &self.generator,
+                &self.schema.arrow,
+                name,
+                column,
+            )
+            .await
         })
         .await
     }

@@ -16,6 +16,7 @@ mod ownership;
 mod read_options;
 mod record_index;
 mod robustness;
+mod secondary_index;
 mod rollback;
 mod support_tables;
 mod write_cow;
