@@ -1,4 +1,5 @@
-//! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7).
+//! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7). `cargo xtask bench
+//! mdt`, the metadata-table benchmark, lives in [`mdt`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -27,6 +28,7 @@
 //! Markdown tables (sizes; timings with ratios).
 
 mod data;
+mod mdt;
 mod peer;
 mod raw;
 mod report;
@@ -104,6 +106,9 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 /// Runs `cargo xtask bench ...`: parses `args`, re-runs itself as a release build when this is
 /// a debug build, then measures and prints the results.
 pub fn run(args: &[String]) -> Result<(), String> {
+    if args.first().map(String::as_str) == Some("mdt") {
+        return mdt::run(args);
+    }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
         return run_release(args);

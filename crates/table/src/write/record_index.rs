@@ -42,11 +42,15 @@ pub enum KeyMove {
 ///
 /// The index is global (a key exists in at most one partition); [`Index::locate`] answers for
 /// one partition by leaving out keys that live elsewhere.
+///
+/// Answers are cached per key for the life of the handle (it answers for one table state), so
+/// the planner's per-partition lookups after a global routing lookup read nothing again.
 #[derive(Debug)]
 pub struct RecordIndex {
     storage: Arc<dyn Storage>,
     mdt: MetadataTable,
     reader: Arc<TableReader>,
+    cache: std::sync::Mutex<HashMap<String, Option<RecordLocation>>>,
 }
 
 impl RecordIndex {
@@ -65,11 +69,49 @@ impl RecordIndex {
             storage,
             mdt,
             reader,
+            cache: std::sync::Mutex::new(HashMap::new()),
         }))
     }
 
     /// The current location of each of `keys` that exists, in any partition.
     pub async fn locate_global(&self, keys: &[String]) -> Result<HashMap<String, RecordLocation>> {
+        let mut out = HashMap::with_capacity(keys.len());
+        let mut missing: Vec<String> = Vec::new();
+        {
+            let cache = match self.cache.lock() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            for k in keys {
+                match cache.get(k) {
+                    Some(Some(loc)) => {
+                        out.insert(k.clone(), loc.clone());
+                    }
+                    Some(None) => {}
+                    None => missing.push(k.clone()),
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let found = self.lookup(&missing).await?;
+        let mut cache = match self.cache.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for k in missing {
+            let loc = found.get(&k).cloned();
+            if let Some(l) = &loc {
+                out.insert(k.clone(), l.clone());
+            }
+            cache.insert(k, loc);
+        }
+        Ok(out)
+    }
+
+    /// Reads the locations of `keys` from the record index (no cache).
+    async fn lookup(&self, keys: &[String]) -> Result<HashMap<String, RecordLocation>> {
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let found = lookup_record_index(self.storage.as_ref(), &self.mdt, &refs).await?;
         let partitions: BTreeSet<&str> = found
