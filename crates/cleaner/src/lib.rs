@@ -1,5 +1,25 @@
-//! `arbor-cleaner`: savepoints, restore, cleaning and partition TTL.
+//! `arbor-cleaner`: savepoints, cleaning and archival of Hudi tables, designed so that no file
+//! anybody still needs is ever deleted.
 //!
-//! This crate will own clean planning and execution and the `ProtectionSource` trait that keeps
-//! every file somebody still needs. It is not implemented yet (issue 5); it exports nothing so
-//! that no caller can mistake it for working code.
+//! - [`ProtectionSource`]: who needs which files. The cleaner deletes a committed data file only
+//!   if no source protects it; savepoints, pending instants and the clean policy's retention
+//!   window are sources ([`protection`]), and later holders (branches, tags, clones) are added
+//!   as sources without changing the cleaner.
+//! - [`clean()`]: plan, record in the metadata table, delete, complete ([`clean`] module doc),
+//!   with the three Hudi policies ([`CleanPolicy`]) and a dry run.
+//! - [`savepoint`]: savepoints (data table and metadata table as a pair).
+
+pub mod clean;
+mod error;
+pub mod policy;
+pub mod protection;
+pub mod savepoint;
+
+pub use clean::{archive, clean, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
+pub use error::{CleanerError, Result};
+pub use policy::CleanPolicy;
+pub use protection::{
+    PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
+    SavepointProtection,
+};
+pub use savepoint::{create_savepoint, delete_savepoint, list_savepoints, SavepointInfo};

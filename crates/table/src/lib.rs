@@ -14,5 +14,6 @@ pub use error::{Result, TableError};
 pub use read::ListingSource;
 pub use validate_indexes::validate_indexes;
 pub use write::{
-    secondary_lookup, CommitResult, CreateOptions, KeyMove, RecordIndex, Table, WriteOperation, WriteOptions,
+    secondary_lookup, CommitResult, CreateOptions, KeyMove, RecordIndex, Table, WriteOperation,
+    WriteOptions,
 };

@@ -169,6 +169,36 @@ pub async fn record_instant(
     Ok(())
 }
 
+/// Records a table service's file change `delta` (e.g. the files a clean deleted) as MDT
+/// deltacommit `time`, before the caller completes data instant `time`; no index changes. An
+/// MDT instant `time` left by an earlier attempt is removed first. Nothing happens without an
+/// MDT.
+pub async fn record_files_delta(
+    storage: &Arc<dyn Storage>,
+    time: &InstantTime,
+    delta: &FilesDelta,
+    generator: &InstantTimeGenerator,
+) -> Result<()> {
+    let Some(mdt) = writer_if_enabled(storage).await? else {
+        return Ok(());
+    };
+    rollback_pending_compactions(&mdt).await?;
+    if mdt.instant_state(time).await?.is_some() {
+        mdt.rollback(time).await?;
+    }
+    let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+    let secondary: SecondaryIndexDeltas = config
+        .metadata_partitions()
+        .into_iter()
+        .filter(|p| is_secondary_index_partition(p))
+        .map(|p| (p, Default::default()))
+        .collect();
+    let no_keys = RecordIndexDelta::default();
+    mdt.commit(time, delta, Some(&no_keys), &secondary, generator)
+        .await?;
+    Ok(())
+}
+
 /// Table services of the MDT after a data instant completed (the caller still holds the lock):
 /// compacts FILES when [`DEFAULT_COMPACT_EVERY`] log files accumulated. A failure is logged and
 /// left for the next commit: the data instant is committed whatever happens here.

@@ -319,6 +319,44 @@ impl Table {
         &self.options
     }
 
+    /// The storage rooted at the table base.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The layout of the table's timeline.
+    pub fn layout(&self) -> &TableLayout {
+        &self.layout
+    }
+
+    /// The instant time generator this handle (and its clones) uses.
+    pub fn generator(&self) -> &InstantTimeGenerator {
+        &self.generator
+    }
+
+    /// Runs `work` holding the table lock (renewed while it runs), as every table service does:
+    /// failed writes whose heartbeat expired are rolled back first. `work` must be safe to
+    /// cancel at any await point (it is dropped if the lease cannot be renewed).
+    pub async fn with_table_lock<T, E, F>(&self, work: F) -> std::result::Result<T, E>
+    where
+        F: std::future::Future<Output = std::result::Result<T, E>>,
+        E: From<TableError>,
+    {
+        let lock = self.lock_provider();
+        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            commit::rollback_failed(
+                &self.storage,
+                &self.layout,
+                &self.generator,
+                self.options.heartbeat_timeout,
+            )
+            .await?;
+            Ok(work.await)
+        })
+        .await
+        .map_err(E::from)?
+    }
+
     fn lock_provider(&self) -> Arc<dyn LockProvider> {
         match &self.lock {
             Some(l) => l.clone(),

@@ -1,0 +1,417 @@
+//! Cleaning: deleting the committed data files nobody needs any more.
+//!
+//! # Protocol (under the table lock)
+//! 1. Pending cleans a crash left are finished first (their plan re-checked against the
+//!    protection sources: a file protected since is not deleted).
+//! 2. **Plan**: the candidates are the committed data files of the table (listed through the
+//!    metadata table's FILES partition when the table has one: no directory listing); a candidate
+//!    is deleted only if no [`ProtectionSource`] names it (savepoints, pending instants, the
+//!    policy's retention window, plus the caller's sources). An empty plan writes nothing.
+//! 3. `C.clean.requested` holding the `HoodieCleanerPlan`, then `C.clean.inflight` (empty).
+//! 4. The deletions are recorded in the metadata table as MDT deltacommit `C` (invisible to
+//!    readers until `C` completes).
+//! 5. The files are deleted in batches (a file already gone is not an error).
+//! 6. `C_<completion>.clean` with the `HoodieCleanMetadata`: the commit point.
+//! 7. Optionally the timeline is archived (within the archiver's rules).
+//!
+//! A crash at any step leaves either no clean instant (nothing deleted) or a pending clean that
+//! the next clean finishes; the deleted files were needed by no query the policy keeps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant as StdInstant;
+
+use arbor_fsview::{parse_data_file_name, FileSystemView};
+use arbor_mdt::FilesDelta;
+use arbor_storage::{Storage, MAX_DELETE_BATCH};
+use arbor_table::read::TableReader;
+use arbor_table::write::mdt_sync;
+use arbor_table::Table;
+use arbor_timeline::archive::{ArchivalPolicy, Archiver};
+use arbor_timeline::avro::{
+    decode, encode_instant_for, HoodieActionInstant, HoodieCleanFileInfo, HoodieCleanMetadata,
+    HoodieCleanPartitionMetadata, HoodieCleanerPlan, InstantContent,
+};
+use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
+use bytes::Bytes;
+use chrono::Utc;
+
+use crate::error::{CleanerError, Result};
+use crate::policy::CleanPolicy;
+use crate::protection::{
+    PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
+    SavepointProtection,
+};
+
+/// The clean plan's version (Java 1.x writes 2).
+const CLEANER_PLAN_VERSION: i32 = 2;
+
+/// What a clean is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct CleanOptions {
+    /// The retention policy.
+    pub policy: CleanPolicy,
+    /// Plan only: print what would be deleted, change nothing.
+    pub dry_run: bool,
+    /// Archive the timeline after cleaning (default policy of the archiver).
+    pub archive: bool,
+    /// More holders of files (branches, tags, clones): their files are kept too.
+    pub extra_sources: Vec<Arc<dyn ProtectionSource>>,
+}
+
+/// Files to delete, per partition (file names).
+pub type CleanPlan = BTreeMap<String, BTreeSet<String>>;
+
+/// What [`clean`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanOutcome {
+    /// The clean instant (`None` for a dry run or an empty plan).
+    pub instant: Option<InstantTime>,
+    /// The plan (what was, or for a dry run would be, deleted).
+    pub plan: CleanPlan,
+    /// The earliest instant whose snapshot the policy keeps (`None` for the versions policy).
+    pub earliest_retained: Option<InstantTime>,
+    /// Files deleted (0 for a dry run).
+    pub deleted: usize,
+    /// Pending cleans finished first.
+    pub finished_pending: Vec<InstantTime>,
+    /// Instants archived afterwards.
+    pub archived: usize,
+}
+
+impl CleanOutcome {
+    /// Files in the plan.
+    pub fn planned(&self) -> usize {
+        self.plan.values().map(BTreeSet::len).sum()
+    }
+}
+
+fn join(partition: &str, name: &str) -> String {
+    arbor_fsview::slice::join(partition, name)
+}
+
+/// Every committed data file of the view's table (key `partition/name`), from the view's
+/// listing (the metadata table when the table has one).
+pub async fn committed_files(view: &FileSystemView) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for partition in view.partitions().await?.iter() {
+        for f in view.partition_files(partition).await?.iter() {
+            if let Ok(Some(d)) = parse_data_file_name(&f.name, f.size) {
+                if view.is_committed(d.instant_time()) {
+                    out.insert(join(partition, &f.name), partition.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The union of every source's protected keys.
+pub async fn protected_files(
+    ctx: &ProtectionContext<'_>,
+    policy: CleanPolicy,
+    extra: &[Arc<dyn ProtectionSource>],
+) -> Result<BTreeSet<String>> {
+    let mut sources: Vec<Arc<dyn ProtectionSource>> = vec![
+        Arc::new(SavepointProtection),
+        Arc::new(PendingProtection),
+        Arc::new(RetentionProtection { policy }),
+    ];
+    sources.extend(extra.iter().cloned());
+    let mut out = BTreeSet::new();
+    for s in &sources {
+        let files = s.protected(ctx).await?;
+        tracing::debug!(source = %s.name(), files = files.len(), "protected files");
+        out.extend(files);
+    }
+    Ok(out)
+}
+
+/// Plans a clean of the state `view` shows: committed files no source protects. Read only.
+pub async fn plan_clean(
+    storage: &Arc<dyn Storage>,
+    view: &FileSystemView,
+    policy: CleanPolicy,
+    extra: &[Arc<dyn ProtectionSource>],
+) -> Result<(CleanPlan, Option<InstantTime>)> {
+    let ctx = ProtectionContext {
+        storage,
+        view,
+        now: Utc::now(),
+    };
+    let protected = protected_files(&ctx, policy, extra).await?;
+    let mut plan = CleanPlan::new();
+    for (key, partition) in committed_files(view).await? {
+        if !protected.contains(&key) {
+            let name = key.rsplit('/').next().unwrap_or(&key).to_string();
+            plan.entry(partition).or_default().insert(name);
+        }
+    }
+    let earliest = RetentionProtection { policy }
+        .retained_instants(&ctx)
+        .into_iter()
+        .next();
+    Ok((plan, earliest))
+}
+
+fn plan_record(
+    plan: &CleanPlan,
+    policy: CleanPolicy,
+    earliest: Option<&InstantTime>,
+) -> HoodieCleanerPlan {
+    HoodieCleanerPlan {
+        earliest_instant_to_retain: earliest.map(|t| HoodieActionInstant {
+            timestamp: t.to_string(),
+            action: Action::Commit.name().to_string(),
+            state: "COMPLETED".to_string(),
+        }),
+        policy: policy.hudi_name().to_string(),
+        files_to_be_deleted_per_partition: Some(BTreeMap::new()),
+        version: Some(CLEANER_PLAN_VERSION),
+        file_paths_to_be_deleted_per_partition: Some(
+            plan.iter()
+                .map(|(p, names)| {
+                    (
+                        p.clone(),
+                        names
+                            .iter()
+                            .map(|n| HoodieCleanFileInfo {
+                                file_path: Some(join(p, n)),
+                                is_bootstrap_base_file: Some(false),
+                            })
+                            .collect(),
+                    )
+                })
+                .collect(),
+        ),
+        partitions_to_be_deleted: Some(Vec::new()),
+    }
+}
+
+/// The plan a stored cleaner plan names, keeping only valid data-file names in valid
+/// partitions (a plan from another writer never makes arbor delete anything else).
+fn plan_of(record: &HoodieCleanerPlan, path: &str) -> Result<CleanPlan> {
+    let mut plan = CleanPlan::new();
+    for (partition, files) in record
+        .file_paths_to_be_deleted_per_partition
+        .iter()
+        .flatten()
+    {
+        arbor_fsview::listing::validate_partition(partition).map_err(|e| {
+            CleanerError::Corrupt {
+                path: path.to_string(),
+                reason: format!("partition {partition:?}: {e}"),
+            }
+        })?;
+        for f in files {
+            let Some(p) = &f.file_path else { continue };
+            let name = p.rsplit('/').next().unwrap_or(p);
+            if matches!(parse_data_file_name(name, 0), Ok(Some(_))) {
+                plan.entry(partition.clone())
+                    .or_default()
+                    .insert(name.to_string());
+            } else {
+                return Err(CleanerError::Corrupt {
+                    path: path.to_string(),
+                    reason: format!("{p:?} is not a data file"),
+                });
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// Executes a planned clean `requested` (steps 3–6 of the module doc). `protected` are files
+/// that must survive whatever the plan says.
+async fn execute(
+    table: &Table,
+    tl: &mut ActiveTimeline,
+    requested: &Instant,
+    plan: &CleanPlan,
+    protected: &BTreeSet<String>,
+    policy_name: &str,
+    earliest: Option<&InstantTime>,
+) -> Result<usize> {
+    let storage = table.storage();
+    let started = StdInstant::now();
+    let inflight = match tl.get(&requested.requested_time, Action::Clean) {
+        Some(f) if f.inflight.is_some() => requested.with_state(State::Inflight),
+        _ => tl.transition_to_inflight(requested, Bytes::new()).await?,
+    };
+    let mut delta = FilesDelta::default();
+    let mut keys = Vec::new();
+    let mut partitions: BTreeMap<String, HoodieCleanPartitionMetadata> = BTreeMap::new();
+    for (partition, names) in plan {
+        let meta =
+            partitions
+                .entry(partition.clone())
+                .or_insert_with(|| HoodieCleanPartitionMetadata {
+                    partition_path: partition.clone(),
+                    policy: policy_name.to_string(),
+                    delete_path_patterns: Vec::new(),
+                    success_delete_files: Vec::new(),
+                    failed_delete_files: Vec::new(),
+                    is_partition_deleted: Some(false),
+                });
+        for name in names {
+            let key = join(partition, name);
+            if protected.contains(&key) {
+                tracing::warn!(file = %key, "not deleting a file protected since the clean was planned");
+                meta.failed_delete_files.push(name.clone());
+                continue;
+            }
+            delta.delete(partition, name);
+            meta.delete_path_patterns.push(name.clone());
+            meta.success_delete_files.push(name.clone());
+            keys.push(key);
+        }
+    }
+    mdt_sync::record_files_delta(
+        storage,
+        &requested.requested_time,
+        &delta,
+        table.generator(),
+    )
+    .await?;
+    for chunk in keys.chunks(MAX_DELETE_BATCH) {
+        for r in storage.delete_batch(chunk).await? {
+            match r {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let last_completed = tl
+        .completed_writes()
+        .into_iter()
+        .map(|i| i.requested_time)
+        .max()
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let metadata = HoodieCleanMetadata {
+        policy: policy_name.to_string(),
+        start_clean_time: requested.requested_time.to_string(),
+        time_taken_in_millis: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+        total_files_deleted: i32::try_from(keys.len()).unwrap_or(i32::MAX),
+        earliest_commit_to_retain: earliest.map(|t| t.to_string()).unwrap_or_default(),
+        last_completed_commit_timestamp: last_completed,
+        partition_metadata: partitions,
+        version: Some(2),
+        bootstrap_partition_metadata: Some(BTreeMap::new()),
+    };
+    let completion = tl.next_instant_time(table.generator()).await?;
+    let mut completed = inflight.with_state(State::Completed);
+    completed.completion_time = Some(completion.clone());
+    let bytes = encode_instant_for(&completed, &InstantContent::Clean(Box::new(metadata)))?;
+    match tl.complete(&inflight, completion, Bytes::from(bytes)).await {
+        Ok(_) | Err(arbor_timeline::TimelineError::AlreadyCompleted { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(keys.len())
+}
+
+/// Opens the reader the cleaner plans with (the metadata table's listing when there is one).
+async fn open_view(table: &Table) -> Result<TableReader> {
+    Ok(TableReader::open(table.storage().clone()).await?)
+}
+
+/// Cleans the table (module doc) under the table lock. With `dry_run` nothing is written and
+/// the outcome holds the plan.
+pub async fn clean(table: &Table, options: &CleanOptions) -> Result<CleanOutcome> {
+    table.with_table_lock(clean_locked(table, options)).await
+}
+
+async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<CleanOutcome> {
+    let storage = table.storage();
+    let mut outcome = CleanOutcome::default();
+    let mut tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
+    if !options.dry_run {
+        for pending in tl.filter(&[Action::Clean], &[State::Requested, State::Inflight]) {
+            let requested = pending.with_state(State::Requested);
+            let key = tl.key_of(&requested)?;
+            let record: HoodieCleanerPlan = decode(&tl.read(&requested).await?, &key)?;
+            let plan = plan_of(&record, &key)?;
+            let reader = open_view(table).await?;
+            let ctx = ProtectionContext {
+                storage,
+                view: reader.view(),
+                now: Utc::now(),
+            };
+            let protected = protected_files(&ctx, options.policy, &options.extra_sources).await?;
+            let earliest = record
+                .earliest_instant_to_retain
+                .as_ref()
+                .and_then(|e| InstantTime::parse(&e.timestamp).ok());
+            execute(
+                table,
+                &mut tl,
+                &requested,
+                &plan,
+                &protected,
+                &record.policy,
+                earliest.as_ref(),
+            )
+            .await?;
+            outcome
+                .finished_pending
+                .push(pending.requested_time.clone());
+        }
+    }
+    let reader = open_view(table).await?;
+    let (plan, earliest) = plan_clean(
+        storage,
+        reader.view(),
+        options.policy,
+        &options.extra_sources,
+    )
+    .await?;
+    outcome.plan = plan;
+    outcome.earliest_retained = earliest.clone();
+    if options.dry_run || outcome.plan.is_empty() {
+        if !options.dry_run && options.archive {
+            outcome.archived = archive(table).await?;
+        }
+        return Ok(outcome);
+    }
+    let time = tl.next_instant_time(table.generator()).await?;
+    let requested_instant = Instant::requested(time.clone(), Action::Clean);
+    let record = plan_record(&outcome.plan, options.policy, earliest.as_ref());
+    let bytes = encode_instant_for(
+        &requested_instant,
+        &InstantContent::CleanerPlan(Box::new(record)),
+    )?;
+    let requested = tl
+        .create_requested(time.clone(), Action::Clean, Bytes::from(bytes))
+        .await?;
+    // Nothing changed since the plan (the lock is held): the plan's files are unprotected.
+    outcome.deleted = execute(
+        table,
+        &mut tl,
+        &requested,
+        &outcome.plan,
+        &BTreeSet::new(),
+        options.policy.hudi_name(),
+        earliest.as_ref(),
+    )
+    .await?;
+    outcome.instant = Some(time);
+    if options.archive {
+        outcome.archived = archive(table).await?;
+    }
+    Ok(outcome)
+}
+
+/// Archives the data timeline with the default policy (the archiver's rules: pending
+/// instants, savepoints, uncleaned replacecommits, the metadata table's latest compaction).
+/// The caller holds the table lock. Returns the number of instants archived.
+pub async fn archive(table: &Table) -> Result<usize> {
+    let outcome = Archiver::new(
+        table.storage().clone(),
+        table.layout().clone(),
+        ArchivalPolicy::default(),
+    )?
+    .run()
+    .await?;
+    Ok(outcome.archived.len())
+}

@@ -1,0 +1,10 @@
+//! Integration tests of arbor-cleaner.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod clean;
+mod support;
