@@ -166,11 +166,17 @@ impl RetentionProtection {
                 .map(|(_, t)| t.clone())
                 .collect(),
             CleanPolicy::KeepLatestByHours(h) => {
-                let limit = ctx.now
-                    - chrono::Duration::hours(i64::try_from(h).unwrap_or(i64::MAX / 3_600_000));
+                // Out-of-range windows keep everything (no limit).
+                let limit = i64::try_from(h)
+                    .ok()
+                    .and_then(chrono::Duration::try_hours)
+                    .and_then(|d| ctx.now.checked_sub_signed(d));
                 writes
                     .iter()
-                    .filter(|(done, _)| done.to_datetime().is_none_or(|d| d >= limit))
+                    .filter(|(done, _)| match (limit, done.to_datetime()) {
+                        (Some(limit), Some(d)) => d >= limit,
+                        _ => true,
+                    })
                     .map(|(_, t)| t.clone())
                     .collect()
             }

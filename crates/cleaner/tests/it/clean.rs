@@ -250,3 +250,22 @@ async fn test_clean_replaced_groups_go_after_the_window_and_archival_follows() {
     t.assert_valid("after replaced groups cleaned").await;
     t.assert_peer_agrees("after replaced groups cleaned").await;
 }
+
+#[tokio::test]
+async fn test_clean_keep_latest_by_hours_huge_window_keeps_all_zero_keeps_latest() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    let (instants, snapshots) = history(&t).await;
+    let out = clean(&t.table, &options(CleanPolicy::KeepLatestByHours(u64::MAX)))
+        .await
+        .unwrap();
+    assert_eq!(out.planned(), 0, "{:?}", out.plan);
+    for (i, instant) in instants.iter().enumerate() {
+        assert_eq!(t.read(Some(instant)).await, snapshots[i]);
+    }
+    let out = clean(&t.table, &options(CleanPolicy::KeepLatestByHours(0)))
+        .await
+        .unwrap();
+    assert!(out.deleted > 0);
+    assert_eq!(t.read(None).await, snapshots[4]);
+    t.assert_valid("hours clean").await;
+}
