@@ -5,14 +5,16 @@
 //!   if no source protects it; savepoints, pending instants and the clean policy's retention
 //!   window are sources ([`protection`]), and later holders (branches, tags, clones) are added
 //!   as sources without changing the cleaner.
-//! - [`clean()`]: plan, record in the metadata table, delete, complete ([`clean`] module doc),
+//! - [`clean()`]: plan, record in the metadata table, delete, complete ([`mod@clean`] module doc),
 //!   with the three Hudi policies ([`CleanPolicy`]) and a dry run.
 //! - [`savepoint`]: savepoints (data table and metadata table as a pair).
+//! - [`restore()`]: restore to a savepoint ([module doc](mod@restore)).
 
 pub mod clean;
 mod error;
 pub mod policy;
 pub mod protection;
+pub mod restore;
 pub mod savepoint;
 
 pub use clean::{archive, clean, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
@@ -22,4 +24,5 @@ pub use protection::{
     PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
     SavepointProtection,
 };
+pub use restore::{restore, RestoreOutcome};
 pub use savepoint::{create_savepoint, delete_savepoint, list_savepoints, SavepointInfo};

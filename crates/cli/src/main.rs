@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::commands::archive::ArchiveArgs;
+use crate::commands::clean::CleanArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
 use crate::commands::demo::DemoArgs;
@@ -19,6 +21,8 @@ use crate::commands::files::FilesArgs;
 use crate::commands::index::IndexArgs;
 use crate::commands::mdt::MdtArgs;
 use crate::commands::read::ReadArgs;
+use crate::commands::restore::RestoreArgs;
+use crate::commands::savepoint::SavepointArgs;
 use crate::commands::timeline::TimelineArgs;
 use crate::commands::validate::ValidateArgs;
 use crate::commands::write::WriteArgs;
@@ -65,6 +69,15 @@ enum Command {
     Validate(ValidateArgs),
     /// Create, list and query indexes (`arbor index create <table> --secondary <column>`).
     Index(IndexArgs),
+    /// Create, list and delete savepoints (`arbor savepoint create <table> [--instant T]`).
+    Savepoint(SavepointArgs),
+    /// Delete the data files no savepoint, pending instant or retention window needs.
+    Clean(CleanArgs),
+    /// Move old completed instants to the archived timeline.
+    Archive(ArchiveArgs),
+    /// Restore the table to a savepoint: every later write is rolled back
+    /// (`arbor restore <table> --to T`).
+    Restore(RestoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +112,10 @@ fn main() -> ExitCode {
             Command::Mdt(args) => commands::mdt::run(args, &options).await,
             Command::Validate(args) => commands::validate::run(args, &options).await,
             Command::Index(args) => commands::index::run(args, &options).await,
+            Command::Savepoint(args) => commands::savepoint::run(args, &options).await,
+            Command::Clean(args) => commands::clean::run(args, &options).await,
+            Command::Archive(args) => commands::archive::run(args, &options).await,
+            Command::Restore(args) => commands::restore::run(args, &options).await,
         }
     });
     match result {

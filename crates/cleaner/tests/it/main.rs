@@ -7,4 +7,5 @@
 )]
 
 mod clean;
+mod restore;
 mod support;

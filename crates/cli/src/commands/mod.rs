@@ -1,5 +1,7 @@
 //! One module per subcommand; each parses its arguments, calls the library and prints.
 
+pub mod archive;
+pub mod clean;
 pub mod create;
 pub mod delete_partition;
 pub mod demo;
@@ -7,6 +9,8 @@ pub mod files;
 pub mod index;
 pub mod mdt;
 pub mod read;
+pub mod restore;
+pub mod savepoint;
 pub mod timeline;
 pub mod validate;
 pub mod write;

@@ -11,4 +11,6 @@ mod demo;
 mod index;
 mod mdt;
 mod read;
+mod restore;
+mod table_services;
 mod timeline;

@@ -119,6 +119,24 @@ impl PreparedWrite {
     }
 }
 
+/// Writes and table services wait for an interrupted restore to be finished: the restore rolls
+/// back a planned list of instants, and a write landing in between could be lost or half
+/// rolled back.
+fn refuse_during_restore(tl: &ActiveTimeline) -> Result<()> {
+    match tl
+        .filter(&[Action::Restore], &[State::Requested, State::Inflight])
+        .first()
+    {
+        Some(r) => Err(TableError::Unsupported {
+            reason: format!(
+                "restore {} is pending; finish it (arbor restore) before writing",
+                r.requested_time
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 fn invalid(column: Option<&str>, reason: impl Into<String>) -> TableError {
     TableError::InvalidInput {
         column: column.map(str::to_string),
@@ -441,6 +459,7 @@ impl Table {
             )
             .await?;
             let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+            refuse_during_restore(&tl)?;
             let time = tl.next_instant_time(&self.generator).await?;
             let requested = Instant::requested(time.clone(), action);
             let content = if action == Action::ReplaceCommit {
@@ -926,6 +945,9 @@ impl Table {
         }
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            refuse_during_restore(
+                &ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?,
+            )?;
             let mut out =
                 compaction::run_pending_compactions(&self.storage, &self.layout, &self.generator)
                     .await?;

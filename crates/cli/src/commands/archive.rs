@@ -1,0 +1,90 @@
+//! `arbor archive <table> [--json]`: move old completed instants to the archived timeline.
+
+use std::collections::BTreeSet;
+
+use arbor_storage::StorageOptions;
+use arbor_table::Table;
+use arbor_timeline::summary::{list_instants, InstantSummary, ListScope};
+use clap::Args;
+
+use crate::commands::clean::from_cleaner;
+use crate::commands::open_table_storage;
+use crate::error::{CliError, CliResult};
+use crate::output::{print_json, print_table, print_text};
+
+/// Arguments of `arbor archive`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The table's base path or URL.
+    pub table: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `(timestamp, action)` of the instants of the active timeline.
+fn active(instants: &[InstantSummary]) -> BTreeSet<(String, String)> {
+    instants
+        .iter()
+        .filter(|i| !i.archived)
+        .map(|i| (i.timestamp.clone(), i.action.clone()))
+        .collect()
+}
+
+/// Runs the command: archives the timeline with the default policy under the table lock (the
+/// archiver keeps pending instants, savepoints, uncleaned replacecommits and what the metadata
+/// table still needs) and prints the instants archived.
+pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
+    let storage = open_table_storage(&args.table, options)?;
+    let table = Table::open(storage.clone())
+        .await
+        .map_err(|e| CliError::at(&args.table, e))?;
+    let archived: Vec<InstantSummary> = table
+        .with_table_lock(async {
+            let before = list_instants(storage.clone(), ListScope::All).await?;
+            arbor_cleaner::archive(&table).await.map_err(from_cleaner)?;
+            let after = list_instants(storage.clone(), ListScope::All).await?;
+            let was_active = active(&before);
+            let now_active = active(&after);
+            Ok::<_, CliError>(
+                after
+                    .into_iter()
+                    .filter(|i| {
+                        i.archived && {
+                            let k = (i.timestamp.clone(), i.action.clone());
+                            was_active.contains(&k) && !now_active.contains(&k)
+                        }
+                    })
+                    .collect(),
+            )
+        })
+        .await
+        .map_err(|e| CliError::at(&args.table, e))?;
+    if args.json {
+        return print_json(&serde_json::json!({
+            "table": args.table,
+            "archived": archived,
+        }));
+    }
+    if archived.is_empty() {
+        return print_text(&format!("{}: nothing to archive", args.table));
+    }
+    print_table(
+        &["INSTANT", "COMPLETED", "ACTION"],
+        archived
+            .iter()
+            .map(|i| {
+                vec![
+                    i.timestamp.clone(),
+                    i.completion_time.clone().unwrap_or_else(|| "-".into()),
+                    i.action.clone(),
+                ]
+            })
+            .collect(),
+    )?;
+    print_text(&format!(
+        "{}: archived {} instant(s)",
+        args.table,
+        archived.len()
+    ))
+}

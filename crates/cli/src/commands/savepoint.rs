@@ -1,0 +1,174 @@
+//! `arbor savepoint create|list|delete <table>`: savepoints protect a snapshot from the cleaner.
+
+use arbor_cleaner::{create_savepoint, delete_savepoint, list_savepoints, SavepointInfo};
+use arbor_storage::StorageOptions;
+use arbor_table::Table;
+use arrow::temporal_conversions::timestamp_s_to_datetime;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::commands::clean::cleaner_error;
+use crate::commands::open_table_storage;
+use crate::commands::read::parse_instant;
+use crate::error::{CliError, CliResult};
+use crate::output::{print_json, print_table, print_text};
+
+/// Arguments of `arbor savepoint`.
+#[derive(Debug, Args)]
+pub struct SavepointArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: SavepointCommand,
+}
+
+/// The `arbor savepoint` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SavepointCommand {
+    /// Savepoint a completed write: its snapshot stays readable (`arbor read --as-of T`) and
+    /// no clean deletes its files until the savepoint is deleted.
+    Create {
+        /// The table's base path or URL.
+        table: String,
+        /// The instant to savepoint (default: the latest completed write).
+        #[arg(long, value_name = "T")]
+        instant: Option<String>,
+        /// A comment stored with the savepoint.
+        #[arg(long, value_name = "C", default_value = "")]
+        comment: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the table's savepoints, oldest first.
+    List {
+        /// The table's base path or URL.
+        table: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a savepoint; its files become cleanable.
+    Delete {
+        /// The table's base path or URL.
+        table: String,
+        /// The savepointed instant.
+        instant: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// One savepoint as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct SavepointJson {
+    instant: String,
+    savepointed_at: i64,
+    savepointed_by: String,
+    comment: String,
+    files: usize,
+}
+
+impl From<&SavepointInfo> for SavepointJson {
+    fn from(s: &SavepointInfo) -> Self {
+        SavepointJson {
+            instant: s.instant.to_string(),
+            savepointed_at: s.savepointed_at,
+            savepointed_by: s.savepointed_by.clone(),
+            comment: s.comment.clone(),
+            files: s.files,
+        }
+    }
+}
+
+/// `savepointed_at` (epoch seconds) as a UTC date and time.
+fn when(epoch_seconds: i64) -> String {
+    timestamp_s_to_datetime(epoch_seconds)
+        .map_or_else(|| epoch_seconds.to_string(), |t| format!("{t} UTC"))
+}
+
+async fn open(location: &str, options: &StorageOptions) -> CliResult<Table> {
+    let storage = open_table_storage(location, options)?;
+    Table::open(storage)
+        .await
+        .map_err(|e| CliError::at(location, e))
+}
+
+/// Runs the command.
+pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()> {
+    match args.command {
+        SavepointCommand::Create {
+            table,
+            instant,
+            comment,
+            json,
+        } => {
+            let time = instant
+                .as_deref()
+                .map(|t| parse_instant("--instant", t))
+                .transpose()
+                .map_err(|e| CliError::at(&table, e))?;
+            let t = open(&table, options).await?;
+            let info = create_savepoint(&t, time.as_ref(), &comment)
+                .await
+                .map_err(|e| cleaner_error(&table, e))?;
+            if json {
+                print_json(&serde_json::json!({
+                    "table": table,
+                    "savepoint": SavepointJson::from(&info),
+                }))
+            } else {
+                print_text(&format!(
+                    "{table}: savepoint {} created; it protects {} file(s)",
+                    info.instant, info.files
+                ))
+            }
+        }
+        SavepointCommand::List { table, json } => {
+            let t = open(&table, options).await?;
+            let savepoints = list_savepoints(t.storage(), t.layout())
+                .await
+                .map_err(|e| cleaner_error(&table, e))?;
+            if json {
+                return print_json(
+                    &savepoints
+                        .iter()
+                        .map(SavepointJson::from)
+                        .collect::<Vec<_>>(),
+                );
+            }
+            if savepoints.is_empty() {
+                return print_text(&format!("{table}: no savepoints"));
+            }
+            let rows = savepoints
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.instant.to_string(),
+                        when(s.savepointed_at),
+                        s.savepointed_by.clone(),
+                        s.files.to_string(),
+                        s.comment.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["INSTANT", "TAKEN", "BY", "FILES", "COMMENT"], rows)
+        }
+        SavepointCommand::Delete {
+            table,
+            instant,
+            json,
+        } => {
+            let time = parse_instant("instant", &instant).map_err(|e| CliError::at(&table, e))?;
+            let t = open(&table, options).await?;
+            delete_savepoint(&t, &time)
+                .await
+                .map_err(|e| cleaner_error(&table, e))?;
+            if json {
+                print_json(&serde_json::json!({ "table": table, "deleted": time.to_string() }))
+            } else {
+                print_text(&format!("{table}: savepoint {time} deleted"))
+            }
+        }
+    }
+}
