@@ -33,6 +33,7 @@ fn main() -> ExitCode {
                  demo [DIR] [--type cow|mor]  `arbor demo`: a table written, upserted, deleted and read step by step\n  \
                  bench data-path [--sizes N,N] [--runs N] [--no-peer]  the data-path benchmark (release build)\n  \
                  bench mdt [--only listing|upsert] [--sizes PxF,PxF] [--runs N] [--no-s3]  the metadata-table benchmark (release build)\n  \
+                 bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
                  services            start PostgreSQL and moto, print their environment"
             );
             Err("no task given".to_string())

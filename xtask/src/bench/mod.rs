@@ -1,5 +1,6 @@
 //! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7). `cargo xtask bench
-//! mdt`, the metadata-table benchmark, lives in [`mdt`].
+//! mdt`, the metadata-table benchmark, lives in [`mdt`]; `cargo xtask bench clean`, clean
+//! planning, in [`clean`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -27,6 +28,7 @@
 //! `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints. Prints the machine and two
 //! Markdown tables (sizes; timings with ratios).
 
+mod clean;
 mod data;
 mod mdt;
 mod peer;
@@ -108,6 +110,9 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 pub fn run(args: &[String]) -> Result<(), String> {
     if args.first().map(String::as_str) == Some("mdt") {
         return mdt::run(args);
+    }
+    if args.first().map(String::as_str) == Some("clean") {
+        return clean::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {

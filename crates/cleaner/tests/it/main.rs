@@ -8,4 +8,5 @@
 
 mod clean;
 mod restore;
+mod crash;
 mod support;
