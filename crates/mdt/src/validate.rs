@@ -178,7 +178,18 @@ pub async fn validate_table(storage: Arc<dyn Storage>) -> Result<ValidationRepor
     let view = FileSystemView::open(storage.clone()).await?;
     let from_mdt = mdt.files_listing().await?;
     let from_storage = storage_listing(storage).await?;
-    let discrepancies = compare_files(&view, &from_mdt, &from_storage);
+    // A clean that stopped part-way has deleted files its (not yet valid) MDT deltacommit
+    // removes: those are being deleted, not missing.
+    let cleaning = pending_clean_files(view.history().active()).await?;
+    let discrepancies: Vec<FilesDiscrepancy> = compare_files(&view, &from_mdt, &from_storage)
+        .into_iter()
+        .filter(|d| match d {
+            FilesDiscrepancy::MissingFromStorage { partition, file } => {
+                !cleaning.contains(&(partition.clone(), file.clone()))
+            }
+            _ => true,
+        })
+        .collect();
     let count = |l: &FilesListing| committed(&view, l).values().map(BTreeMap::len).sum();
     let partitions = committed(&view, &from_storage)
         .into_iter()
@@ -191,6 +202,29 @@ pub async fn validate_table(storage: Arc<dyn Storage>) -> Result<ValidationRepor
         mdt_files: count(&from_mdt),
         discrepancies,
     })
+}
+
+/// `(partition, file name)` of every file the plans of pending cleans delete.
+async fn pending_clean_files(
+    tl: &arbor_timeline::ActiveTimeline,
+) -> Result<BTreeSet<(String, String)>> {
+    use arbor_timeline::avro::{decode, HoodieCleanerPlan};
+    use arbor_timeline::{Action, State};
+    let mut out = BTreeSet::new();
+    for pending in tl.filter(&[Action::Clean], &[State::Requested, State::Inflight]) {
+        let requested = pending.with_state(State::Requested);
+        let key = tl.key_of(&requested)?;
+        let plan: HoodieCleanerPlan = decode(&tl.read(&requested).await?, &key)?;
+        for (partition, files) in plan.file_paths_to_be_deleted_per_partition.iter().flatten() {
+            for f in files {
+                if let Some(p) = &f.file_path {
+                    let name = p.rsplit('/').next().unwrap_or(p);
+                    out.insert((partition.clone(), name.to_string()));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// One way the record index or a secondary index disagrees with the data (found by comparing
