@@ -223,7 +223,7 @@ fn build(rt: &Runtime, options: &Options, work: &Path) -> Result<(Vec<Built>, Bu
         for (i, table) in [&tables.0, &tables.1].into_iter().enumerate() {
             let start = Instant::now();
             let r = rt
-                .block_on(table.write(WriteOperation::Insert, vec![batch.clone()]))
+                .block_on(table.write(WriteOperation::BulkInsert, vec![batch.clone()]))
                 .map_err(|e| format!("bench: commit {commit}: {e}"))?;
             if let Some(t) = took.get_mut(i) {
                 *t = start.elapsed().as_secs_f64();

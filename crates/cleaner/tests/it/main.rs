@@ -7,6 +7,7 @@
 )]
 
 mod clean;
-mod restore;
 mod crash;
+mod model;
+mod restore;
 mod support;
