@@ -135,6 +135,25 @@ pub enum TimelineError {
         /// What is wrong.
         reason: String,
     },
+
+    /// A branch name is not acceptable (RFC-116 naming rules), naming it.
+    #[error("invalid branch name {name:?}: {reason}")]
+    InvalidBranchName {
+        /// The name as given.
+        name: String,
+        /// Why it is refused.
+        reason: String,
+    },
+
+    /// Main cannot be resolved: the selected publication's metadata is missing or unreadable
+    /// (never a silent fallback to an older main).
+    #[error("cannot resolve main: {path}: {reason}")]
+    MainUnresolvable {
+        /// The publication directory or file concerned.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl TimelineError {

@@ -9,7 +9,9 @@
 //! - [`ActiveTimeline`]: loading, filtering, ordering and state transitions of instants;
 //! - [`summary`]: what `arbor timeline` lists;
 //! - [`archive`]: the LSM archived timeline under `timeline/history/`, its reader and the
-//!   archiver.
+//!   archiver;
+//! - [`metaroot`]: where main, publications and branches keep their metadata (RFC-116), and
+//!   main resolution.
 //!
 //! All I/O goes through [`arbor_storage::Storage`]; keys are relative to the table's base path.
 
@@ -21,6 +23,7 @@ mod error;
 pub mod generator;
 pub mod instant;
 pub mod layout;
+pub mod metaroot;
 pub mod naming;
 pub mod summary;
 
@@ -30,3 +33,4 @@ pub use error::{Result, TimelineError};
 pub use generator::InstantTimeGenerator;
 pub use instant::{Action, Instant, InstantTime, State};
 pub use layout::TableLayout;
+pub use metaroot::{resolve_main, MetaRoot};

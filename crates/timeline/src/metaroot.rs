@@ -1,0 +1,311 @@
+//! Where the metadata of main, a publication or a working branch lives (RFC-116 section 2), and
+//! main resolution.
+//!
+//! Main starts in the root `.hoodie/` (data side) and `.hoodie/metadata/.hoodie/` (MDT side).
+//! Working branch `b` lives in `.hoodie/branches/b/` and `.hoodie/metadata/.hoodie/branches/b/`;
+//! publication `p<N>` in `.hoodie/branches/publications/p<N>/` on both sides. Main is the root
+//! until a publication completes; then the greatest numeric `p<N>` whose **data-side `_SUCCESS`**
+//! exists. Preparations without `_SUCCESS` never change the selection, and missing or
+//! unreadable selected metadata is an error, never a fallback to an older main.
+
+use std::fmt;
+
+use arbor_storage::{Storage, StorageExt};
+
+use crate::config::TableConfig;
+use crate::error::{Result, TimelineError};
+use crate::layout::DEFAULT_META_DIR;
+
+/// The data-side directory holding working branches and publications.
+pub const BRANCHES_DIR: &str = ".hoodie/branches";
+/// The reserved name of the publications directory.
+pub const PUBLICATIONS: &str = "publications";
+/// The file whose presence completes a publication (data side).
+pub const SUCCESS_FILE: &str = "_SUCCESS";
+/// The MDT's root meta directory.
+pub const MDT_ROOT_META_DIR: &str = ".hoodie/metadata/.hoodie";
+/// The longest branch name accepted.
+pub const MAX_BRANCH_NAME_LEN: usize = 128;
+/// The name of the main branch (never a working branch).
+pub const MAIN: &str = "main";
+
+/// A metadata root: main's initial root, a publication, or a working branch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MetaRoot {
+    /// The root `.hoodie/` (main before any publication).
+    Root,
+    /// Publication `p<N>`.
+    Publication(u64),
+    /// A working branch (a validated name).
+    Branch(String),
+}
+
+impl fmt::Display for MetaRoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetaRoot::Root => write!(f, "main (root)"),
+            MetaRoot::Publication(n) => write!(f, "main (publication p{n})"),
+            MetaRoot::Branch(b) => write!(f, "branch {b}"),
+        }
+    }
+}
+
+impl MetaRoot {
+    /// The data-side meta directory (relative to the table base, no trailing `/`).
+    pub fn data_meta_dir(&self) -> String {
+        match self {
+            MetaRoot::Root => DEFAULT_META_DIR.to_string(),
+            MetaRoot::Publication(n) => format!("{BRANCHES_DIR}/{PUBLICATIONS}/p{n}"),
+            MetaRoot::Branch(b) => format!("{BRANCHES_DIR}/{b}"),
+        }
+    }
+
+    /// The MDT-side meta directory paired with [`MetaRoot::data_meta_dir`].
+    pub fn mdt_meta_dir(&self) -> String {
+        match self {
+            MetaRoot::Root => MDT_ROOT_META_DIR.to_string(),
+            MetaRoot::Publication(n) => format!("{MDT_ROOT_META_DIR}/branches/{PUBLICATIONS}/p{n}"),
+            MetaRoot::Branch(b) => format!("{MDT_ROOT_META_DIR}/branches/{b}"),
+        }
+    }
+
+    /// A working branch root, after validating `name` ([`validate_branch_name`]).
+    pub fn branch(name: &str) -> Result<MetaRoot> {
+        validate_branch_name(name)?;
+        Ok(MetaRoot::Branch(name.to_string()))
+    }
+}
+
+/// Checks a working-branch name: non-empty, at most [`MAX_BRANCH_NAME_LEN`] bytes, no `/` or
+/// `\`, not `.` / `..` or anything with a leading dot, no control characters or whitespace,
+/// and not the reserved `main` or `publications`.
+pub fn validate_branch_name(name: &str) -> Result<()> {
+    let bad = |reason: &str| {
+        Err(TimelineError::InvalidBranchName {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > MAX_BRANCH_NAME_LEN {
+        return bad("longer than 128 bytes");
+    }
+    if name.contains('/') || name.contains('\\') {
+        return bad("contains a path separator");
+    }
+    if name.starts_with('.') || name.contains("..") {
+        return bad("starts with a dot or contains '..'");
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return bad("contains a control or whitespace character");
+    }
+    if name == MAIN || name == PUBLICATIONS {
+        return bad("reserved");
+    }
+    Ok(())
+}
+
+/// Parses a publication directory name `p<N>` (decimal, no sign, no leading zeros except `p0`).
+pub fn parse_publication_id(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix('p')?;
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Every publication id found under `base` (`<base>/p<N>/...`), with whether `p<N>/_SUCCESS`
+/// exists; all listing pages are read.
+async fn publications_under(storage: &dyn Storage, base: &str) -> Result<Vec<(u64, bool)>> {
+    let prefix = format!("{base}/");
+    let mut out: std::collections::BTreeMap<u64, bool> = std::collections::BTreeMap::new();
+    for o in storage.list_all(base).await? {
+        let Some(rest) = o.key.strip_prefix(&prefix) else {
+            continue;
+        };
+        let mut parts = rest.splitn(2, '/');
+        let (Some(dir), Some(file)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if let Some(n) = parse_publication_id(dir) {
+            let done = out.entry(n).or_insert(false);
+            *done |= file == SUCCESS_FILE;
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Resolves main: [`MetaRoot::Root`] until a publication completed, then the greatest numeric
+/// `p<N>` with a data-side `_SUCCESS`, whose `hoodie.properties` must load
+/// ([`TimelineError::MainUnresolvable`] otherwise).
+pub async fn resolve_main(storage: &dyn Storage) -> Result<MetaRoot> {
+    let base = format!("{BRANCHES_DIR}/{PUBLICATIONS}");
+    let Some(n) = publications_under(storage, &base)
+        .await?
+        .into_iter()
+        .filter(|(_, done)| *done)
+        .map(|(n, _)| n)
+        .max()
+    else {
+        return Ok(MetaRoot::Root);
+    };
+    let root = MetaRoot::Publication(n);
+    let dir = root.data_meta_dir();
+    match TableConfig::load(storage, &dir).await {
+        Ok(_) => Ok(root),
+        Err(e) => Err(TimelineError::MainUnresolvable {
+            path: dir,
+            reason: format!("publication p{n} is complete but its metadata is unusable: {e}"),
+        }),
+    }
+}
+
+/// The id the next publication reserves: one more than the greatest `p<N>` on either side,
+/// finished or not (`1` when there is none).
+pub async fn next_publication_id(storage: &dyn Storage) -> Result<u64> {
+    let data = publications_under(storage, &format!("{BRANCHES_DIR}/{PUBLICATIONS}")).await?;
+    let mdt = publications_under(
+        storage,
+        &format!("{MDT_ROOT_META_DIR}/branches/{PUBLICATIONS}"),
+    )
+    .await?;
+    Ok(data
+        .into_iter()
+        .chain(mdt)
+        .map(|(n, _)| n)
+        .max()
+        .map_or(1, |n| n.saturating_add(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arbor_storage::ObjectStoreStorage;
+    use bytes::Bytes;
+
+    use super::*;
+
+    #[test]
+    fn test_validate_branch_name_hostile_names_refused() {
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "a\\b",
+            ".hidden",
+            "..",
+            "a..b",
+            "tab\tname",
+            "new\nline",
+            "main",
+            "publications",
+            "sp ace",
+        ] {
+            assert!(validate_branch_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_branch_name(&"x".repeat(129)).is_err());
+        for good in ["audit", "feature-1", "x_y.z", &"x".repeat(128)] {
+            assert!(validate_branch_name(good).is_ok(), "{good:?}");
+        }
+        let err = validate_branch_name("../x").unwrap_err().to_string();
+        assert!(err.contains("\"../x\""), "{err}");
+    }
+
+    #[test]
+    fn test_parse_publication_id_numeric_only() {
+        assert_eq!(parse_publication_id("p1"), Some(1));
+        assert_eq!(parse_publication_id("p10"), Some(10));
+        assert_eq!(parse_publication_id("p0"), Some(0));
+        for bad in ["p", "p01", "px", "1", "p-1", "p1a", "q1"] {
+            assert_eq!(parse_publication_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn test_meta_dirs_are_paired() {
+        assert_eq!(MetaRoot::Root.data_meta_dir(), ".hoodie");
+        assert_eq!(MetaRoot::Root.mdt_meta_dir(), ".hoodie/metadata/.hoodie");
+        assert_eq!(
+            MetaRoot::Publication(3).data_meta_dir(),
+            ".hoodie/branches/publications/p3"
+        );
+        assert_eq!(
+            MetaRoot::Publication(3).mdt_meta_dir(),
+            ".hoodie/metadata/.hoodie/branches/publications/p3"
+        );
+        let b = MetaRoot::branch("audit").unwrap();
+        assert_eq!(b.data_meta_dir(), ".hoodie/branches/audit");
+        assert_eq!(b.mdt_meta_dir(), ".hoodie/metadata/.hoodie/branches/audit");
+        assert!(MetaRoot::branch("../x").is_err());
+    }
+
+    async fn put(s: &dyn Storage, key: &str, data: &str) {
+        s.put(key, Bytes::from(data.to_string())).await.unwrap();
+    }
+
+    async fn props(s: &dyn Storage, dir: &str) {
+        let config = TableConfig::new_v8("t", crate::config::TableType::CopyOnWrite).unwrap();
+        TableConfig::create(s, dir, &config).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn test_resolve_main_follows_greatest_successful_publication() {
+        let s: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+        let s = s.as_ref();
+        props(s, ".hoodie").await;
+        assert_eq!(resolve_main(s).await.unwrap(), MetaRoot::Root);
+        assert_eq!(next_publication_id(s).await.unwrap(), 1);
+        // A preparation without _SUCCESS changes nothing, but reserves its number.
+        props(s, ".hoodie/branches/publications/p1").await;
+        assert_eq!(resolve_main(s).await.unwrap(), MetaRoot::Root);
+        assert_eq!(next_publication_id(s).await.unwrap(), 2);
+        put(s, ".hoodie/branches/publications/p1/_SUCCESS", "").await;
+        assert_eq!(resolve_main(s).await.unwrap(), MetaRoot::Publication(1));
+        // p10 sorts before p2 as text; numerically it is greater.
+        props(s, ".hoodie/branches/publications/p2").await;
+        put(s, ".hoodie/branches/publications/p2/_SUCCESS", "").await;
+        props(s, ".hoodie/branches/publications/p10").await;
+        put(s, ".hoodie/branches/publications/p10/_SUCCESS", "").await;
+        assert_eq!(resolve_main(s).await.unwrap(), MetaRoot::Publication(10));
+        // An MDT-side leftover with a greater number reserves it too.
+        put(
+            s,
+            ".hoodie/metadata/.hoodie/branches/publications/p12/hoodie.properties",
+            "x",
+        )
+        .await;
+        assert_eq!(next_publication_id(s).await.unwrap(), 13);
+        // Non-numeric directories are ignored.
+        put(s, ".hoodie/branches/publications/pX/_SUCCESS", "").await;
+        assert_eq!(resolve_main(s).await.unwrap(), MetaRoot::Publication(10));
+    }
+
+    #[tokio::test]
+    async fn test_resolve_main_selected_metadata_unreadable_is_an_error() {
+        let s: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+        let s = s.as_ref();
+        props(s, ".hoodie").await;
+        props(s, ".hoodie/branches/publications/p1").await;
+        put(s, ".hoodie/branches/publications/p1/_SUCCESS", "").await;
+        // p2 completed but its properties are garbage: no fallback to p1.
+        put(
+            s,
+            ".hoodie/branches/publications/p2/hoodie.properties",
+            "garbage",
+        )
+        .await;
+        put(s, ".hoodie/branches/publications/p2/_SUCCESS", "").await;
+        let err = resolve_main(s).await.unwrap_err();
+        assert!(
+            matches!(err, TimelineError::MainUnresolvable { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("p2"), "{err}");
+    }
+}
