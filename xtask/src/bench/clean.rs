@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arbor_cleaner::{clean, plan_clean, CleanOptions, CleanPolicy};
-use arbor_storage::{FaultInjectingStorage, ObjectStoreStorage, OpKind, Storage};
+use arbor_storage::{FaultInjectingStorage, OpKind, Storage};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation, WriteOptions};
 use arbor_timeline::config::TableType;
@@ -41,6 +41,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tokio::runtime::Runtime;
 
 use super::report::{self, median, Machine};
+use super::{copy_dir, local};
 
 const USAGE: &str = "usage: cargo xtask bench clean [--commits N] [--partitions N] \
                      [--sizes N,N] [--runs N] [--dir DIR]";
@@ -136,34 +137,6 @@ fn commit_batch(partitions: u32, commit: u32) -> Result<RecordBatch, String> {
     let part = StringArray::from_iter_values(parts.map(|p| format!("p{p:05}")));
     RecordBatch::try_new(schema(), vec![Arc::new(keys), Arc::new(ts), Arc::new(part)])
         .map_err(|e| format!("bench: building a batch: {e}"))
-}
-
-fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("bench: creating {}: {e}", dir.display()))?;
-    Ok(Arc::new(ObjectStoreStorage::local(dir).map_err(|e| {
-        format!("bench: storage at {}: {e}", dir.display())
-    })?))
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("bench: creating {}: {e}", to.display()))?;
-    let entries =
-        std::fs::read_dir(from).map_err(|e| format!("bench: reading {}: {e}", from.display()))?;
-    for e in entries {
-        let e = e.map_err(|e| format!("bench: reading {}: {e}", from.display()))?;
-        let target = to.join(e.file_name());
-        let is_dir = e
-            .file_type()
-            .map_err(|err| format!("bench: {}: {err}", e.path().display()))?
-            .is_dir();
-        if is_dir {
-            copy_dir(&e.path(), &target)?;
-        } else {
-            std::fs::copy(e.path(), &target)
-                .map_err(|err| format!("bench: copying {}: {err}", e.path().display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// The two tables at one size.
@@ -507,26 +480,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return super::run_release(args);
     }
-    let (work, _temp) = match &options.dir {
-        Some(dir) => {
-            if dir.exists() {
-                return Err(format!(
-                    "bench: {} exists; --dir wants a new directory",
-                    dir.display()
-                ));
-            }
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("bench: cannot create {}: {e}", dir.display()))?;
-            (dir.clone(), None)
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("arbor-bench-clean-")
-                .tempdir()
-                .map_err(|e| format!("bench: cannot create a temporary directory: {e}"))?;
-            (t.path().to_path_buf(), Some(t))
-        }
-    };
+    let (work, _temp) = super::work_dir(options.dir.as_deref(), "arbor-bench-clean-")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

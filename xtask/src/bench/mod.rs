@@ -195,10 +195,41 @@ fn run_release(args: &[String]) -> Result<(), String> {
     }
 }
 
-fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
+/// A local-file-system storage rooted at `dir` (created if missing).
+pub(crate) fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("bench: creating {}: {e}", dir.display()))?;
     Ok(Arc::new(ObjectStoreStorage::local(dir).map_err(|e| {
-        format!("storage at {}: {e}", dir.display())
+        format!("bench: storage at {}: {e}", dir.display())
     })?))
+}
+
+/// The directory a bench keeps its tables in: `dir` (which must not exist yet; it is created
+/// and kept), else a new temporary directory named `<prefix>...` (removed when the returned
+/// guard drops).
+pub(crate) fn work_dir(
+    dir: Option<&Path>,
+    prefix: &str,
+) -> Result<(PathBuf, Option<tempfile::TempDir>), String> {
+    match dir {
+        Some(dir) => {
+            if dir.exists() {
+                return Err(format!(
+                    "bench: {} exists; --dir wants a new directory",
+                    dir.display()
+                ));
+            }
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("bench: cannot create {}: {e}", dir.display()))?;
+            Ok((dir.to_path_buf(), None))
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix(prefix)
+                .tempdir()
+                .map_err(|e| format!("bench: cannot create a temporary directory: {e}"))?;
+            Ok((t.path().to_path_buf(), Some(t)))
+        }
+    }
 }
 
 fn create_options(table_type: TableType) -> CreateOptions {
@@ -455,6 +486,28 @@ fn remove(path: &Path) -> Result<(), String> {
         std::fs::remove_file(path)
     };
     r.map_err(|e| format!("removing {}: {e}", path.display()))
+}
+
+/// Copies the directory tree `from` to `to` (created).
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("bench: creating {}: {e}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("bench: reading {}: {e}", from.display()))?;
+    for e in entries {
+        let e = e.map_err(|e| format!("bench: reading {}: {e}", from.display()))?;
+        let target = to.join(e.file_name());
+        let is_dir = e
+            .file_type()
+            .map_err(|err| format!("bench: {}: {err}", e.path().display()))?
+            .is_dir();
+        if is_dir {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), &target)
+                .map_err(|err| format!("bench: copying {}: {err}", e.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

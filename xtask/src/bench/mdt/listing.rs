@@ -23,12 +23,11 @@
 //! exactly as many parquet files.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arbor_mdt::MetadataTable;
-use arbor_storage::{FaultInjectingStorage, ObjectStoreStorage, OpKind, Storage, StorageExt};
+use arbor_storage::{FaultInjectingStorage, OpKind, Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, ListingSource, Table, WriteOperation, WriteOptions};
 use arbor_timeline::config::TableType;
@@ -36,6 +35,7 @@ use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tokio::runtime::Runtime;
 
+use super::super::local;
 use super::super::report::median;
 use super::{s3, Context, S3Build, Shape};
 
@@ -140,12 +140,6 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, shape: Shape, what: &str) -> R
         );
     }
     Ok(start.elapsed().as_secs_f64())
-}
-
-fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
-    Ok(Arc::new(ObjectStoreStorage::local(dir).map_err(|e| {
-        format!("bench: storage at {}: {e}", dir.display())
-    })?))
 }
 
 /// Counts of the calls `counter` saw: (LIST calls, GET/HEAD calls).

@@ -208,26 +208,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return super::run_release(args);
     }
-    let (work, _temp) = match &options.dir {
-        Some(dir) => {
-            if dir.exists() {
-                return Err(format!(
-                    "bench: {} exists; --dir wants a new directory",
-                    dir.display()
-                ));
-            }
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("bench: cannot create {}: {e}", dir.display()))?;
-            (dir.clone(), None)
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("arbor-bench-mdt-")
-                .tempdir()
-                .map_err(|e| format!("bench: cannot create a temporary directory: {e}"))?;
-            (t.path().to_path_buf(), Some(t))
-        }
-    };
+    let (work, _temp) = super::work_dir(options.dir.as_deref(), "arbor-bench-mdt-")?;
     let s3 = if options.s3 { Some(s3::env()?) } else { None };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -20,13 +20,12 @@
 //! and inserts none.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arbor_mdt::record_index::lookup_record_index;
 use arbor_mdt::MetadataTable;
-use arbor_storage::{ObjectStoreStorage, Storage};
+use arbor_storage::Storage;
 use arbor_table::read::TableReader;
 use arbor_table::write::{Index, RecordIndex, SimpleIndex};
 use arbor_table::{CreateOptions, Table, WriteOperation, WriteOptions};
@@ -35,6 +34,7 @@ use arrow::record_batch::RecordBatch;
 
 use super::super::data;
 use super::super::report::median;
+use super::super::{copy_dir, local};
 use super::Context;
 
 /// What one table size measured (medians of seconds).
@@ -58,26 +58,6 @@ pub struct UpsertResult {
     pub spread_lookup: (f64, f64),
     /// Single-key record-index lookups per second.
     pub lookups_per_second: f64,
-}
-
-fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
-    Ok(Arc::new(ObjectStoreStorage::local(dir).map_err(|e| {
-        format!("storage at {}: {e}", dir.display())
-    })?))
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(from)
-        .arg(to)
-        .status()
-        .map_err(|e| format!("cp: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("cp -r {} {} failed", from.display(), to.display()))
-    }
 }
 
 fn options() -> CreateOptions {
