@@ -283,7 +283,7 @@ impl ActiveTimeline {
         if let Some(max) = self.max_time() {
             generator.observe(&max);
         }
-        generator.next()
+        generator.next_shared().await
     }
 
     /// Moves a requested instant to inflight by creating its `.inflight` file (create-if-absent).

@@ -14,8 +14,10 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use arbor_storage::{Storage, StorageError, StorageExt};
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
 use crate::error::{Result, TimelineError};
@@ -87,7 +89,16 @@ pub struct InstantTimeGenerator {
     clock: Arc<dyn Clock>,
     /// The smallest epoch millisecond the next time may take.
     floor_ms: AtomicI64,
+    /// The table whose shared instant clock [`next_shared`](Self::next_shared) follows.
+    shared: OnceLock<Arc<dyn Storage>>,
 }
+
+/// The object holding the last instant time issued by any writer of the table, on any branch
+/// (shared by every metadata root, like the table lock).
+pub const SHARED_CLOCK_KEY: &str = ".hoodie/.locks/instant_clock";
+
+/// How often [`InstantTimeGenerator::next_shared`] retries a lost compare-and-swap.
+const SHARED_CLOCK_TRIES: usize = 32;
 
 impl fmt::Debug for InstantTimeGenerator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -114,7 +125,59 @@ impl InstantTimeGenerator {
         InstantTimeGenerator {
             clock,
             floor_ms: AtomicI64::new(0),
+            shared: OnceLock::new(),
         }
+    }
+
+    /// Makes [`next_shared`](Self::next_shared) follow the shared instant clock of the table
+    /// stored in `table` (its storage, or any branch view of it). The first call wins; a
+    /// generator serves one table.
+    pub fn share_clock(&self, table: Arc<dyn Storage>) {
+        let _ = self.shared.set(table);
+    }
+
+    /// [`next`](Self::next), made unique across every writer of the table on every branch when
+    /// [`share_clock`](Self::share_clock) was called: the last time issued table-wide (at
+    /// [`SHARED_CLOCK_KEY`]) is observed first, and the new time replaces it by
+    /// compare-and-swap, so two writers never issue the same time even on different branches
+    /// (whose timelines cannot see each other's instants). Without a shared clock this is
+    /// [`next`](Self::next).
+    pub async fn next_shared(&self) -> Result<InstantTime> {
+        let Some(storage) = self.shared.get() else {
+            return self.next();
+        };
+        for _ in 0..SHARED_CLOCK_TRIES {
+            let current = storage.get_opt(SHARED_CLOCK_KEY).await?;
+            if let Some((bytes, _)) = &current {
+                let text = String::from_utf8_lossy(bytes);
+                if let Ok(t) = InstantTime::parse(text.trim()) {
+                    self.observe(&t);
+                }
+            }
+            let t = self.next()?;
+            let data = Bytes::from(t.to_string());
+            let swapped = match &current {
+                Some((_, meta)) => {
+                    storage
+                        .put_if_match(SHARED_CLOCK_KEY, data, &meta.version)
+                        .await
+                }
+                None => storage.put_if_absent(SHARED_CLOCK_KEY, data).await,
+            };
+            match swapped {
+                Ok(_) => return Ok(t),
+                Err(
+                    StorageError::PreconditionFailed { .. } | StorageError::AlreadyExists { .. },
+                ) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(TimelineError::InvalidInstantTime {
+            value: SHARED_CLOCK_KEY.to_string(),
+            reason: format!(
+                "the shared instant clock kept changing under {SHARED_CLOCK_TRIES} attempts"
+            ),
+        })
     }
 
     /// Raises the floor so that every later [`next`](Self::next) is greater than `t`. Reserved

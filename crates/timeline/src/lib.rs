@@ -25,6 +25,7 @@ pub mod instant;
 pub mod layout;
 pub mod metaroot;
 pub mod naming;
+pub mod rooted;
 pub mod summary;
 
 pub use active::ActiveTimeline;
@@ -34,3 +35,4 @@ pub use generator::InstantTimeGenerator;
 pub use instant::{Action, Instant, InstantTime, State};
 pub use layout::TableLayout;
 pub use metaroot::{resolve_main, MetaRoot};
+pub use rooted::RootedStorage;

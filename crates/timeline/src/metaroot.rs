@@ -119,39 +119,43 @@ pub fn parse_publication_id(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Every publication id found under `base` (`<base>/p<N>/...`), with whether `p<N>/_SUCCESS`
-/// exists; all listing pages are read.
-async fn publications_under(storage: &dyn Storage, base: &str) -> Result<Vec<(u64, bool)>> {
+/// Every publication id found under `base` (the directories `<base>/p<N>/`), ascending; one
+/// delimiter listing, all pages.
+async fn publications_under(storage: &dyn Storage, base: &str) -> Result<Vec<u64>> {
+    let (_, dirs) = storage.list_dir(base).await?;
     let prefix = format!("{base}/");
-    let mut out: std::collections::BTreeMap<u64, bool> = std::collections::BTreeMap::new();
-    for o in storage.list_all(base).await? {
-        let Some(rest) = o.key.strip_prefix(&prefix) else {
-            continue;
-        };
-        let mut parts = rest.splitn(2, '/');
-        let (Some(dir), Some(file)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        if let Some(n) = parse_publication_id(dir) {
-            let done = out.entry(n).or_insert(false);
-            *done |= file == SUCCESS_FILE;
-        }
-    }
-    Ok(out.into_iter().collect())
+    let mut out: Vec<u64> = dirs
+        .iter()
+        .filter_map(|d| d.strip_prefix(&prefix))
+        .filter_map(parse_publication_id)
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The data-side publications directory.
+pub fn publications_dir() -> String {
+    format!("{BRANCHES_DIR}/{PUBLICATIONS}")
 }
 
 /// Resolves main: [`MetaRoot::Root`] until a publication completed, then the greatest numeric
 /// `p<N>` with a data-side `_SUCCESS`, whose `hoodie.properties` must load
-/// ([`TimelineError::MainUnresolvable`] otherwise).
+/// ([`TimelineError::MainUnresolvable`] otherwise). Costs one delimiter listing of the
+/// publications directory plus one `head` per unfinished preparation above the selected one.
 pub async fn resolve_main(storage: &dyn Storage) -> Result<MetaRoot> {
-    let base = format!("{BRANCHES_DIR}/{PUBLICATIONS}");
-    let Some(n) = publications_under(storage, &base)
-        .await?
-        .into_iter()
-        .filter(|(_, done)| *done)
-        .map(|(n, _)| n)
-        .max()
-    else {
+    let base = publications_dir();
+    let ids = publications_under(storage, &base).await?;
+    let mut selected = None;
+    for n in ids.into_iter().rev() {
+        if storage
+            .exists(&format!("{base}/p{n}/{SUCCESS_FILE}"))
+            .await?
+        {
+            selected = Some(n);
+            break;
+        }
+    }
+    let Some(n) = selected else {
         return Ok(MetaRoot::Root);
     };
     let root = MetaRoot::Publication(n);
@@ -168,7 +172,7 @@ pub async fn resolve_main(storage: &dyn Storage) -> Result<MetaRoot> {
 /// The id the next publication reserves: one more than the greatest `p<N>` on either side,
 /// finished or not (`1` when there is none).
 pub async fn next_publication_id(storage: &dyn Storage) -> Result<u64> {
-    let data = publications_under(storage, &format!("{BRANCHES_DIR}/{PUBLICATIONS}")).await?;
+    let data = publications_under(storage, &publications_dir()).await?;
     let mdt = publications_under(
         storage,
         &format!("{MDT_ROOT_META_DIR}/branches/{PUBLICATIONS}"),
@@ -177,7 +181,6 @@ pub async fn next_publication_id(storage: &dyn Storage) -> Result<u64> {
     Ok(data
         .into_iter()
         .chain(mdt)
-        .map(|(n, _)| n)
         .max()
         .map_or(1, |n| n.saturating_add(1)))
 }
