@@ -313,7 +313,7 @@ async fn execute(
 
 /// Opens the reader the cleaner plans with (the metadata table's listing when there is one).
 async fn open_view(table: &Table) -> Result<TableReader> {
-    Ok(TableReader::open(table.storage().clone()).await?)
+    Ok(TableReader::open_view(table.storage().clone()).await?)
 }
 
 /// Cleans the table (module doc) under the table lock. With `dry_run` nothing is written and

@@ -42,7 +42,8 @@ pub enum CleanerError {
 }
 
 impl CleanerError {
-    pub(crate) fn refused(operation: impl Into<String>, reason: impl Into<String>) -> Self {
+    /// A refusal of `operation` for `reason` (nothing was changed).
+    pub fn refused(operation: impl Into<String>, reason: impl Into<String>) -> Self {
         CleanerError::Refused {
             operation: operation.into(),
             reason: reason.into(),

@@ -24,5 +24,8 @@ pub use protection::{
     PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
     SavepointProtection,
 };
-pub use restore::{restore, RestoreOutcome};
-pub use savepoint::{create_savepoint, delete_savepoint, list_savepoints, SavepointInfo};
+pub use restore::{restore, restore_locked, RestoreOutcome};
+pub use savepoint::{
+    create_savepoint, create_savepoint_locked, delete_savepoint, delete_savepoint_locked,
+    list_savepoints, SavepointInfo,
+};

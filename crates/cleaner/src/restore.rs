@@ -93,7 +93,9 @@ pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> 
     table.with_table_lock(restore_locked(table, to)).await
 }
 
-async fn restore_locked(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
+/// [`restore`] for a caller that already holds the table lock (branch-aware restores check
+/// other branches first, under the same lock).
+pub async fn restore_locked(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
     let storage = table.storage();
     let tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let mut finished = None;

@@ -128,11 +128,13 @@ pub async fn create_savepoint(
     comment: &str,
 ) -> Result<SavepointInfo> {
     table
-        .with_table_lock(create_locked(table, instant, comment))
+        .with_table_lock(create_savepoint_locked(table, instant, comment))
         .await
 }
 
-async fn create_locked(
+/// [`create_savepoint`] for a caller that already holds the table lock (tags create their
+/// savepoints this way, inside their own locked operation).
+pub async fn create_savepoint_locked(
     table: &Table,
     instant: Option<&InstantTime>,
     comment: &str,
@@ -178,7 +180,7 @@ async fn create_locked(
             "the instant is savepointed already",
         ));
     }
-    let reader = TableReader::open(storage.clone()).await?;
+    let reader = TableReader::open_view(storage.clone()).await?;
     let view = reader.view();
     let files = snapshot_files(view, &Horizon::AsOf(time.clone())).await?;
     let present = committed_files(view).await?;
@@ -304,34 +306,77 @@ pub async fn list_savepoints(
 }
 
 /// Deletes savepoint `instant` (data side first, then the metadata table's) under the table
-/// lock; its files become cleanable. Refused when there is no such savepoint.
+/// lock; its files become cleanable. Refused when there is no such savepoint, or while a tag
+/// definition of this branch (`.hoodie/tags/*.json`, expired ones included) names the instant.
 pub async fn delete_savepoint(table: &Table, instant: &InstantTime) -> Result<()> {
     table
-        .with_table_lock(async {
-            let storage = table.storage();
-            let mut layouts = vec![table.layout().clone()];
-            if let Some(l) = mdt_layout(storage).await? {
-                layouts.push(l);
-            }
-            let mut any = false;
-            for layout in &layouts {
-                let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
-                let Some(files) = tl.get(instant, Action::Savepoint).cloned() else {
-                    continue;
-                };
-                any = true;
-                for inst in [files.completed, files.inflight].into_iter().flatten() {
-                    storage.delete(&layout.instant_key(&inst)?).await?;
-                }
-            }
-            if any {
-                Ok(())
-            } else {
-                Err(CleanerError::refused(
-                    format!("delete savepoint {instant}"),
-                    "no such savepoint",
-                ))
-            }
-        })
+        .with_table_lock(delete_savepoint_locked(table, instant))
         .await
+}
+
+/// The tag names whose definitions in `tags/` of the table's metadata name `instant` (the
+/// definitions are read as plain JSON; unreadable ones count as naming it, so a damaged tag
+/// never loses its protection).
+pub async fn tags_naming(storage: &Arc<dyn Storage>, instant: &InstantTime) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for o in storage.list_all(TAGS_DIR).await? {
+        let Some(stem) = o
+            .key
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let (bytes, _) = storage.get(&o.key).await?;
+        let names_it = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(v) => v.get("instant").and_then(|i| i.as_str()) == Some(instant.as_str()),
+            Err(_) => true,
+        };
+        if names_it {
+            out.push(stem.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Where a branch keeps its tag definitions (relative to the table as the branch sees it).
+pub const TAGS_DIR: &str = ".hoodie/tags";
+
+/// [`delete_savepoint`] for a caller that already holds the table lock.
+pub async fn delete_savepoint_locked(table: &Table, instant: &InstantTime) -> Result<()> {
+    let storage = table.storage();
+    let tags = tags_naming(storage, instant).await?;
+    if !tags.is_empty() {
+        return Err(CleanerError::refused(
+            format!("delete savepoint {instant}"),
+            format!(
+                "tag {} names this instant; drop the tag instead",
+                tags.join(", ")
+            ),
+        ));
+    }
+    let mut layouts = vec![table.layout().clone()];
+    if let Some(l) = mdt_layout(storage).await? {
+        layouts.push(l);
+    }
+    let mut any = false;
+    for layout in &layouts {
+        let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+        let Some(files) = tl.get(instant, Action::Savepoint).cloned() else {
+            continue;
+        };
+        any = true;
+        for inst in [files.completed, files.inflight].into_iter().flatten() {
+            storage.delete(&layout.instant_key(&inst)?).await?;
+        }
+    }
+    if any {
+        Ok(())
+    } else {
+        Err(CleanerError::refused(
+            format!("delete savepoint {instant}"),
+            "no such savepoint",
+        ))
+    }
 }

@@ -168,10 +168,14 @@ pub struct ValidationReport {
     pub discrepancies: Vec<FilesDiscrepancy>,
 }
 
-/// Validates the metadata table of the table rooted at `storage` (main): the FILES partition,
+/// Validates the metadata table of the table rooted at `storage` (main, resolved as
+/// `arbor_timeline::resolve_main` says; or the one root a view shows): the FILES partition,
 /// read as a reader would (valid instants only), against a directory listing, both restricted
 /// to files of committed instants. Read only.
 pub async fn validate_table(storage: Arc<dyn Storage>) -> Result<ValidationReport> {
+    let storage = arbor_timeline::resolve_main(storage.as_ref())
+        .await?
+        .view(storage);
     let Some(mdt) = crate::MetadataTable::open(storage.clone()).await? else {
         return Ok(ValidationReport::default());
     };

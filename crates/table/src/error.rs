@@ -47,6 +47,15 @@ pub enum TableError {
         /// The file groups both touched (`partition/fileId`, comma separated).
         file_groups: String,
     },
+    /// A handle opened as main tried to change the table after main moved to other metadata (a
+    /// publication completed since it was opened). Nothing was changed; reopen and retry.
+    #[error("main moved from {opened} to {now} since this handle was opened; reopen the table and retry")]
+    MainMoved {
+        /// The metadata the handle was opened at.
+        opened: String,
+        /// The metadata main resolves to now.
+        now: String,
+    },
     /// The table lock could not be taken or kept.
     #[error("table lock: {0}")]
     Lock(#[from] arbor_storage::LockError),

@@ -33,7 +33,7 @@ pub struct IndexValidation {
 /// the table has no metadata table or no index. Read only.
 pub async fn validate_indexes(storage: Arc<dyn Storage>) -> Result<IndexValidation> {
     let mut out = IndexValidation::default();
-    let reader = TableReader::open(storage.clone()).await?;
+    let reader = TableReader::open_view(storage.clone()).await?;
     let defs = secondary_indexes(storage.as_ref(), reader.config()).await?;
     let rli = has_record_index(reader.config());
     if defs.is_empty() && !rli {

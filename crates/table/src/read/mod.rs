@@ -31,7 +31,7 @@ use arbor_mdt::{MdtFilesListing, MetadataTable, FILES_PARTITION, MDT_META_DIR};
 use arbor_storage::Storage;
 use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::{ActiveTimeline, InstantTime, TableConfig, TableLayout};
+use arbor_timeline::{resolve_main, ActiveTimeline, InstantTime, TableConfig, TableLayout};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
@@ -69,19 +69,32 @@ pub struct TableReader {
 
 impl TableReader {
     /// Opens main of the table whose base path `storage` is rooted at: config, timeline (active
-    /// and archived) and the read schema.
+    /// and archived) and the read schema. Main is resolved first ([`resolve_main`]): the root
+    /// metadata until a publication, then the latest completed publication.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Self> {
         Self::open_with(storage, ListingSource::Auto).await
     }
 
-    /// Opens the table listing its files from `source`.
+    /// Opens main (resolved as [`TableReader::open`] does) listing files from `source`.
+    pub async fn open_with(storage: Arc<dyn Storage>, source: ListingSource) -> Result<Self> {
+        let root = resolve_main(storage.as_ref()).await?;
+        Self::open_view_with(root.view(storage), source).await
+    }
+
+    /// Opens the metadata at `.hoodie/` of `storage` exactly as given, without resolving main:
+    /// for a view of one metadata root ([`arbor_timeline::MetaRoot::view`], [`crate::Table::storage`]).
+    pub async fn open_view(storage: Arc<dyn Storage>) -> Result<Self> {
+        Self::open_view_with(storage, ListingSource::Auto).await
+    }
+
+    /// [`TableReader::open_view`] listing files from `source`.
     ///
     /// With [`ListingSource::Auto`] the FILES partition of the metadata table is used when the
     /// table lists `files` in `hoodie.table.metadata.partitions` (table version 8 and later)
     /// and directory listing otherwise; a listed but absent metadata table falls back to
     /// directory listing with a warning (as hudi-rs does), while a metadata table that exists
     /// but cannot be read fails the open.
-    pub async fn open_with(storage: Arc<dyn Storage>, source: ListingSource) -> Result<Self> {
+    pub async fn open_view_with(storage: Arc<dyn Storage>, source: ListingSource) -> Result<Self> {
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let use_mdt = match source {

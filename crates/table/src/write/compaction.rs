@@ -240,7 +240,7 @@ pub async fn run_compaction(
         None => tl.transition_to_inflight(&requested, Bytes::new()).await?,
     };
 
-    let reader = TableReader::open(storage.clone()).await?;
+    let reader = TableReader::open_view(storage.clone()).await?;
     let data_schema_json = data_schema_json(&reader).await?;
     let avro_schema = BaseFileWriter::avro_schema_with_meta_fields(&data_schema_json)?;
     let mut metadata = HoodieCommitMetadata::default();

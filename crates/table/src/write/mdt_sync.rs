@@ -311,7 +311,7 @@ pub async fn repair(storage: &Arc<dyn Storage>, layout: &TableLayout) -> Result<
 /// The committed data files of the table, from a directory listing (the content a new MDT
 /// starts from).
 pub async fn committed_files(storage: &Arc<dyn Storage>) -> Result<FilesListing> {
-    let reader = TableReader::open_with(storage.clone(), ListingSource::Storage).await?;
+    let reader = TableReader::open_view_with(storage.clone(), ListingSource::Storage).await?;
     let view = reader.view();
     let listing = arbor_fsview::StorageListing::new(storage.clone());
     let mut out = FilesListing::new();
@@ -414,7 +414,7 @@ pub async fn init_record_index(
             ),
         });
     }
-    let reader = TableReader::open(storage.clone()).await?;
+    let reader = TableReader::open_view(storage.clone()).await?;
     let mut entries = std::collections::BTreeMap::new();
     for p in reader
         .view()

@@ -525,7 +525,7 @@ pub async fn init_secondary_index(
             ),
         });
     }
-    let reader = TableReader::open(storage.clone()).await?;
+    let reader = TableReader::open_view(storage.clone()).await?;
     let entries = table_entries(storage, &reader, column).await?;
     let def = secondary_index_definition(&partition, column);
     save_index_definition(storage.as_ref(), &def).await?;
@@ -567,7 +567,7 @@ pub async fn secondary_lookup(
     index_name: &str,
     value: Option<&str>,
 ) -> Result<Vec<(String, RecordLocation)>> {
-    let reader = TableReader::open(storage.clone()).await?;
+    let reader = TableReader::open_view(storage.clone()).await?;
     let partition = secondary_index_partition(index_name);
     if !reader
         .config()

@@ -32,8 +32,8 @@ use arbor_timeline::avro::{
 use arbor_timeline::config::{RecordMergeMode, TableType};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{
-    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
-    TableLayout,
+    resolve_main, Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, MetaRoot,
+    State, TableConfig, TableLayout,
 };
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
@@ -59,14 +59,22 @@ use crate::read::{MergeMode, TableReader};
 use arbor_mdt::index_writer::RecordIndexDelta;
 use arbor_mdt::secondary_index_writer::SecondaryIndexDeltas;
 
-/// A Hudi table opened for writing (main branch).
+/// A Hudi table opened for writing: main (resolved as RFC-116 says) or one metadata root, such
+/// as a working branch ([`Table::open_at`]).
 ///
 /// Cloning is cheap; clones share the instant time generator. Several handles (in one process
-/// or many) may write concurrently: the table lock and the conflict check keep commits
-/// consistent.
+/// or many, on any branch) may write concurrently: the table lock, the table-wide instant clock
+/// and the conflict check keep commits consistent.
 #[derive(Debug, Clone)]
 pub struct Table {
+    /// The table as [`Table::root`] sees it ([`MetaRoot::view`]).
     storage: Arc<dyn Storage>,
+    /// The table's own storage (every root).
+    table_storage: Arc<dyn Storage>,
+    root: MetaRoot,
+    /// Opened as main: every state change first checks (under the lock) that main still
+    /// resolves to `root`, so no write lands in metadata a publication has replaced.
+    follows_main: bool,
     config: TableConfig,
     lock: Option<Arc<dyn LockProvider>>,
     options: WriteOptions,
@@ -233,6 +241,7 @@ impl Table {
         TableConfig::create(storage.as_ref(), DEFAULT_META_DIR, &config).await?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let generator = Arc::new(InstantTimeGenerator::new());
+        generator.share_clock(storage.clone());
         let config = if options.metadata_table {
             mdt_sync::init(&storage, &layout, &generator).await?;
             TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?
@@ -240,6 +249,9 @@ impl Table {
             config
         };
         Ok(Table {
+            table_storage: storage.clone(),
+            root: MetaRoot::Root,
+            follows_main: true,
             storage,
             config,
             lock: None,
@@ -250,10 +262,23 @@ impl Table {
         })
     }
 
-    /// Opens an existing table (version 8; older or newer versions are `Unsupported` for
-    /// writing). The data schema is the latest completed write's `extraMetadata.schema`, else
+    /// Opens main of an existing table (version 8; older or newer versions are `Unsupported`
+    /// for writing): main is resolved first ([`resolve_main`]: the root metadata until a
+    /// publication, then the latest completed publication), so every writer follows it. The
+    /// data schema is the latest completed write's `extraMetadata.schema`, else
     /// `hoodie.table.create.schema`, else what readers resolve.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Table> {
+        let root = resolve_main(storage.as_ref()).await?;
+        let mut table = Self::open_at(storage, root).await?;
+        table.follows_main = true;
+        Ok(table)
+    }
+
+    /// Opens the table as metadata root `root` sees it (main's root, a publication, or a
+    /// working branch: `arbor-branching` checks a branch's identity before calling this).
+    /// Writes and table services of the returned handle land only in that root's timelines.
+    pub async fn open_at(table_storage: Arc<dyn Storage>, root: MetaRoot) -> Result<Table> {
+        let storage = root.view(table_storage.clone());
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
         if config.version().code() != 8 {
             return Err(TableError::Unsupported {
@@ -268,12 +293,17 @@ impl Table {
         mdt_sync::check_supported(&config)?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let schema = Self::load_schema(&storage, &config, &layout).await?;
+        let generator = Arc::new(InstantTimeGenerator::new());
+        generator.share_clock(storage.clone());
         Ok(Table {
             storage,
+            table_storage,
+            root,
+            follows_main: false,
             config,
             lock: None,
             options: WriteOptions::default(),
-            generator: Arc::new(InstantTimeGenerator::new()),
+            generator,
             schema,
             layout,
         })
@@ -300,7 +330,7 @@ impl Table {
         if let Some(json) = config.get("hoodie.table.create.schema") {
             return DataSchema::from_avro_json(&json.replace("\\:", ":"));
         }
-        let reader = TableReader::open(storage.clone()).await?;
+        let reader = TableReader::open_view(storage.clone()).await?;
         DataSchema::from_read_schema(config.name(), reader.schema())
     }
 
@@ -317,7 +347,9 @@ impl Table {
     }
 
     /// Uses `generator` for instant and completion times (e.g. one on a manual clock in tests).
+    /// The generator follows the table's shared instant clock (unless it already follows one).
     pub fn with_generator(mut self, generator: Arc<InstantTimeGenerator>) -> Self {
+        generator.share_clock(self.storage.clone());
         self.generator = generator;
         self
     }
@@ -342,6 +374,16 @@ impl Table {
         &self.storage
     }
 
+    /// The table's own storage, shared by every metadata root (for work across branches).
+    pub fn table_storage(&self) -> &Arc<dyn Storage> {
+        &self.table_storage
+    }
+
+    /// The metadata root this handle reads and writes.
+    pub fn root(&self) -> &MetaRoot {
+        &self.root
+    }
+
     /// The layout of the table's timeline.
     pub fn layout(&self) -> &TableLayout {
         &self.layout
@@ -362,6 +404,7 @@ impl Table {
     {
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            self.ensure_still_main().await?;
             commit::rollback_failed(
                 &self.storage,
                 &self.layout,
@@ -373,6 +416,60 @@ impl Table {
         })
         .await
         .map_err(E::from)?
+    }
+
+    /// A handle of the same table at metadata root `root`, sharing this handle's lock provider,
+    /// write options and instant time generator (so work under this handle's lock can change
+    /// another root).
+    pub async fn reopen_at(&self, root: MetaRoot) -> Result<Table> {
+        let mut t = Table::open_at(self.table_storage.clone(), root).await?;
+        t.lock = self.lock.clone();
+        t.options = self.options.clone();
+        t.generator = self.generator.clone();
+        Ok(t)
+    }
+
+    /// Rolls back this root's failed writes (pending, heartbeat expired), as every locked
+    /// operation does first. The caller must hold the table lock. Returns the instants rolled
+    /// back.
+    pub async fn rollback_failed_locked(&self) -> Result<Vec<InstantTime>> {
+        commit::rollback_failed(
+            &self.storage,
+            &self.layout,
+            &self.generator,
+            self.options.heartbeat_timeout,
+        )
+        .await
+    }
+
+    /// For a handle opened as main: fails with [`TableError::MainMoved`] when main now resolves
+    /// to other metadata (a publication completed since the handle was opened). Called under the
+    /// table lock before every state change.
+    pub async fn ensure_still_main(&self) -> Result<()> {
+        if !self.follows_main {
+            return Ok(());
+        }
+        let now = resolve_main(self.table_storage.as_ref()).await?;
+        if now != self.root {
+            return Err(TableError::MainMoved {
+                opened: self.root.to_string(),
+                now: now.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Table definitions (metadata table, indexes) are fixed across branches (RFC-116): they
+    /// change only on main.
+    fn refuse_on_branch(&self, what: &str) -> Result<()> {
+        if let MetaRoot::Branch(b) = &self.root {
+            return Err(TableError::Unsupported {
+                reason: format!(
+                    "{what} on working branch {b}: table definitions change only on main"
+                ),
+            });
+        }
+        Ok(())
     }
 
     fn lock_provider(&self) -> Arc<dyn LockProvider> {
@@ -451,6 +548,7 @@ impl Table {
         let lock = self.lock_provider();
         let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
         let result = async {
+            self.ensure_still_main().await?;
             commit::rollback_failed(
                 &self.storage,
                 &self.layout,
@@ -540,7 +638,7 @@ impl Table {
         heartbeat: Heartbeat,
     ) -> Result<PreparedWrite> {
         let instant = requested.requested_time.to_string();
-        let reader = Arc::new(TableReader::open(self.storage.clone()).await?);
+        let reader = Arc::new(TableReader::open_view(self.storage.clone()).await?);
         let view = reader.view();
         // With a record index (global keys), rows whose key lives in another partition are
         // routed first (KeyMove).
@@ -758,6 +856,21 @@ impl Table {
     }
 
     async fn commit_locked(&self, prepared: &PreparedWrite) -> Result<Instant> {
+        if let Err(e) = self.ensure_still_main().await {
+            // The write can never complete on main: remove it from the metadata it started in.
+            if let Ok(()) = rollback::rollback_instant(
+                &self.storage,
+                &self.layout,
+                &prepared.inflight,
+                &self.generator,
+            )
+            .await
+            .map(|_| ())
+            {
+                let _ = commit::stop_heartbeat(&self.storage, prepared.instant()).await;
+            }
+            return Err(e);
+        }
         if let Err(e) = commit::check_ownership(
             &self.storage,
             &self.layout,
@@ -945,6 +1058,7 @@ impl Table {
         }
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            self.ensure_still_main().await?;
             refuse_during_restore(
                 &ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?,
             )?;
@@ -985,7 +1099,7 @@ impl Table {
         let op = WriteOperationType::DeletePartition;
         let (mut tl, requested, heartbeat) = self.start_instant(Action::ReplaceCommit, op).await?;
         let prepared = async {
-            let reader = TableReader::open(self.storage.clone()).await?;
+            let reader = TableReader::open_view(self.storage.clone()).await?;
             let planned_against: BTreeSet<InstantTime> = reader
                 .view()
                 .index()
@@ -1086,6 +1200,7 @@ impl Table {
     /// recorded. Errors: `Unsupported` when the table already has one or has pending instants
     /// (e.g. a live writer's).
     pub async fn init_metadata_table(&self) -> Result<usize> {
+        self.refuse_on_branch("creating the metadata table")?;
         // Refused before the lock is taken (and checked again under it).
         let config = TableConfig::load(self.storage.as_ref(), DEFAULT_META_DIR).await?;
         if config
@@ -1099,6 +1214,7 @@ impl Table {
         }
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            self.ensure_still_main().await?;
             commit::rollback_failed(
                 &self.storage,
                 &self.layout,
@@ -1116,6 +1232,7 @@ impl Table {
     /// (see [`WriteOptions::key_move`]). Returns the number of keys indexed. Errors:
     /// `Unsupported` without a metadata table, with a record index, or with pending instants.
     pub async fn create_record_index(&self) -> Result<usize> {
+        self.refuse_on_branch("creating a record index")?;
         let config = TableConfig::load(self.storage.as_ref(), DEFAULT_META_DIR).await?;
         if has_record_index(&config) {
             return Err(TableError::Unsupported {
@@ -1124,6 +1241,7 @@ impl Table {
         }
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            self.ensure_still_main().await?;
             commit::rollback_failed(
                 &self.storage,
                 &self.layout,
@@ -1143,8 +1261,10 @@ impl Table {
     /// pending instants, for an existing index of that name or a column type without a known
     /// text form; `InvalidInput` for an unknown column or a bad name.
     pub async fn create_secondary_index(&self, name: &str, column: &str) -> Result<usize> {
+        self.refuse_on_branch("creating a secondary index")?;
         let lock = self.lock_provider();
         commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            self.ensure_still_main().await?;
             commit::rollback_failed(
                 &self.storage,
                 &self.layout,
@@ -1167,6 +1287,6 @@ impl Table {
 
     /// A reader of the table's current state.
     pub async fn reader(&self) -> Result<TableReader> {
-        TableReader::open(self.storage.clone()).await
+        TableReader::open_view(self.storage.clone()).await
     }
 }
