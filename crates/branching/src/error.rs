@@ -10,6 +10,18 @@ pub enum BranchingError {
     /// The timeline, config or a name check failed.
     #[error(transparent)]
     Timeline(#[from] arbor_timeline::TimelineError),
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] arbor_storage::StorageError),
+    /// Opening, reading or writing a branch's table failed.
+    #[error(transparent)]
+    Table(#[from] arbor_table::TableError),
+    /// Reading or validating the metadata table failed.
+    #[error(transparent)]
+    Mdt(#[from] arbor_mdt::MdtError),
+    /// A savepoint, clean or restore failed or was refused.
+    #[error(transparent)]
+    Cleaner(#[from] arbor_cleaner::CleanerError),
     /// A `branch.json` or tag definition cannot be read as one.
     #[error("invalid {path}: {reason}")]
     Invalid {
@@ -18,4 +30,55 @@ pub enum BranchingError {
         /// What is wrong.
         reason: String,
     },
+    /// No working branch of this name exists (or its identity files do not match).
+    #[error("branch {name} does not exist")]
+    BranchNotFound {
+        /// The branch.
+        name: String,
+    },
+    /// No tag of this name exists on the branch (or it has expired, for reads).
+    #[error("tag {name} on {branch}: {reason}")]
+    TagNotFound {
+        /// The tag.
+        name: String,
+        /// The owning branch (`main` or a working branch).
+        branch: String,
+        /// Absent or expired.
+        reason: String,
+    },
+    /// The operation was refused; nothing was changed.
+    #[error("{operation} refused: {reason}")]
+    Refused {
+        /// What was asked (`create branch audit`, `publish audit`, ...).
+        operation: String,
+        /// Why.
+        reason: String,
+    },
+    /// Publication is not a fast-forward: main made logical writes after the branch's base
+    /// that the branch does not have. Nothing was changed.
+    #[error(
+        "publish {branch} refused: main has writes after the branch's base {base} that the \
+         branch does not have: {missing_on_branch:?} (the branch's own writes since then: \
+         {branch_only:?}); branches publish only by fast-forward"
+    )]
+    Divergent {
+        /// The branch.
+        branch: String,
+        /// The branch's base instant (`none` when created from an empty main).
+        base: String,
+        /// Main's instants missing from the branch.
+        missing_on_branch: Vec<String>,
+        /// The branch's logical writes after its base that main does not have.
+        branch_only: Vec<String>,
+    },
+}
+
+impl BranchingError {
+    /// A refusal of `operation` for `reason`.
+    pub fn refused(operation: impl Into<String>, reason: impl Into<String>) -> Self {
+        BranchingError::Refused {
+            operation: operation.into(),
+            reason: reason.into(),
+        }
+    }
 }

@@ -1,12 +1,38 @@
-//! `arbor-branching`: branches, tags, publication and shallow clones (RFC-116).
+//! `arbor-branching`: Git-like branches and tags for Hudi tables (RFC-116).
 //!
-//! Built so far (issue 6, first slice): the identity files, `branch.json` ([`BranchInfo`]) and
-//! tag definitions ([`TagInfo`]), with their validation. Branch metadata roots and main
-//! resolution live in `arbor_timeline::metaroot`. Branch creation, branch writes, tags,
-//! publication and cross-branch cleaning are not built yet.
+//! - **Roots** ([`roots`]): main is the root metadata until a publication, then the latest
+//!   completed publication `p<N>` (`arbor_timeline::resolve_main`); a working branch `b` keeps
+//!   its metadata in `.hoodie/branches/b/` and `.hoodie/metadata/.hoodie/branches/b/`, with the
+//!   same never-reused `branchId` in `branch.json` on both sides. Every component works on a
+//!   branch unchanged through `arbor_timeline::RootedStorage`, which redirects the two meta
+//!   directories and shares everything else (data files, metadata-table files, the table lock).
+//! - **Branches** ([`branch`]): [`create_branch`] from main's latest completed state or a tag on
+//!   main, [`list_branches`], [`drop_branch`]; [`open_branch`] / [`open_table`] /
+//!   [`open_reader`] to write and read one.
+//! - **Tags** ([`tag`]): [`create_tag`], [`drop_tag`], [`expire_tags`], [`list_tags`], and
+//!   [`tag_reader`] for reads as of the tag.
+//! - **Publication** ([`publish()`]): strict fast-forward of main to a branch's state.
+//! - **Validation** ([`validate()`]): one root's metadata table against storage, excusing
+//!   shared files another root released.
+//! - **Cleaning and restore across branches** ([`protect`]): [`clean`] keeps every file another
+//!   branch or tag needs ([`BranchProtection`]); [`restore`] never rolls back shared instants.
 
+pub mod branch;
+mod copy;
 mod error;
 pub mod identity;
+pub mod protect;
+pub mod publish;
+pub mod roots;
+pub mod tag;
+pub mod validate;
 
+pub use branch::{create_branch, drop_branch, list_branches, BranchSource, BranchStatus};
+pub use copy::CopyStats;
 pub use error::{BranchingError, Result};
 pub use identity::{BranchInfo, TagInfo};
+pub use protect::{clean, restore, BranchProtection};
+pub use publish::{publish, PublishOutcome};
+pub use roots::{live_roots, open_branch, open_reader, open_table, select_root};
+pub use tag::{create_tag, drop_tag, expire_tags, list_tags, tag_reader, TagFilter};
+pub use validate::validate;

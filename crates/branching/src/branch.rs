@@ -1,0 +1,285 @@
+//! Working branches: create (from main's latest completed commit or a tag on main), list, drop.
+//!
+//! Creation holds the table lock throughout: the source state is selected, its metadata copied
+//! into `.hoodie/branches/<b>/` and `.hoodie/metadata/.hoodie/branches/<b>/`, then the MDT-side
+//! `branch.json` is written and the data-side one last; only the data-side file makes the branch
+//! exist. A crash at any step leaves either no branch (leftover metadata is removed by the next
+//! creation of that name, or by `drop`) or the complete branch.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arbor_storage::{Storage, StorageExt};
+use arbor_table::Table;
+use arbor_timeline::archive::TimelineHistory;
+use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::metaroot::validate_branch_name;
+use arbor_timeline::{
+    resolve_main, Action, ActiveTimeline, InstantTime, MetaRoot, State, TableConfig, TableLayout,
+};
+use bytes::Bytes;
+
+use crate::copy::{copy_root, CopySpec};
+use crate::error::{BranchingError, Result};
+use crate::identity::BranchInfo;
+use crate::roots::{
+    branch_identity, branch_names, data_identity_key, mdt_identity_key, put_once, read_identity,
+    remove_root_metadata,
+};
+use crate::tag::{list_tags_at, TagFilter};
+
+/// A working branch and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchStatus {
+    /// Its identity (`branch.json`).
+    pub info: BranchInfo,
+    /// Its latest completed write (requested time), if any.
+    pub head: Option<InstantTime>,
+    /// Its pending instants.
+    pub pending: usize,
+}
+
+/// Where a new branch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchSource<'a> {
+    /// Main's latest completed state.
+    MainHead,
+    /// The historical state of an unexpired tag on main.
+    Tag(&'a str),
+}
+
+/// The table's metadata partitions must include FILES: branches rely on the metadata table to
+/// know which shared files belong to them (RFC-116: directory listing alone does not establish
+/// membership).
+pub(crate) fn require_mdt(config: &TableConfig, op: &str) -> Result<()> {
+    if config
+        .metadata_partitions()
+        .iter()
+        .any(|p| p == arbor_mdt::FILES_PARTITION)
+    {
+        Ok(())
+    } else {
+        Err(BranchingError::refused(
+            op,
+            "branches need the metadata table (its FILES partition tells each branch which \
+             shared files are its own); run `arbor mdt init` on main first",
+        ))
+    }
+}
+
+/// Pending instants of `tl` that could change the state as of `upto`: pending writes requested
+/// at or before it, and any pending clean, rollback or restore.
+pub(crate) fn blocking_pending(tl: &ActiveTimeline, upto: Option<&InstantTime>) -> Vec<String> {
+    tl.pending()
+        .into_iter()
+        .filter(|i| match i.action.completed_action() {
+            Action::Commit | Action::DeltaCommit | Action::ReplaceCommit => {
+                i.action.is_write() && upto.is_none_or(|u| i.requested_time <= *u)
+            }
+            Action::Clean | Action::Rollback | Action::Restore => true,
+            _ => false,
+        })
+        .map(|i| i.to_string())
+        .collect()
+}
+
+/// Creates working branch `name` from main under the table lock (`table` is any handle of the
+/// table; its lock provider is used). Returns the new branch's identity.
+///
+/// Refused (nothing kept) when the name is invalid or taken, main has no metadata table, the
+/// tag is missing or expired, or a pending instant could change the selected state.
+pub async fn create_branch(
+    table: &Table,
+    name: &str,
+    source: BranchSource<'_>,
+) -> Result<BranchInfo> {
+    validate_branch_name(name)?;
+    table
+        .with_table_lock(create_locked(table, name, source))
+        .await
+}
+
+async fn create_locked(table: &Table, name: &str, source: BranchSource<'_>) -> Result<BranchInfo> {
+    let storage = table.table_storage().clone();
+    let op = format!("create branch {name}");
+    if read_identity(&storage, name).await?.is_some() {
+        return Err(BranchingError::refused(op, "the branch exists"));
+    }
+    let target = MetaRoot::Branch(name.to_string());
+    // Leftovers of an interrupted creation or drop of this name.
+    let removed = remove_root_metadata(&storage, &target).await?;
+    if removed > 0 {
+        tracing::info!(
+            branch = name,
+            objects = removed,
+            "removed leftover branch metadata"
+        );
+    }
+    let main = resolve_main(storage.as_ref()).await?;
+    let view = main.view(storage.clone());
+    let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
+    require_mdt(&config, &op)?;
+    let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+    let history = TimelineHistory::load(view.clone(), layout).await?;
+    let now = chrono::Utc::now();
+    let tags = list_tags_at(&view, TagFilter::All).await?;
+    let (base, spec_tags, savepoints, from_tag) = match source {
+        BranchSource::MainHead => {
+            let base = history
+                .completed_writes()
+                .into_iter()
+                .map(|i| i.requested_time)
+                .max();
+            // Every savepoint except those of expired tags; every unexpired tag.
+            let expired: BTreeSet<InstantTime> = tags
+                .iter()
+                .filter(|t| t.is_expired(now))
+                .filter_map(|t| InstantTime::parse(&t.instant).ok())
+                .collect();
+            let savepoints: BTreeSet<InstantTime> = history
+                .active()
+                .filter(&[Action::Savepoint], &[State::Completed])
+                .into_iter()
+                .map(|i| i.requested_time)
+                .filter(|t| !expired.contains(t))
+                .collect();
+            let live: BTreeSet<String> = tags
+                .iter()
+                .filter(|t| !t.is_expired(now))
+                .map(|t| t.name.clone())
+                .collect();
+            (base, live, savepoints, None)
+        }
+        BranchSource::Tag(tag_name) => {
+            let tag = tags.iter().find(|t| t.name == tag_name).ok_or_else(|| {
+                BranchingError::TagNotFound {
+                    name: tag_name.to_string(),
+                    branch: "main".to_string(),
+                    reason: "no such tag".to_string(),
+                }
+            })?;
+            if tag.is_expired(now) {
+                return Err(BranchingError::TagNotFound {
+                    name: tag_name.to_string(),
+                    branch: "main".to_string(),
+                    reason: "the tag has expired".to_string(),
+                });
+            }
+            let t = InstantTime::parse(&tag.instant)?;
+            if history
+                .active()
+                .get(&t, Action::Savepoint)
+                .is_none_or(|f| f.completed.is_none())
+            {
+                return Err(BranchingError::refused(
+                    op,
+                    format!("tag {tag_name} has no completed savepoint at {t}"),
+                ));
+            }
+            (
+                Some(t.clone()),
+                BTreeSet::from([tag_name.to_string()]),
+                BTreeSet::from([t]),
+                Some(tag_name.to_string()),
+            )
+        }
+    };
+    let blocking = blocking_pending(history.active(), base.as_ref());
+    if !blocking.is_empty() {
+        return Err(BranchingError::refused(
+            op,
+            format!(
+                "main has pending instants that could change the selected state: {}",
+                blocking.join(", ")
+            ),
+        ));
+    }
+    let spec = CopySpec {
+        from: main,
+        to: target,
+        cut: if from_tag.is_some() {
+            base.clone()
+        } else {
+            None
+        },
+        savepoints: Some(savepoints),
+        tags: Some(spec_tags),
+        skip_data_properties: false,
+    };
+    let stats = copy_root(&storage, &spec).await?;
+    let info = BranchInfo::new(name, base.map(|b| b.to_string()), from_tag)?;
+    let json = Bytes::from(info.to_json()?);
+    put_once(&storage, &mdt_identity_key(name), json.clone()).await?;
+    put_once(&storage, &data_identity_key(name), json).await?;
+    tracing::info!(
+        branch = name,
+        objects = stats.objects,
+        instants = stats.instants,
+        "branch created"
+    );
+    Ok(info)
+}
+
+/// Every working branch with its head and pending instants, by name.
+pub async fn list_branches(storage: &Arc<dyn Storage>) -> Result<Vec<BranchStatus>> {
+    let mut out = Vec::new();
+    for name in branch_names(storage).await? {
+        let info = branch_identity(storage, &name).await?;
+        let view = MetaRoot::Branch(name.clone()).view(storage.clone());
+        let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
+        let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        let history = TimelineHistory::load(view, layout).await?;
+        let head = history
+            .completed_writes()
+            .into_iter()
+            .map(|i| i.requested_time)
+            .max();
+        out.push(BranchStatus {
+            info,
+            head,
+            pending: history.active().pending().len(),
+        });
+    }
+    Ok(out)
+}
+
+/// Drops working branch `name` under the table lock: the data-side `branch.json` goes first
+/// (the branch stops existing), then both sides' metadata. Shared files stay until a clean
+/// finds that nothing needs them. Refused while the branch has pending instants (failed writes
+/// whose heartbeat expired are rolled back first). Dropping a name whose drop was interrupted
+/// finishes it; dropping a name that never existed is [`BranchingError::BranchNotFound`].
+pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
+    validate_branch_name(name)?;
+    table
+        .with_table_lock(async {
+            let storage = table.table_storage().clone();
+            let root = MetaRoot::Branch(name.to_string());
+            let exists = read_identity(&storage, name).await?.is_some();
+            if exists {
+                let branch = table.reopen_at(root.clone()).await?;
+                branch.rollback_failed_locked().await?;
+                let view = branch.storage().clone();
+                let mut pending: Vec<String> = Vec::new();
+                let tl = ActiveTimeline::load(view.clone(), branch.layout().clone()).await?;
+                pending.extend(tl.pending().iter().map(ToString::to_string));
+                if !pending.is_empty() {
+                    return Err(BranchingError::refused(
+                        format!("drop branch {name}"),
+                        format!(
+                            "the branch has pending instants {}; finish or roll them back first",
+                            pending.join(", ")
+                        ),
+                    ));
+                }
+                storage.delete(&data_identity_key(name)).await?;
+            }
+            let removed = remove_root_metadata(&storage, &root).await?;
+            if !exists && removed == 0 {
+                return Err(BranchingError::BranchNotFound {
+                    name: name.to_string(),
+                });
+            }
+            Ok(())
+        })
+        .await
+}

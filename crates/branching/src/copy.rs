@@ -1,0 +1,148 @@
+//! Copying one root's metadata into another root (branch creation and publication).
+//!
+//! What is copied (RFC-116 section 2, "maintained per branch"), on the data side:
+//! `hoodie.properties`, the active timeline's **completed** instants (all their state files),
+//! the archived timeline (LSM files and manifests) as it is, `.index_defs/`, `.schema/` and
+//! `tags/`; on the MDT side: `hoodie.properties`, completed instants and the archived timeline.
+//! Never copied: pending instants (no inherited runnable work), `.aux`, `.temp`, `.heartbeat`,
+//! locks, `branch.json` and `_SUCCESS`. Data files and metadata-table base/log files are shared,
+//! never copied, so the cost follows the number of metadata files, not of data files.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arbor_mdt::MDT_META_DIR;
+use arbor_storage::{Storage, StorageExt};
+use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot, TableConfig, TableLayout};
+
+use crate::error::Result;
+
+/// The tag definitions directory, as every root sees it.
+pub const TAGS_DIR: &str = arbor_cleaner::savepoint::TAGS_DIR;
+
+/// Directories copied whole (as the root sees them).
+const WHOLE_DIRS: [&str; 2] = [".hoodie/.index_defs", ".hoodie/.schema"];
+
+/// What one copy takes.
+#[derive(Debug, Clone)]
+pub(crate) struct CopySpec {
+    /// The source root.
+    pub from: MetaRoot,
+    /// The target root (a working branch or a publication, never main's root).
+    pub to: MetaRoot,
+    /// Keep only instants requested at or before this time (a branch from a tag).
+    pub cut: Option<InstantTime>,
+    /// Keep only savepoints at these times (`None`: every completed savepoint).
+    pub savepoints: Option<BTreeSet<InstantTime>>,
+    /// Keep only these tag names (`None`: every tag definition).
+    pub tags: Option<BTreeSet<String>>,
+    /// Leave the data-side `hoodie.properties` alone (a publication writes it first, to
+    /// reserve its number).
+    pub skip_data_properties: bool,
+}
+
+/// What a copy did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyStats {
+    /// Objects copied.
+    pub objects: usize,
+    /// Instants copied (both sides).
+    pub instants: usize,
+}
+
+/// Copies `spec.from`'s metadata into `spec.to` (see the module doc). Objects are copied with
+/// the storage's `copy` (server-side on object stores).
+pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Result<CopyStats> {
+    let view = spec.from.view(storage.clone());
+    let mut stats = CopyStats::default();
+    let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
+    let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+    if !spec.skip_data_properties {
+        copy_one(
+            storage,
+            spec,
+            &format!("{DEFAULT_META_DIR}/hoodie.properties"),
+        )
+        .await?;
+        stats.objects += 1;
+    }
+    copy_timeline(storage, &view, spec, &layout, &mut stats).await?;
+    for dir in WHOLE_DIRS {
+        for o in view.list_all(dir).await? {
+            copy_one(storage, spec, &o.key).await?;
+            stats.objects += 1;
+        }
+    }
+    for o in view.list_all(TAGS_DIR).await? {
+        let stem = o
+            .key
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.strip_suffix(".json"));
+        let keep = match (&spec.tags, stem) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(set), Some(s)) => set.contains(s),
+        };
+        if keep {
+            copy_one(storage, spec, &o.key).await?;
+            stats.objects += 1;
+        }
+    }
+    let mdt_props = format!("{MDT_META_DIR}/hoodie.properties");
+    if view.exists(&mdt_props).await? {
+        let mdt_config = TableConfig::load(view.as_ref(), MDT_META_DIR).await?;
+        let mdt_layout = TableLayout::from_config(MDT_META_DIR, &mdt_config)?;
+        copy_one(storage, spec, &mdt_props).await?;
+        stats.objects += 1;
+        copy_timeline(storage, &view, spec, &mdt_layout, &mut stats).await?;
+    }
+    Ok(stats)
+}
+
+async fn copy_timeline(
+    storage: &Arc<dyn Storage>,
+    view: &Arc<dyn Storage>,
+    spec: &CopySpec,
+    layout: &TableLayout,
+    stats: &mut CopyStats,
+) -> Result<()> {
+    let tl = ActiveTimeline::load(view.clone(), layout.clone()).await?;
+    for ((time, action), files) in tl.instant_files() {
+        if files.completed.is_none() {
+            continue;
+        }
+        if spec.cut.as_ref().is_some_and(|c| time > c) {
+            continue;
+        }
+        if *action == Action::Savepoint
+            && spec.savepoints.as_ref().is_some_and(|s| !s.contains(time))
+        {
+            continue;
+        }
+        for inst in [&files.requested, &files.inflight, &files.completed]
+            .into_iter()
+            .flatten()
+        {
+            copy_one(storage, spec, &layout.instant_key(inst)?).await?;
+            stats.objects += 1;
+        }
+        stats.instants += 1;
+    }
+    if let Some(history) = &layout.history_dir {
+        for o in view.list_all(history).await? {
+            copy_one(storage, spec, &o.key).await?;
+            stats.objects += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the object the source root sees at `key` to where the target root sees `key`.
+async fn copy_one(storage: &Arc<dyn Storage>, spec: &CopySpec, key: &str) -> Result<()> {
+    storage
+        .copy(&spec.from.real_key(key), &spec.to.real_key(key))
+        .await?;
+    Ok(())
+}

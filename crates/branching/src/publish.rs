@@ -1,0 +1,304 @@
+//! Publication of a working branch to main by strict fast-forward (RFC-116 section 4).
+//!
+//! Under the table lock: expired tags are processed on main and the branch; the conditions are
+//! checked (every logical write main made after the branch's base, active or archived, is in
+//! the branch; completed compaction, clustering and log compaction never block; main's
+//! unexpired tags and savepoints are on the branch; no pending instant could change the
+//! captured state; the fixed table definitions agree); then publication `p<N>` is reserved by
+//! creating its data-side `hoodie.properties` without overwrite, the branch's metadata is
+//! copied into it on both sides, and the data-side `_SUCCESS` is written last. Main changes
+//! only with that last write; a failure before it leaves main as it was and the half-made
+//! `p<N>` only reserves its number (the next publication takes `N + 1`).
+
+use std::collections::BTreeSet;
+
+use arbor_table::Table;
+use arbor_timeline::archive::TimelineHistory;
+use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
+use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::metaroot::{next_publication_id, SUCCESS_FILE};
+use arbor_timeline::{
+    resolve_main, Action, Instant, InstantTime, MetaRoot, State, TableConfig, TableLayout,
+};
+use bytes::Bytes;
+use chrono::Utc;
+
+use crate::branch::{blocking_pending, require_mdt};
+use crate::copy::{copy_root, CopySpec};
+use crate::error::{BranchingError, Result};
+use crate::roots::{branch_identity, remove_root_metadata};
+use crate::tag::{expire_locked, list_tags_at, TagFilter};
+
+/// What [`publish`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishOutcome {
+    /// The publication number (main is now `p<N>`).
+    pub publication: u64,
+    /// The branch's latest completed write that main now ends at.
+    pub head: Option<InstantTime>,
+    /// Instants copied (data and MDT side).
+    pub instants: usize,
+    /// Objects copied.
+    pub objects: usize,
+}
+
+/// Keys `(requested time)` of the logical writes in `history` after `base`: completed
+/// commits, deltacommits and replacecommits that are not compaction, log compaction or
+/// clustering (recognised by their pending action, or by the operation type in their metadata).
+async fn logical_writes_after(
+    history: &TimelineHistory,
+    base: Option<&InstantTime>,
+) -> Result<BTreeSet<InstantTime>> {
+    let mut out = BTreeSet::new();
+    for i in history.completed_writes() {
+        if base.is_some_and(|b| i.requested_time <= *b) {
+            continue;
+        }
+        if !is_table_service(history, &i).await {
+            out.insert(i.requested_time);
+        }
+    }
+    Ok(out)
+}
+
+async fn is_table_service(history: &TimelineHistory, i: &Instant) -> bool {
+    if let Some(files) = history.active().get(&i.requested_time, i.action) {
+        if files.pending_action != files.pending_action.completed_action() {
+            return true;
+        }
+    }
+    let Ok(bytes) = history
+        .read_completed_content(&i.requested_time, i.action)
+        .await
+    else {
+        return false;
+    };
+    let op = match decode_instant(i, &bytes, "", false) {
+        Ok(InstantContent::Commit(m)) => m.operation_type(),
+        Ok(InstantContent::ReplaceCommit(m)) => m.operation_type(),
+        _ => None,
+    };
+    matches!(
+        op,
+        Some(
+            WriteOperationType::Compact
+                | WriteOperationType::LogCompact
+                | WriteOperationType::Cluster
+        )
+    )
+}
+
+/// Publishes working branch `branch` (a handle opened on it) to main. See the module doc.
+/// Errors: [`BranchingError::Divergent`] naming main's writes the branch lacks;
+/// [`BranchingError::Refused`] for the other conditions; nothing is changed on refusal.
+pub async fn publish(branch: &Table) -> Result<PublishOutcome> {
+    let MetaRoot::Branch(name) = branch.root().clone() else {
+        return Err(BranchingError::refused(
+            "publish",
+            format!("{} is not a working branch", branch.root()),
+        ));
+    };
+    branch.with_table_lock(publish_locked(branch, &name)).await
+}
+
+async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
+    let storage = branch.table_storage().clone();
+    let op = format!("publish {name}");
+    let info = branch_identity(&storage, name).await?;
+    let main_root = resolve_main(storage.as_ref()).await?;
+    let main = branch.reopen_at(main_root.clone()).await?;
+    main.rollback_failed_locked().await?;
+    expire_locked(&main).await?;
+    expire_locked(branch).await?;
+
+    let main_view = main.storage().clone();
+    let main_config = TableConfig::load(main_view.as_ref(), DEFAULT_META_DIR).await?;
+    let main_layout = TableLayout::from_config(DEFAULT_META_DIR, &main_config)?;
+    let main_history = TimelineHistory::load(main_view.clone(), main_layout).await?;
+    let branch_view = branch.storage().clone();
+    let branch_config = TableConfig::load(branch_view.as_ref(), DEFAULT_META_DIR).await?;
+    require_mdt(&branch_config, &op)?;
+    let branch_history =
+        TimelineHistory::load(branch_view.clone(), branch.layout().clone()).await?;
+
+    // Fixed definitions agree.
+    if main_config.metadata_partitions() != branch_config.metadata_partitions() {
+        return Err(BranchingError::refused(
+            op,
+            format!(
+                "main's metadata partitions {:?} differ from the branch's {:?}",
+                main_config.metadata_partitions(),
+                branch_config.metadata_partitions()
+            ),
+        ));
+    }
+    // Pending instants: main's live writes would be lost, the branch's could change the state.
+    let main_pending: Vec<String> = main_history
+        .active()
+        .pending()
+        .iter()
+        .filter(|i| i.action.is_write() || matches!(i.action, Action::Clean | Action::Restore))
+        .map(ToString::to_string)
+        .collect();
+    if !main_pending.is_empty() {
+        return Err(BranchingError::refused(
+            op,
+            format!(
+                "main has pending instants {}; wait for them to finish",
+                main_pending.join(", ")
+            ),
+        ));
+    }
+    let head = branch_history
+        .completed_writes()
+        .into_iter()
+        .map(|i| i.requested_time)
+        .max();
+    let mut blocking = blocking_pending(branch_history.active(), head.as_ref());
+    blocking.extend(
+        branch_history
+            .active()
+            .filter(
+                &[
+                    Action::Compaction,
+                    Action::Clustering,
+                    Action::LogCompaction,
+                ],
+                &[State::Requested, State::Inflight],
+            )
+            .iter()
+            .map(ToString::to_string),
+    );
+    if !blocking.is_empty() {
+        return Err(BranchingError::refused(
+            op,
+            format!(
+                "the branch has pending instants that could change the published state: {}",
+                blocking.join(", ")
+            ),
+        ));
+    }
+
+    // Condition 1: every logical write of main after the base is on the branch.
+    let base = info
+        .base_instant
+        .as_deref()
+        .map(InstantTime::parse)
+        .transpose()?;
+    let branch_writes: BTreeSet<InstantTime> = branch_history
+        .completed_writes()
+        .into_iter()
+        .map(|i| i.requested_time)
+        .collect();
+    if let Some(b) = &base {
+        if !branch_writes.contains(b) {
+            return Err(BranchingError::refused(
+                op,
+                format!("the branch no longer has its base instant {b} (restored away)"),
+            ));
+        }
+    }
+    let main_after = logical_writes_after(&main_history, base.as_ref()).await?;
+    let missing: Vec<String> = main_after
+        .iter()
+        .filter(|t| !branch_writes.contains(t))
+        .map(ToString::to_string)
+        .collect();
+    if !missing.is_empty() {
+        let main_writes: BTreeSet<InstantTime> = main_history
+            .completed_writes()
+            .into_iter()
+            .map(|i| i.requested_time)
+            .collect();
+        let branch_only = logical_writes_after(&branch_history, base.as_ref())
+            .await?
+            .into_iter()
+            .filter(|t| !main_writes.contains(t))
+            .map(|t| t.to_string())
+            .collect();
+        return Err(BranchingError::Divergent {
+            branch: name.to_string(),
+            base: base.map_or_else(|| "none".to_string(), |b| b.to_string()),
+            missing_on_branch: missing,
+            branch_only,
+        });
+    }
+
+    // Condition 3: main's unexpired tags and savepoints are on the branch.
+    let branch_savepoints: BTreeSet<InstantTime> = branch_history
+        .active()
+        .filter(&[Action::Savepoint], &[State::Completed])
+        .into_iter()
+        .map(|i| i.requested_time)
+        .collect();
+    let branch_tags = list_tags_at(&branch_view, TagFilter::All).await?;
+    for tag in list_tags_at(&main_view, TagFilter::Unexpired).await? {
+        if !branch_tags
+            .iter()
+            .any(|t| t.name == tag.name && t.instant == tag.instant)
+        {
+            return Err(BranchingError::refused(
+                op,
+                format!(
+                    "main's tag {} (instant {}) is not on the branch; publication would drop it",
+                    tag.name, tag.instant
+                ),
+            ));
+        }
+    }
+    for sp in main_history
+        .active()
+        .filter(&[Action::Savepoint], &[State::Completed])
+    {
+        if !branch_savepoints.contains(&sp.requested_time) {
+            return Err(BranchingError::refused(
+                op,
+                format!(
+                    "main's savepoint {} is not on the branch; publication would drop it",
+                    sp.requested_time
+                ),
+            ));
+        }
+    }
+
+    // Reserve p<N>, copy, then _SUCCESS.
+    let n = next_publication_id(storage.as_ref()).await?;
+    let target = MetaRoot::Publication(n);
+    let props_key = format!("{}/hoodie.properties", target.data_meta_dir());
+    let (props, _) = branch_view
+        .get(&format!("{DEFAULT_META_DIR}/hoodie.properties"))
+        .await?;
+    storage.put_if_absent(&props_key, props).await?;
+    let tags: BTreeSet<String> = branch_tags.iter().map(|t| t.name.clone()).collect();
+    let spec = CopySpec {
+        from: MetaRoot::Branch(name.to_string()),
+        to: target.clone(),
+        cut: None,
+        savepoints: None,
+        tags: Some(tags),
+        skip_data_properties: true,
+    };
+    let stats = copy_root(&storage, &spec).await?;
+    // A tag that expired while copying would be published as if it still held: abort.
+    let now = Utc::now();
+    if let Some(t) = branch_tags.iter().find(|t| t.is_expired(now)) {
+        remove_root_metadata(&storage, &target).await?;
+        return Err(BranchingError::refused(
+            op,
+            format!("tag {} expired during publication; retry", t.name),
+        ));
+    }
+    storage
+        .put_if_absent(
+            &format!("{}/{SUCCESS_FILE}", target.data_meta_dir()),
+            Bytes::new(),
+        )
+        .await?;
+    tracing::info!(branch = name, publication = n, "published");
+    Ok(PublishOutcome {
+        publication: n,
+        head,
+        instants: stats.instants,
+        objects: stats.objects + 2,
+    })
+}

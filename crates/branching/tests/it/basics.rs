@@ -1,0 +1,224 @@
+//! Branch life cycle on one table: create, isolated writes, tags, publication, drop.
+
+use arbor_branching::{
+    create_branch, create_tag, drop_branch, drop_tag, list_branches, list_tags, publish,
+    tag_reader, BranchSource, BranchingError, TagFilter,
+};
+use arbor_table::WriteOperation;
+use arbor_timeline::config::TableType;
+use arbor_timeline::{resolve_main, MetaRoot};
+
+use crate::support::{create, rows, rows_of, Model};
+
+#[tokio::test]
+async fn test_branch_writes_leave_main_unchanged_then_publish_fast_forwards_main() {
+    for tt in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(tt, true).await;
+        let mut main_model = Model::default();
+        let r1 = rows(0..20, 1, "a");
+        let c1 = t.write(WriteOperation::Upsert, &r1).await;
+        main_model.upsert(&r1);
+        let info = create_branch(&t.table, "audit", BranchSource::MainHead)
+            .await
+            .unwrap();
+        assert_eq!(info.base_instant.as_deref(), Some(c1.as_str()));
+        let b = t.branch("audit").await;
+        let mut branch_model = main_model.clone();
+        let r2 = rows(10..30, 2, "b");
+        t.write_on(&b, WriteOperation::Upsert, &r2).await;
+        branch_model.upsert(&r2);
+        let d = rows(0..3, 3, "");
+        t.write_on(&b, WriteOperation::Delete, &d).await;
+        branch_model.delete(&d);
+        // Main is exactly as before, for arbor and for hudi-rs.
+        assert_eq!(t.read(None).await, main_model.sorted(), "{tt:?}");
+        t.assert_peer_agrees("main after branch writes").await;
+        t.assert_valid("main after branch writes").await;
+        assert_eq!(
+            t.read_branch(Some("audit"), None).await,
+            branch_model.sorted()
+        );
+        t.assert_branch_valid("audit", "branch").await;
+        let status = list_branches(&t.storage).await.unwrap();
+        assert_eq!(status.len(), 1);
+        assert_eq!(status[0].info.name, "audit");
+
+        let out = publish(&b).await.unwrap();
+        assert_eq!(out.publication, 1);
+        assert_eq!(
+            resolve_main(t.storage.as_ref()).await.unwrap(),
+            MetaRoot::Publication(1)
+        );
+        assert_eq!(t.read(None).await, branch_model.sorted(), "{tt:?}");
+        t.assert_valid("main after publication").await;
+        // A stale main handle cannot write into the replaced metadata.
+        let err = t
+            .table
+            .write(
+                WriteOperation::Upsert,
+                vec![crate::support::batch(&rows(50..51, 9, "x"))],
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("main moved"), "{err}");
+        // Main keeps working after publication, and the branch can publish again only while it
+        // has main's writes.
+        let main = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+        let r3 = rows(40..45, 4, "m");
+        t.write_on(&main, WriteOperation::Upsert, &r3).await;
+        branch_model.upsert(&r3);
+        assert_eq!(t.read(None).await, branch_model.sorted());
+        let err = publish(&b).await.unwrap_err();
+        assert!(matches!(err, BranchingError::Divergent { .. }), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn test_divergent_branch_rejected_naming_mains_missing_instant() {
+    // The proposal's review case: main c1 -> c3, branch c1 -> c2 -> c5.
+    let t = create(TableType::CopyOnWrite, true).await;
+    let _c1 = t.write(WriteOperation::Upsert, &rows(0..5, 1, "a")).await;
+    create_branch(&t.table, "b1", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let b = t.branch("b1").await;
+    let c2 = t
+        .write_on(&b, WriteOperation::Upsert, &rows(5..6, 2, "b"))
+        .await;
+    let c3 = t.write(WriteOperation::Upsert, &rows(6..7, 3, "m")).await;
+    let c5 = t
+        .write_on(&b, WriteOperation::Upsert, &rows(7..8, 5, "b"))
+        .await;
+    let before = t.read(None).await;
+    match publish(&b).await.unwrap_err() {
+        BranchingError::Divergent {
+            missing_on_branch,
+            branch_only,
+            ..
+        } => {
+            assert_eq!(missing_on_branch, vec![c3.to_string()]);
+            assert_eq!(branch_only, vec![c2.to_string(), c5.to_string()]);
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(t.read(None).await, before);
+    assert_eq!(
+        resolve_main(t.storage.as_ref()).await.unwrap(),
+        MetaRoot::Root
+    );
+}
+
+#[tokio::test]
+async fn test_tags_read_as_of_instant_and_branch_from_tag_excludes_later_writes() {
+    let t = create(TableType::MergeOnRead, true).await;
+    let r1 = rows(0..10, 1, "a");
+    let c1 = t.write(WriteOperation::Upsert, &r1).await;
+    let mut at_c1 = Model::default();
+    at_c1.upsert(&r1);
+    let tag = create_tag(&t.table, "v1", None, None).await.unwrap();
+    assert_eq!(tag.instant, c1.as_str());
+    // Duplicate name and a second tag on the same instant are refused.
+    assert!(create_tag(&t.table, "v1", None, None).await.is_err());
+    assert!(create_tag(&t.table, "v1b", Some(&c1), None).await.is_err());
+    t.write(WriteOperation::Upsert, &rows(5..15, 2, "b")).await;
+    let (reader, instant) = tag_reader(t.storage.clone(), None, "v1").await.unwrap();
+    assert_eq!(instant, c1);
+    assert_eq!(
+        rows_of(&reader.snapshot(Some(&instant)).await.unwrap()),
+        at_c1.sorted()
+    );
+    // The savepoint cannot be deleted while the tag names it.
+    assert!(arbor_cleaner::delete_savepoint(&t.table, &c1)
+        .await
+        .is_err());
+
+    create_branch(&t.table, "fix", BranchSource::Tag("v1"))
+        .await
+        .unwrap();
+    assert_eq!(t.read_branch(Some("fix"), None).await, at_c1.sorted());
+    let tags = list_tags(&t.storage, Some("fix"), TagFilter::All)
+        .await
+        .unwrap();
+    assert_eq!(tags.len(), 1);
+    t.assert_branch_valid("fix", "branch from tag").await;
+
+    // An expiry in the past is refused; an expired tag serves no reads, is not listed, keeps
+    // its name and instant reserved, and `expire_tags` removes it with its savepoints.
+    let past = chrono::Utc::now() - chrono::Duration::seconds(1);
+    let c2 = t.write(WriteOperation::Upsert, &rows(0..1, 3, "c")).await;
+    create_tag(&t.table, "old", Some(&c2), Some(past))
+        .await
+        .unwrap_err();
+    let soon = chrono::Utc::now() + chrono::Duration::days(1);
+    create_tag(&t.table, "old", Some(&c2), Some(soon))
+        .await
+        .unwrap();
+    assert!(tag_reader(t.storage.clone(), None, "old").await.is_ok());
+    // Let the day pass: rewrite the definition with an expiry in the past.
+    let key = ".hoodie/tags/old.json";
+    let (bytes, _) = arbor_storage::StorageExt::get_opt(t.storage.as_ref(), key)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    doc["expiresAt"] = serde_json::json!(past.to_rfc3339());
+    t.storage
+        .put(key, serde_json::to_vec(&doc).unwrap().into())
+        .await
+        .unwrap();
+    assert!(tag_reader(t.storage.clone(), None, "old").await.is_err());
+    let shown = list_tags(&t.storage, None, TagFilter::Unexpired)
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        vec!["v1"]
+    );
+    assert!(arbor_cleaner::delete_savepoint(&t.table, &c2)
+        .await
+        .is_err());
+    assert_eq!(
+        arbor_branching::expire_tags(&t.table).await.unwrap(),
+        vec!["old"]
+    );
+    let sps = arbor_cleaner::list_savepoints(&t.storage, t.table.layout())
+        .await
+        .unwrap();
+    assert_eq!(
+        sps.iter().map(|s| s.instant.clone()).collect::<Vec<_>>(),
+        vec![c1.clone()]
+    );
+    drop_tag(&t.table, "v1", false, false).await.unwrap();
+    assert!(tag_reader(t.storage.clone(), None, "v1").await.is_err());
+    assert!(!drop_tag(&t.table, "v1", false, true).await.unwrap());
+}
+
+#[tokio::test]
+async fn test_drop_branch_refuses_main_and_unknown_names_and_frees_the_name() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    t.write(WriteOperation::Upsert, &rows(0..5, 1, "a")).await;
+    for bad in ["../x", "main", "publications", ".hidden"] {
+        assert!(
+            create_branch(&t.table, bad, BranchSource::MainHead)
+                .await
+                .is_err(),
+            "{bad}"
+        );
+    }
+    let first = create_branch(&t.table, "tmp", BranchSource::MainHead)
+        .await
+        .unwrap();
+    assert!(create_branch(&t.table, "tmp", BranchSource::MainHead)
+        .await
+        .is_err());
+    drop_branch(&t.table, "tmp").await.unwrap();
+    assert!(matches!(
+        drop_branch(&t.table, "tmp").await.unwrap_err(),
+        BranchingError::BranchNotFound { .. }
+    ));
+    assert!(list_branches(&t.storage).await.unwrap().is_empty());
+    let second = create_branch(&t.table, "tmp", BranchSource::MainHead)
+        .await
+        .unwrap();
+    assert_ne!(first.branch_id, second.branch_id);
+}

@@ -1,0 +1,10 @@
+//! Integration tests of arbor-branching.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod basics;
+mod support;

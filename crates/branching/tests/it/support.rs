@@ -1,0 +1,293 @@
+#![allow(dead_code)] // shared by several test modules; not every module uses every helper
+//! Test support shared by the branching tests (as the cleaner's): a small table (`id` key, `region` partition,
+//! `ts` ordering, `name`) on local storage, rows, canonical reads, and the peer check.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
+use arbor_table::read::TableReader;
+use arbor_table::{CreateOptions, Table, WriteOperation};
+use arbor_timeline::config::{RecordMergeMode, TableType};
+use arbor_timeline::InstantTime;
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+
+/// `(id, region, ts, name)`.
+pub type Row = (String, String, i64, String);
+
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("region", DataType::Utf8, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+    ]))
+}
+
+pub fn batch(rows: &[Row]) -> RecordBatch {
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.0.clone()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.1.clone()),
+            )),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.3.clone()),
+            )),
+        ],
+    )
+    .unwrap()
+}
+
+/// Rows `k<i>` for `ids`, region `us` for even ids and `eu` for odd, all with `ts` and name
+/// `<tag><i>`.
+pub fn rows(ids: std::ops::Range<u32>, ts: i64, tag: &str) -> Vec<Row> {
+    ids.map(|i| {
+        let region = if i % 2 == 0 { "us" } else { "eu" };
+        (
+            format!("k{i:04}"),
+            region.to_string(),
+            ts,
+            format!("{tag}{i}"),
+        )
+    })
+    .collect()
+}
+
+/// A table in a temporary directory.
+pub struct TestTable {
+    pub _tmp: tempfile::TempDir,
+    pub base: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    pub table: Table,
+}
+
+pub async fn create(table_type: TableType, metadata_table: bool) -> TestTable {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("t");
+    std::fs::create_dir_all(&base).unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(&base).unwrap());
+    let table = Table::create(
+        storage.clone(),
+        CreateOptions {
+            name: "t".into(),
+            table_type,
+            record_key_fields: vec!["id".into()],
+            partition_fields: vec!["region".into()],
+            hive_style_partitioning: true,
+            ordering_field: Some("ts".into()),
+            merge_mode: Some(RecordMergeMode::EventTimeOrdering),
+            schema: schema(),
+            metadata_table,
+        },
+    )
+    .await
+    .unwrap();
+    TestTable {
+        _tmp: tmp,
+        base,
+        storage,
+        table,
+    }
+}
+
+impl TestTable {
+    /// Writes and returns the instant.
+    pub async fn write(&self, op: WriteOperation, rows: &[Row]) -> InstantTime {
+        self.table
+            .write(op, vec![batch(rows)])
+            .await
+            .unwrap()
+            .instant
+    }
+
+    /// The rows of main's snapshot as of `as_of` (latest when `None`), sorted.
+    pub async fn read(&self, as_of: Option<&InstantTime>) -> Vec<Row> {
+        let reader = TableReader::open(self.storage.clone()).await.unwrap();
+        rows_of(&reader.snapshot(as_of).await.unwrap())
+    }
+
+    /// The rows of `branch` (main for `None`) as of `as_of`, sorted.
+    pub async fn read_branch(&self, branch: Option<&str>, as_of: Option<&InstantTime>) -> Vec<Row> {
+        let reader = arbor_branching::open_reader(self.storage.clone(), branch)
+            .await
+            .unwrap();
+        rows_of(&reader.snapshot(as_of).await.unwrap())
+    }
+
+    /// A write handle of working branch `name`.
+    pub async fn branch(&self, name: &str) -> Table {
+        arbor_branching::open_branch(self.storage.clone(), name)
+            .await
+            .unwrap()
+    }
+
+    /// Writes on `table` (any root) and returns the instant.
+    pub async fn write_on(&self, table: &Table, op: WriteOperation, rows: &[Row]) -> InstantTime {
+        table.write(op, vec![batch(rows)]).await.unwrap().instant
+    }
+
+    /// Asserts the metadata table of `branch` agrees with storage.
+    pub async fn assert_branch_valid(&self, branch: &str, step: &str) {
+        let view = arbor_timeline::MetaRoot::Branch(branch.to_string()).view(self.storage.clone());
+        let report = arbor_mdt::validate::validate_table(view).await.unwrap();
+        assert!(
+            report.discrepancies.is_empty(),
+            "{step}: {:?}",
+            report.discrepancies
+        );
+    }
+
+    /// Every key in storage (sorted), except locks and heartbeats.
+    pub async fn listing(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .storage
+            .list_all("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.key)
+            .filter(|k| !k.starts_with(".hoodie/.locks") && !k.starts_with(".hoodie/.heartbeat"))
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Data files (parquet and log files) in storage.
+    pub async fn data_files(&self) -> Vec<String> {
+        self.listing()
+            .await
+            .into_iter()
+            .filter(|k| !k.starts_with(".hoodie"))
+            .filter(|k| k.ends_with(".parquet") || k.contains(".log."))
+            .collect()
+    }
+
+    /// Asserts the metadata table agrees with storage.
+    pub async fn assert_valid(&self, step: &str) {
+        let main = arbor_timeline::resolve_main(self.storage.as_ref())
+            .await
+            .unwrap();
+        let report = arbor_mdt::validate::validate_table(main.view(self.storage.clone()))
+            .await
+            .unwrap();
+        assert!(
+            report.discrepancies.is_empty(),
+            "{step}: {:?}",
+            report.discrepancies
+        );
+    }
+
+    /// hudi-rs reads the latest snapshot with the same rows as arbor (`row_count` and
+    /// `data_sha256` through `scripts/peer_digest.py`; skipped visibly without the peer
+    /// outside CI).
+    pub async fn assert_peer_agrees(&self, step: &str) {
+        let Some(python) = arbor_testkit::peer_python_or_skip("cleaner peer check") else {
+            return;
+        };
+        let reader = TableReader::open(self.storage.clone()).await.unwrap();
+        let ours = reader.snapshot(None).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let arrow = dir.path().join("ours.arrow");
+        arbor_testkit::write_arrow_ipc(&arrow, reader.schema(), &ours);
+        let requests = format!(
+            "{}\n{}\n",
+            serde_json::json!({"id": "p", "table": self.base.to_string_lossy()}),
+            serde_json::json!({"id": "a", "arrow": arrow.to_string_lossy()})
+        );
+        let req = dir.path().join("requests.jsonl");
+        std::fs::write(&req, requests).unwrap();
+        let out = std::process::Command::new(python)
+            .arg(arbor_testkit::repo_root().join("scripts/peer_digest.py"))
+            .arg("--batch")
+            .arg(&req)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let docs: BTreeMap<String, serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["id"].as_str().unwrap().to_string(), v)
+            })
+            .collect();
+        let (peer, ours) = (&docs["p"], &docs["a"]);
+        assert!(
+            peer.get("error").is_none(),
+            "{step}: hudi-rs failed: {peer}"
+        );
+        assert_eq!(
+            (&peer["row_count"], &peer["data_sha256"]),
+            (&ours["row_count"], &ours["data_sha256"]),
+            "{step}: hudi-rs and arbor differ"
+        );
+    }
+}
+
+/// The data rows of batches, sorted by id.
+pub fn rows_of(batches: &[RecordBatch]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for b in batches {
+        let s = |n: &str| b.column_by_name(n).unwrap().as_string::<i32>().clone();
+        let (id, region, name) = (s("id"), s("region"), s("name"));
+        let ts = b
+            .column_by_name("ts")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .clone();
+        for i in 0..b.num_rows() {
+            out.push((
+                id.value(i).to_string(),
+                region.value(i).to_string(),
+                ts.value(i),
+                if name.is_null(i) {
+                    String::new()
+                } else {
+                    name.value(i).to_string()
+                },
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// An in-memory model: id -> row, event-time ordering.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub rows: BTreeMap<String, Row>,
+}
+
+impl Model {
+    pub fn upsert(&mut self, rows: &[Row]) {
+        for r in rows {
+            match self.rows.get(&r.0) {
+                Some(old) if old.2 > r.2 => {}
+                _ => {
+                    self.rows.insert(r.0.clone(), r.clone());
+                }
+            }
+        }
+    }
+
+    pub fn delete(&mut self, rows: &[Row]) {
+        for r in rows {
+            self.rows.remove(&r.0);
+        }
+    }
+
+    pub fn sorted(&self) -> Vec<Row> {
+        self.rows.values().cloned().collect()
+    }
+}
