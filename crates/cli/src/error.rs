@@ -15,6 +15,9 @@ pub enum CliError {
     /// A table failure (create, open, write, read).
     #[error(transparent)]
     Table(#[from] arbor_table::TableError),
+    /// A branch, tag or publication failure (names the branch or tag).
+    #[error(transparent)]
+    Branching(#[from] arbor_branching::BranchingError),
     /// An input file cannot be read or does not fit the table.
     #[error("{path}: {reason}")]
     Input {

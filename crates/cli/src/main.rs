@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::archive::ArchiveArgs;
+use crate::commands::branch::BranchArgs;
 use crate::commands::clean::CleanArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
@@ -23,6 +24,7 @@ use crate::commands::mdt::MdtArgs;
 use crate::commands::read::ReadArgs;
 use crate::commands::restore::RestoreArgs;
 use crate::commands::savepoint::SavepointArgs;
+use crate::commands::tag::TagArgs;
 use crate::commands::timeline::TimelineArgs;
 use crate::commands::validate::ValidateArgs;
 use crate::commands::write::WriteArgs;
@@ -61,7 +63,8 @@ enum Command {
     Files(FilesArgs),
     /// List the instants of a table's timeline.
     Timeline(TimelineArgs),
-    /// Create a table in a fresh directory, write, upsert, delete and read it, step by step.
+    /// Create a table in a fresh directory, write, upsert, delete and read it, then write on a
+    /// branch, publish it and read a tag, step by step.
     Demo(DemoArgs),
     /// Manage the metadata table (`arbor mdt init <table>`).
     Mdt(MdtArgs),
@@ -78,6 +81,11 @@ enum Command {
     /// Restore the table to a savepoint: every later write is rolled back
     /// (`arbor restore <table> --to T`).
     Restore(RestoreArgs),
+    /// Create, list, drop and publish working branches
+    /// (`arbor branch create <table> <name> [--from-tag T]`).
+    Branch(BranchArgs),
+    /// Create, list, drop and expire tags (`arbor tag create <table> <name> [--expires-in 7d]`).
+    Tag(TagArgs),
 }
 
 fn main() -> ExitCode {
@@ -116,6 +124,8 @@ fn main() -> ExitCode {
             Command::Clean(args) => commands::clean::run(args, &options).await,
             Command::Archive(args) => commands::archive::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
+            Command::Branch(args) => commands::branch::run(args, &options).await,
+            Command::Tag(args) => commands::tag::run(args, &options).await,
         }
     });
     match result {

@@ -1,14 +1,14 @@
-//! `arbor archive <table> [--json]`: move old completed instants to the archived timeline.
+//! `arbor archive <table> [--branch B] [--json]`: move a branch's old completed instants to its
+//! archived timeline.
 
 use std::collections::BTreeSet;
 
 use arbor_storage::StorageOptions;
-use arbor_table::Table;
 use arbor_timeline::summary::{list_instants, InstantSummary, ListScope};
 use clap::Args;
 
+use crate::commands::branch::{label, open_table_on};
 use crate::commands::clean::from_cleaner;
-use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 
@@ -17,6 +17,9 @@ use crate::output::{print_json, print_table, print_text};
 pub struct ArchiveArgs {
     /// The table's base path or URL.
     pub table: String,
+    /// The branch whose timeline to archive (main, or a working branch).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -35,10 +38,9 @@ fn active(instants: &[InstantSummary]) -> BTreeSet<(String, String)> {
 /// archiver keeps pending instants, savepoints, uncleaned replacecommits and what the metadata
 /// table still needs) and prints the instants archived.
 pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
-    let storage = open_table_storage(&args.table, options)?;
-    let table = Table::open(storage.clone())
-        .await
-        .map_err(|e| CliError::at(&args.table, e))?;
+    let table = open_table_on(&args.table, options, &args.branch).await?;
+    // The branch's view: its own timeline, and main's as publications moved it.
+    let storage = table.storage().clone();
     let archived: Vec<InstantSummary> = table
         .with_table_lock(async {
             let before = list_instants(storage.clone(), ListScope::All).await?;
@@ -67,7 +69,10 @@ pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
         }));
     }
     if archived.is_empty() {
-        return print_text(&format!("{}: nothing to archive", args.table));
+        return print_text(&format!(
+            "{}: nothing to archive",
+            label(&args.table, &args.branch)
+        ));
     }
     print_table(
         &["INSTANT", "COMPLETED", "ACTION"],
@@ -84,7 +89,7 @@ pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
     )?;
     print_text(&format!(
         "{}: archived {} instant(s)",
-        args.table,
+        label(&args.table, &args.branch),
         archived.len()
     ))
 }

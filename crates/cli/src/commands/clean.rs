@@ -1,13 +1,15 @@
-//! `arbor clean <table> [--policy commits|versions|hours] [--retain N] [--dry-run]
-//! [--no-archive] [--json]`.
+//! `arbor clean <table> [--branch B] [--policy commits|versions|hours] [--retain N]
+//! [--dry-run] [--no-archive] [--json]`.
+//!
+//! Every clean goes through `arbor_branching::clean`: data files are shared by branches, so a
+//! file another branch (or its tags, pending services or retention window) needs is kept.
 
-use arbor_cleaner::{clean, CleanOptions, CleanOutcome, CleanPolicy, CleanerError};
+use arbor_cleaner::{CleanOptions, CleanOutcome, CleanPolicy, CleanerError};
 use arbor_fsview::slice::join;
 use arbor_storage::StorageOptions;
-use arbor_table::Table;
 use clap::Args;
 
-use crate::commands::open_table_storage;
+use crate::commands::branch::{branching_error, label, open_table_on};
 use crate::commands::write::Progress;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_text};
@@ -32,10 +34,14 @@ pub fn cleaner_error(location: &str, e: CleanerError) -> CliError {
 #[command(after_help = "Examples:\n  \
     arbor clean ./trips --dry-run                       # what KEEP_LATEST_COMMITS 10 would delete\n  \
     arbor clean ./trips --policy versions --retain 1    # keep one slice per file group\n  \
-    arbor clean ./trips --policy hours --retain 48")]
+    arbor clean ./trips --policy hours --retain 48\n  \
+    arbor clean ./trips --branch audit                 # files other branches need are kept")]
 pub struct CleanArgs {
     /// The table's base path or URL.
     pub table: String,
+    /// The branch to clean (main, or a working branch). Files any other branch needs are kept.
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// What to keep: `commits` (every snapshot of the N latest writes), `versions` (the N
     /// latest slices of every file group) or `hours` (every snapshot of the last N hours).
     /// Savepointed snapshots and files of pending instants are always kept.
@@ -95,18 +101,15 @@ fn planned_files(outcome: &CleanOutcome) -> Vec<String> {
 /// Runs the command.
 pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
     let policy = policy(&args).map_err(|e| CliError::at(&args.table, e))?;
-    let storage = open_table_storage(&args.table, options)?;
-    let table = Table::open(storage)
-        .await
-        .map_err(|e| CliError::at(&args.table, e))?;
+    let table = open_table_on(&args.table, options, &args.branch).await?;
     let progress = Progress::start(if args.dry_run {
         "planning the clean"
     } else {
         "cleaning"
     });
-    let outcome = clean(
+    let outcome = arbor_branching::clean(
         &table,
-        &CleanOptions {
+        CleanOptions {
             policy,
             dry_run: args.dry_run,
             archive: !args.no_archive,
@@ -114,12 +117,13 @@ pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
         },
     )
     .await
-    .map_err(|e| cleaner_error(&args.table, e))?;
+    .map_err(|e| branching_error(&args.table, e))?;
     progress.finish();
     let files = planned_files(&outcome);
     if args.json {
         return print_json(&serde_json::json!({
             "table": args.table,
+            "branch": args.branch,
             "policy": policy.hudi_name(),
             "retain": match policy {
                 CleanPolicy::KeepLatestCommits(n) | CleanPolicy::KeepLatestFileVersions(n) => n as u64,
@@ -135,7 +139,7 @@ pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
             "archived": outcome.archived,
         }));
     }
-    let table = &args.table;
+    let table = &label(&args.table, &args.branch);
     for t in &outcome.finished_pending {
         print_text(&format!("{table}: finished pending clean {t}"))?;
     }

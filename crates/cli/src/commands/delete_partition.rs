@@ -1,10 +1,9 @@
-//! `arbor delete-partition <table> <partition>...`.
+//! `arbor delete-partition <table> <partition>... [--branch B]`.
 
 use arbor_storage::StorageOptions;
-use arbor_table::Table;
 use clap::Args;
 
-use crate::commands::open_table_storage;
+use crate::commands::branch::open_table_on;
 use crate::commands::write::{CommitReport, Progress};
 use crate::error::{CliError, CliResult};
 
@@ -17,6 +16,9 @@ pub struct DeletePartitionArgs {
     /// hive-style table). All go in one replacecommit.
     #[arg(required = true, value_name = "PARTITION")]
     pub partitions: Vec<String>,
+    /// The branch to delete them on (main, or an existing working branch).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -24,10 +26,7 @@ pub struct DeletePartitionArgs {
 
 /// Runs the command.
 pub async fn run(args: DeletePartitionArgs, options: &StorageOptions) -> CliResult<()> {
-    let storage = open_table_storage(&args.table, options)?;
-    let table = Table::open(storage)
-        .await
-        .map_err(|e| CliError::at(&args.table, e))?;
+    let table = open_table_on(&args.table, options, &args.branch).await?;
     // A partition that is not there would make an empty replacecommit: refuse it instead.
     let reader = table
         .reader()
@@ -53,5 +52,7 @@ pub async fn run(args: DeletePartitionArgs, options: &StorageOptions) -> CliResu
         .await
         .map_err(|e| CliError::at(&args.table, e))?;
     progress.finish();
-    CommitReport::new(&args.table, false, None, &result).print(args.json)
+    CommitReport::new(&args.table, false, None, &result)
+        .on_branch(&args.branch)
+        .print(args.json)
 }

@@ -1,15 +1,18 @@
 //! `arbor demo [<dir>] [--type cow|mor]`: creates a table of taxi trips in `<dir>/trips`, then
 //! inserts, upserts, deletes, reads (latest, time travel, incremental) and lists files and the
-//! timeline, printing each step as the `arbor` command that does it.
+//! timeline; then writes on a branch, validates and publishes it, tags main and reads the tag,
+//! printing each step as the `arbor` command that does it.
 
 use std::path::{Path, PathBuf};
 
 use arbor_storage::StorageOptions;
 use clap::Args;
 
+use crate::commands::branch::{self, BranchArgs, BranchCommand, MAIN};
 use crate::commands::create::{TableSpec, TypeArg};
-use crate::commands::files::{print_slices, slices};
+use crate::commands::files::{print_slices, slices, SliceSelection};
 use crate::commands::read::{self, ReadArgs, ReadFormat};
+use crate::commands::tag::{self, TagArgs, TagCommand};
 use crate::commands::timeline::{self, TimelineArgs};
 use crate::commands::write::{self, CommitReport, OpArg, WriteArgs};
 use crate::error::{CliError, CliResult};
@@ -52,6 +55,15 @@ trip-03,san_francisco
 trip-07,chennai
 ";
 
+const AUDIT_JSONL: &str = r#"{"uuid":"trip-02","city":"san_francisco","rider":"rider-C","driver":"driver-M","fare":29.95,"ts":1695091600000}
+{"uuid":"trip-09","city":"chennai","rider":"rider-N","driver":"driver-V","fare":22.40,"ts":1695300000000}
+"#;
+
+const LATE_CSV: &str = "\
+uuid,city,rider,driver,fare,ts
+trip-04,sao_paulo,rider-F,driver-P,36.00,1695516200000
+";
+
 fn io_err(path: &Path, what: &str, e: std::io::Error) -> CliError {
     CliError::Usage(format!("{}: cannot {what}: {e}", path.display()))
 }
@@ -90,6 +102,8 @@ fn step(n: u32, title: &str, command: &str) -> CliResult<()> {
 fn read_args(table: &str) -> ReadArgs {
     ReadArgs {
         table: table.to_string(),
+        branch: MAIN.to_string(),
+        tag: None,
         as_of: None,
         incremental: None,
         read_optimized: false,
@@ -109,9 +123,21 @@ async fn write_step(
     spec: TableSpec,
     options: &StorageOptions,
 ) -> CliResult<CommitReport> {
+    write_on(table, MAIN, input, op, spec, options).await
+}
+
+async fn write_on(
+    table: &str,
+    branch: &str,
+    input: &Path,
+    op: OpArg,
+    spec: TableSpec,
+    options: &StorageOptions,
+) -> CliResult<CommitReport> {
     let args = WriteArgs {
         table: table.to_string(),
         input: input.to_path_buf(),
+        branch: branch.to_string(),
         op,
         spec,
         json: false,
@@ -128,10 +154,14 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
     let trips = inputs.join("trips.csv");
     let updates = inputs.join("updates.jsonl");
     let deletes = inputs.join("deletes.csv");
+    let audit = inputs.join("audit.jsonl");
+    let late = inputs.join("late.csv");
     for (path, text) in [
         (&trips, TRIPS_CSV),
         (&updates, UPDATES_JSONL),
         (&deletes, DELETES_CSV),
+        (&audit, AUDIT_JSONL),
+        (&late, LATE_CSV),
     ] {
         std::fs::write(path, text).map_err(|e| io_err(path, "write it", e))?;
     }
@@ -141,7 +171,8 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
     };
     print_text(&format!(
         "arbor demo: a {} Hudi table (version 8) of taxi trips in {table}\n\
-         inputs: {} (7 trips), {} (2 fare corrections, 1 new trip), {} (2 trips to delete)",
+         inputs: {} (7 trips), {} (2 fare corrections, 1 new trip), {} (2 trips to delete),\n\
+         {} (1 fare correction, 1 new trip, written on a branch), {} (1 late fare change)",
         if kind == "cow" {
             "copy-on-write"
         } else {
@@ -149,7 +180,9 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
         },
         trips.display(),
         updates.display(),
-        deletes.display()
+        deletes.display(),
+        audit.display(),
+        late.display()
     ))?;
 
     step(
@@ -238,12 +271,17 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
     .await?;
 
     step(9, "the files a snapshot reads", &format!("files {table}"))?;
-    print_slices(&slices(&table, None, options).await?, false)?;
+    print_slices(
+        &slices(&table, SliceSelection::main_latest(), options).await?,
+        false,
+    )?;
 
     step(10, "the timeline", &format!("timeline {table}"))?;
     timeline::run(
         TimelineArgs {
             table: table.clone(),
+            branch: MAIN.to_string(),
+            tag: None,
             all: false,
             json: false,
         },
@@ -259,19 +297,165 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
     super::validate::run(
         super::validate::ValidateArgs {
             table: table.clone(),
+            branch: MAIN.to_string(),
             json: false,
         },
         options,
     )
     .await?;
 
+    branch_steps(&table, &audit, &late, options).await?;
+
     print_text(&format!(
         "\nDone. The table is in {table}; try:\n  \
          arbor read {table} --format jsonl\n  \
          arbor read {table} --meta --limit 3\n  \
          arbor files {table} --json\n  \
+         arbor branch list {table}\n  \
+         arbor tag list {table}\n  \
          arbor delete-partition {table} chennai"
     ))
+}
+
+/// Steps 12 to 21: write on a branch while main stays as it was, validate and publish the
+/// branch, tag main, change main again and read the tag.
+async fn branch_steps(
+    table: &str,
+    audit: &Path,
+    late: &Path,
+    options: &StorageOptions,
+) -> CliResult<()> {
+    const BRANCH: &str = "audit";
+    const TAG: &str = "v1";
+    step(
+        12,
+        "create branch audit from main's latest write (metadata is copied, data files are shared)",
+        &format!("branch create {table} {BRANCH}"),
+    )?;
+    branch::run(
+        BranchArgs {
+            command: BranchCommand::Create {
+                table: table.to_string(),
+                name: BRANCH.to_string(),
+                from_tag: None,
+                json: false,
+            },
+        },
+        options,
+    )
+    .await?;
+
+    step(
+        13,
+        "write on the branch: a fare correction and a new trip",
+        &format!("write {table} {} --branch {BRANCH}", audit.display()),
+    )?;
+    write_on(
+        table,
+        BRANCH,
+        audit,
+        OpArg::Upsert,
+        TableSpec::default(),
+        options,
+    )
+    .await?;
+
+    step(14, "main is unchanged", &format!("read {table}"))?;
+    read::run(read_args(table), options).await?;
+
+    step(
+        15,
+        "the branch has the changes",
+        &format!("read {table} --branch {BRANCH}"),
+    )?;
+    read::run(
+        ReadArgs {
+            branch: BRANCH.to_string(),
+            ..read_args(table)
+        },
+        options,
+    )
+    .await?;
+
+    step(
+        16,
+        "validate the branch before publishing it",
+        &format!("validate {table} --branch {BRANCH}"),
+    )?;
+    super::validate::run(
+        super::validate::ValidateArgs {
+            table: table.to_string(),
+            branch: BRANCH.to_string(),
+            json: false,
+        },
+        options,
+    )
+    .await?;
+
+    step(
+        17,
+        "publish the branch: main fast-forwards to it",
+        &format!("branch publish {table} {BRANCH}"),
+    )?;
+    branch::run(
+        BranchArgs {
+            command: BranchCommand::Publish {
+                table: table.to_string(),
+                name: BRANCH.to_string(),
+                json: false,
+            },
+        },
+        options,
+    )
+    .await?;
+
+    step(
+        18,
+        "main now has the branch's rows",
+        &format!("read {table}"),
+    )?;
+    read::run(read_args(table), options).await?;
+
+    step(
+        19,
+        "tag main's latest write as v1 (a savepoint keeps its files)",
+        &format!("tag create {table} {TAG}"),
+    )?;
+    tag::run(
+        TagArgs {
+            command: TagCommand::Create {
+                table: table.to_string(),
+                name: TAG.to_string(),
+                branch: MAIN.to_string(),
+                instant: None,
+                expires_in: None,
+                json: false,
+            },
+        },
+        options,
+    )
+    .await?;
+
+    step(
+        20,
+        "one more change on main: a late fare change",
+        &format!("write {table} {}", late.display()),
+    )?;
+    write_step(table, late, OpArg::Upsert, TableSpec::default(), options).await?;
+
+    step(
+        21,
+        "read as of tag v1: the state before that change",
+        &format!("read {table} --tag {TAG}"),
+    )?;
+    read::run(
+        ReadArgs {
+            tag: Some(TAG.to_string()),
+            ..read_args(table)
+        },
+        options,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
-//! `arbor files <table> [--as-of T] [--json]`: the latest file slice of every file group.
+//! `arbor files <table> [--branch B] [--as-of T | --tag NAME] [--json]`: the latest file slice
+//! of every file group.
 
+use arbor_branching::tag_reader;
 use arbor_fsview::FileSlice;
 use arbor_storage::StorageOptions;
-use arbor_table::read::TableReader;
 use clap::Args;
 use serde::Serialize;
 
+use crate::commands::branch::{branching_error, open_reader_at, selected};
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
@@ -15,9 +17,15 @@ use crate::output::{print_json, print_table, print_text};
 pub struct FilesArgs {
     /// The table's base path or URL.
     pub table: String,
+    /// The branch whose file slices to list (a working branch, or main).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// The file slices as of this instant (requested time) instead of the latest.
     #[arg(long, value_name = "INSTANT")]
     pub as_of: Option<String>,
+    /// The file slices as of this tag of the branch.
+    #[arg(long, value_name = "NAME", conflicts_with = "as_of")]
+    pub tag: Option<String>,
     /// Show the base and log file names (default: their sizes and counts only).
     #[arg(long, short = 'l')]
     pub long: bool,
@@ -92,19 +100,51 @@ pub fn human_size(n: u64) -> String {
     }
 }
 
-/// The latest file slices of the table at `location`, sorted by partition then file id.
+/// Which state of which branch `arbor files` lists.
+#[derive(Debug, Clone, Copy)]
+pub struct SliceSelection<'a> {
+    /// The branch (`main` or a working branch).
+    pub branch: &'a str,
+    /// As of this instant (`--as-of`).
+    pub as_of: Option<&'a str>,
+    /// As of this tag of the branch (`--tag`).
+    pub tag: Option<&'a str>,
+}
+
+impl SliceSelection<'static> {
+    /// Main's latest file slices.
+    pub fn main_latest() -> Self {
+        SliceSelection {
+            branch: crate::commands::branch::MAIN,
+            as_of: None,
+            tag: None,
+        }
+    }
+}
+
+/// The latest file slices of the table at `location` (of the selected branch, as of the
+/// selected instant or tag), sorted by partition then file id.
 pub async fn slices(
     location: &str,
-    as_of: Option<&str>,
+    selection: SliceSelection<'_>,
     options: &StorageOptions,
 ) -> CliResult<Vec<SliceEntry>> {
     let storage = open_table_storage(location, options)?;
-    let reader = TableReader::open(storage)
-        .await
-        .map_err(|e| CliError::at(location, e))?;
-    let as_of = as_of
-        .map(|t| crate::commands::read::parse_instant("--as-of", t))
-        .transpose()?;
+    let (reader, as_of) = match selection.tag {
+        Some(tag) => {
+            let (reader, instant) = tag_reader(storage, selected(selection.branch), tag)
+                .await
+                .map_err(|e| branching_error(location, e))?;
+            (reader, Some(instant))
+        }
+        None => (
+            open_reader_at(location, storage, selection.branch).await?,
+            selection
+                .as_of
+                .map(|t| crate::commands::read::parse_instant("--as-of", t))
+                .transpose()?,
+        ),
+    };
     let slices = reader
         .view()
         .latest_file_slices(None, as_of.as_ref())
@@ -184,7 +224,12 @@ pub fn print_slices(slices: &[SliceEntry], long: bool) -> CliResult<()> {
 
 /// Runs the command.
 pub async fn run(args: FilesArgs, options: &StorageOptions) -> CliResult<()> {
-    let slices = slices(&args.table, args.as_of.as_deref(), options).await?;
+    let selection = SliceSelection {
+        branch: &args.branch,
+        as_of: args.as_of.as_deref(),
+        tag: args.tag.as_deref(),
+    };
+    let slices = slices(&args.table, selection, options).await?;
     if args.json {
         print_json(&slices)
     } else {

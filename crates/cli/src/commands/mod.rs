@@ -1,6 +1,7 @@
 //! One module per subcommand; each parses its arguments, calls the library and prints.
 
 pub mod archive;
+pub mod branch;
 pub mod clean;
 pub mod create;
 pub mod delete_partition;
@@ -11,6 +12,7 @@ pub mod mdt;
 pub mod read;
 pub mod restore;
 pub mod savepoint;
+pub mod tag;
 pub mod timeline;
 pub mod validate;
 pub mod write;

@@ -1,12 +1,13 @@
-//! `arbor read <table> [--as-of T | --incremental S [E]] [--read-optimized] [--columns ...]
-//! [--where FIELD=VALUE ...] [--format table|jsonl|csv|parquet] [--output FILE] [--limit N]
-//! [--meta]`.
+//! `arbor read <table> [--branch B] [--as-of T | --tag NAME | --incremental S [E]]
+//! [--read-optimized] [--columns ...] [--where FIELD=VALUE ...]
+//! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta]`.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arbor_branching::tag_reader;
 use arbor_format::meta;
 use arbor_storage::StorageOptions;
 use arbor_table::read::{PartitionFilter, ReadOptions, TableReader};
@@ -18,6 +19,7 @@ use arrow::error::ArrowError;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use clap::{Args, ValueEnum};
 
+use crate::commands::branch::{branching_error, open_reader_at, selected};
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 use crate::input::concat;
@@ -37,6 +39,8 @@ pub const DEFAULT_TABLE_LIMIT: usize = 50;
     shows 50 rows unless --limit says otherwise; the other formats output every row.\n\n\
     Examples:\n  \
     arbor read ./trips --as-of 20250101120000000\n  \
+    arbor read ./trips --branch audit               # a working branch\n  \
+    arbor read ./trips --tag v1                     # main as of its tag v1\n  \
     arbor read ./trips --incremental 20250101120000000 --columns _hoodie_commit_time,uuid,fare\n  \
     arbor read ./trips --where city=san_francisco --columns uuid,fare\n  \
     arbor read ./trips --format parquet --output trips.parquet"
@@ -44,6 +48,13 @@ pub const DEFAULT_TABLE_LIMIT: usize = 50;
 pub struct ReadArgs {
     /// The table's base path or URL.
     pub table: String,
+    /// The branch to read (a working branch, or main).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
+    /// Read the table as of this tag of the branch (time travel to the tag's instant; the
+    /// tag keeps its files however far the cleaner has moved).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["as_of", "incremental"])]
+    pub tag: Option<String>,
     /// Time travel: the table as of this instant (requested time, yyyyMMddHHmmssSSS).
     #[arg(long, value_name = "INSTANT", conflicts_with = "incremental")]
     pub as_of: Option<String>,
@@ -109,7 +120,18 @@ pub async fn query(
 ) -> CliResult<(SchemaRef, Vec<RecordBatch>, usize)> {
     let storage = open_table_storage(&args.table, options)?;
     let at = |e: arbor_table::TableError| CliError::at(&args.table, e);
-    let reader = TableReader::open(storage).await.map_err(at)?;
+    let (reader, tag_instant) = match &args.tag {
+        Some(tag) => {
+            let (reader, instant) = tag_reader(storage, selected(&args.branch), tag)
+                .await
+                .map_err(|e| branching_error(&args.table, e))?;
+            (reader, Some(instant))
+        }
+        None => (
+            open_reader_at(&args.table, storage, &args.branch).await?,
+            None,
+        ),
+    };
     let schema = reader.schema().clone();
     // The output columns, then the sort keys; only these are read.
     let mut columns: Vec<String> = projection(&schema, args)?
@@ -130,11 +152,14 @@ pub async fn query(
         let end = parse_bound(bounds.get(1).map(String::as_str).unwrap_or("-"))?;
         read_options = read_options.incremental(start, end);
     } else {
-        let as_of = args
-            .as_of
-            .as_deref()
-            .map(|t| parse_instant("--as-of", t))
-            .transpose()?;
+        let as_of = match tag_instant {
+            Some(t) => Some(t),
+            None => args
+                .as_of
+                .as_deref()
+                .map(|t| parse_instant("--as-of", t))
+                .transpose()?,
+        };
         read_options = read_options
             .as_of_opt(as_of)
             .read_optimized(args.read_optimized);

@@ -1,14 +1,14 @@
-//! `arbor restore <table> --to <instant> [--json]`: roll the table back to a savepoint.
+//! `arbor restore <table> --to <instant> [--branch B] [--json]`: roll a branch of the table back
+//! to a savepoint. Goes through `arbor_branching::restore`: an instant another branch also has
+//! is never rolled back.
 
-use arbor_cleaner::restore;
+use arbor_branching::restore;
 use arbor_storage::StorageOptions;
-use arbor_table::Table;
 use clap::Args;
 
-use crate::commands::clean::cleaner_error;
-use crate::commands::open_table_storage;
+use crate::commands::branch::{branching_error, label, open_table_on};
 use crate::commands::read::parse_instant;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::output::{print_json, print_text};
 
 /// Arguments of `arbor restore`.
@@ -19,6 +19,9 @@ pub struct RestoreArgs {
     /// The savepointed instant to restore to (`arbor savepoint list` shows them).
     #[arg(long, value_name = "T")]
     pub to: String,
+    /// The branch to restore (main, or a working branch).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -30,13 +33,10 @@ pub struct RestoreArgs {
 /// newer savepoint, a pending clean) change nothing.
 pub async fn run(args: RestoreArgs, options: &StorageOptions) -> CliResult<()> {
     let to = parse_instant("--to", &args.to)?;
-    let storage = open_table_storage(&args.table, options)?;
-    let table = Table::open(storage)
-        .await
-        .map_err(|e| CliError::at(&args.table, e))?;
+    let table = open_table_on(&args.table, options, &args.branch).await?;
     let outcome = restore(&table, &to)
         .await
-        .map_err(|e| cleaner_error(&args.table, e))?;
+        .map_err(|e| branching_error(&args.table, e))?;
     let rolled_back: Vec<String> = outcome
         .rolled_back
         .iter()
@@ -45,6 +45,7 @@ pub async fn run(args: RestoreArgs, options: &StorageOptions) -> CliResult<()> {
     if args.json {
         return print_json(&serde_json::json!({
             "table": args.table,
+            "branch": args.branch,
             "restored_to": to.to_string(),
             "restore_instant": outcome.instant.to_string(),
             "rolled_back": rolled_back,
@@ -55,7 +56,7 @@ pub async fn run(args: RestoreArgs, options: &StorageOptions) -> CliResult<()> {
     }
     print_text(&format!(
         "{}: restored to savepoint {to} (restore {}, {} instant(s) rolled back)",
-        args.table,
+        label(&args.table, &args.branch),
         outcome.instant,
         rolled_back.len()
     ))

@@ -1,14 +1,14 @@
-//! `arbor savepoint create|list|delete <table>`: savepoints protect a snapshot from the cleaner.
+//! `arbor savepoint create|list|delete <table> [--branch B]`: savepoints protect a snapshot of
+//! a branch from the cleaner.
 
 use arbor_cleaner::{create_savepoint, delete_savepoint, list_savepoints, SavepointInfo};
 use arbor_storage::StorageOptions;
-use arbor_table::Table;
 use arrow::temporal_conversions::timestamp_s_to_datetime;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use crate::commands::branch::{label, open_table_on};
 use crate::commands::clean::cleaner_error;
-use crate::commands::open_table_storage;
 use crate::commands::read::parse_instant;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
@@ -29,6 +29,9 @@ pub enum SavepointCommand {
     Create {
         /// The table's base path or URL.
         table: String,
+        /// The branch (main, or a working branch).
+        #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+        branch: String,
         /// The instant to savepoint (default: the latest completed write).
         #[arg(long, value_name = "T")]
         instant: Option<String>,
@@ -43,6 +46,9 @@ pub enum SavepointCommand {
     List {
         /// The table's base path or URL.
         table: String,
+        /// The branch (main, or a working branch).
+        #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+        branch: String,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -53,6 +59,9 @@ pub enum SavepointCommand {
         table: String,
         /// The savepointed instant.
         instant: String,
+        /// The branch (main, or a working branch).
+        #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+        branch: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -87,18 +96,12 @@ fn when(epoch_seconds: i64) -> String {
         .map_or_else(|| epoch_seconds.to_string(), |t| format!("{t} UTC"))
 }
 
-async fn open(location: &str, options: &StorageOptions) -> CliResult<Table> {
-    let storage = open_table_storage(location, options)?;
-    Table::open(storage)
-        .await
-        .map_err(|e| CliError::at(location, e))
-}
-
 /// Runs the command.
 pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()> {
     match args.command {
         SavepointCommand::Create {
             table,
+            branch,
             instant,
             comment,
             json,
@@ -108,7 +111,7 @@ pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()>
                 .map(|t| parse_instant("--instant", t))
                 .transpose()
                 .map_err(|e| CliError::at(&table, e))?;
-            let t = open(&table, options).await?;
+            let t = open_table_on(&table, options, &branch).await?;
             let info = create_savepoint(&t, time.as_ref(), &comment)
                 .await
                 .map_err(|e| cleaner_error(&table, e))?;
@@ -119,13 +122,19 @@ pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()>
                 }))
             } else {
                 print_text(&format!(
-                    "{table}: savepoint {} created; it protects {} file(s)",
-                    info.instant, info.files
+                    "{}: savepoint {} created; it protects {} file(s)",
+                    label(&table, &branch),
+                    info.instant,
+                    info.files
                 ))
             }
         }
-        SavepointCommand::List { table, json } => {
-            let t = open(&table, options).await?;
+        SavepointCommand::List {
+            table,
+            branch,
+            json,
+        } => {
+            let t = open_table_on(&table, options, &branch).await?;
             let savepoints = list_savepoints(t.storage(), t.layout())
                 .await
                 .map_err(|e| cleaner_error(&table, e))?;
@@ -138,7 +147,7 @@ pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()>
                 );
             }
             if savepoints.is_empty() {
-                return print_text(&format!("{table}: no savepoints"));
+                return print_text(&format!("{}: no savepoints", label(&table, &branch)));
             }
             let rows = savepoints
                 .iter()
@@ -156,18 +165,22 @@ pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()>
         }
         SavepointCommand::Delete {
             table,
+            branch,
             instant,
             json,
         } => {
             let time = parse_instant("instant", &instant).map_err(|e| CliError::at(&table, e))?;
-            let t = open(&table, options).await?;
+            let t = open_table_on(&table, options, &branch).await?;
             delete_savepoint(&t, &time)
                 .await
                 .map_err(|e| cleaner_error(&table, e))?;
             if json {
                 print_json(&serde_json::json!({ "table": table, "deleted": time.to_string() }))
             } else {
-                print_text(&format!("{table}: savepoint {time} deleted"))
+                print_text(&format!(
+                    "{}: savepoint {time} deleted",
+                    label(&table, &branch)
+                ))
             }
         }
     }

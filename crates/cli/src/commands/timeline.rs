@@ -1,9 +1,12 @@
-//! `arbor timeline <table> [--all] [--json]`.
+//! `arbor timeline <table> [--branch B] [--tag NAME] [--all] [--json]`.
 
+use arbor_branching::select_root;
+use arbor_branching::tag::resolve_tag;
 use arbor_storage::StorageOptions;
 use arbor_timeline::summary::{list_instants, InstantSummary, ListScope};
 use clap::Args;
 
+use crate::commands::branch::{branching_error, selected};
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table};
@@ -13,6 +16,12 @@ use crate::output::{print_json, print_table};
 pub struct TimelineArgs {
     /// The table's base path or URL (the directory that holds `.hoodie/`).
     pub table: String,
+    /// The branch whose timeline to list (main follows publications).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
+    /// Only the instants up to this tag of the branch (requested at or before its instant).
+    #[arg(long, value_name = "NAME")]
+    pub tag: Option<String>,
     /// Also list pending instants, table services (clean, rollback, savepoint, ...) and archived
     /// instants. Without it: the completed commit, deltacommit and replacecommit instants.
     #[arg(long)]
@@ -25,14 +34,32 @@ pub struct TimelineArgs {
 /// Runs the command.
 pub async fn run(args: TimelineArgs, options: &StorageOptions) -> CliResult<()> {
     let storage = open_table_storage(&args.table, options)?;
+    let at = |e| branching_error(&args.table, e);
+    let (root, upto) = match &args.tag {
+        Some(tag) => {
+            let (root, info) = resolve_tag(&storage, selected(&args.branch), tag)
+                .await
+                .map_err(at)?;
+            (root, Some(info.instant))
+        }
+        None => (
+            select_root(&storage, selected(&args.branch))
+                .await
+                .map_err(at)?,
+            None,
+        ),
+    };
     let scope = if args.all {
         ListScope::All
     } else {
         ListScope::CompletedWrites
     };
-    let instants = list_instants(storage, scope)
+    let mut instants = list_instants(root.view(storage), scope)
         .await
         .map_err(|e| CliError::at(&args.table, e))?;
+    if let Some(upto) = &upto {
+        instants.retain(|i| i.timestamp.as_str() <= upto.as_str());
+    }
     if args.json {
         return print_json(&instants);
     }

@@ -1,9 +1,14 @@
-//! `arbor validate <table>`: compare the metadata table with storage.
+//! `arbor validate <table> [--branch B]`: compare a branch's metadata table with storage.
+//!
+//! Goes through `arbor_branching::validate`: data files are shared by branches, so a file this
+//! branch still lists but another branch's clean released (once no branch needed it) is not a
+//! difference.
 
-use arbor_mdt::validate::validate_table;
+use arbor_branching::select_root;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
+use crate::commands::branch::{branching_error, label, selected};
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 
@@ -12,6 +17,9 @@ use crate::error::{CliError, CliResult};
 pub struct ValidateArgs {
     /// The table's base path or URL.
     pub table: String,
+    /// The branch to validate (main, or a working branch).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -21,12 +29,16 @@ pub struct ValidateArgs {
 /// there is any difference.
 pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> {
     let storage = open_table_storage(&args.table, options)?;
-    let report = validate_table(storage.clone())
+    let branch = selected(&args.branch);
+    let root = select_root(&storage, branch)
         .await
-        .map_err(|e| CliError::at(&args.table, CliError::Usage(e.to_string())))?;
-    // The record index and secondary indexes against the data.
+        .map_err(|e| branching_error(&args.table, e))?;
+    let report = arbor_branching::validate(&storage, branch)
+        .await
+        .map_err(|e| branching_error(&args.table, e))?;
+    // The record index and secondary indexes against the data (of the branch's view).
     let indexes = if report.has_metadata_table {
-        arbor_table::validate_indexes(storage)
+        arbor_table::validate_indexes(root.view(storage))
             .await
             .map_err(|e| CliError::at(&args.table, e))?
     } else {
@@ -38,11 +50,13 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
         .map(|d| d.to_string())
         .chain(indexes.discrepancies.iter().map(|d| d.to_string()))
         .collect();
+    let table = label(&args.table, &args.branch);
     if args.json {
         println!(
             "{}",
             serde_json::json!({
                 "table": args.table,
+                "branch": args.branch,
                 "has_metadata_table": report.has_metadata_table,
                 "partitions": report.partitions,
                 "storage_files": report.storage_files,
@@ -56,14 +70,14 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
             })
         );
     } else if !report.has_metadata_table {
-        println!("{}: no metadata table; nothing to validate", args.table);
+        println!("{table}: no metadata table; nothing to validate");
     } else {
         println!(
-            "{}: files: {} committed file(s) in {} partition(s) on storage, {} in the metadata table",
-            args.table, report.storage_files, report.partitions, report.mdt_files
+            "{table}: files: {} committed file(s) in {} partition(s) on storage, {} in the metadata table",
+            report.storage_files, report.partitions, report.mdt_files
         );
         for (n, c) in &indexes.checked {
-            println!("{}: {n}: {c} entr(y/ies) in the data", args.table);
+            println!("{table}: {n}: {c} entr(y/ies) in the data");
         }
         for d in &differences {
             println!("  {d}");
@@ -71,7 +85,7 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
     }
     if differences.is_empty() {
         if !args.json && report.has_metadata_table {
-            println!("{}: metadata table agrees with storage", args.table);
+            println!("{table}: metadata table agrees with storage");
         }
         Ok(())
     } else {

@@ -1,15 +1,16 @@
-//! `arbor write <table> <input> [--op OP] [table definition flags]`.
+//! `arbor write <table> <input> [--branch B] [--op OP] [table definition flags]`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use arbor_storage::StorageOptions;
-use arbor_table::{CommitResult, Table, WriteOperation};
+use arbor_table::{CommitResult, WriteOperation};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use crate::commands::branch::{open_table_at, selected};
 use crate::commands::create::{create_table, open_target, remove_made_dir, TableSpec};
 use crate::error::{CliError, CliResult};
 use crate::input;
@@ -34,6 +35,7 @@ use crate::output::{print_json, print_text};
     Examples:\n  \
     arbor write ./trips trips.csv --type cow --key uuid --partition-by city --ordering ts\n  \
     arbor write ./trips changes.jsonl              # upsert into the existing table\n  \
+    arbor write ./trips fixes.csv --branch audit   # upsert into working branch audit\n  \
     arbor write ./trips gone.csv --op delete       # delete the keys gone.csv names"
 )]
 pub struct WriteArgs {
@@ -42,6 +44,10 @@ pub struct WriteArgs {
     /// The rows to write: a .parquet, .csv (with a header row) or .jsonl file. Hudi's
     /// `_hoodie_*` meta columns in it are ignored.
     pub input: PathBuf,
+    /// The branch to write to: main, or an existing working branch (`arbor branch create`;
+    /// a missing branch is an error, and a new table is created on main only).
+    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    pub branch: String,
     /// The write operation.
     #[arg(long, value_enum, default_value_t = OpArg::Upsert)]
     pub op: OpArg,
@@ -129,6 +135,8 @@ impl Drop for Progress {
 pub struct CommitReport {
     /// The table location.
     pub table: String,
+    /// The branch written (`main` or a working branch).
+    pub branch: String,
     /// True if this command created the table.
     pub created: bool,
     /// Rows read from the input (`None` for delete-partition).
@@ -158,6 +166,7 @@ impl CommitReport {
     pub fn new(table: &str, created: bool, input_rows: Option<usize>, r: &CommitResult) -> Self {
         CommitReport {
             table: table.to_string(),
+            branch: crate::commands::branch::MAIN.to_string(),
             created,
             input_rows,
             instant: r.instant.to_string(),
@@ -172,14 +181,25 @@ impl CommitReport {
         }
     }
 
+    /// The report of a commit on `branch`.
+    pub fn on_branch(mut self, branch: &str) -> Self {
+        self.branch = branch.to_string();
+        self
+    }
+
     /// The human text: what was committed, then the counts.
     pub fn text(&self) -> String {
         let mut out = String::new();
         if self.created {
             out.push_str(&format!("created the table at {}\n", self.table));
         }
+        let on = if selected(&self.branch).is_some() {
+            format!(" on branch {}", self.branch)
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{} committed: instant {} ({}, completed {})\n",
+            "{} committed{on}: instant {} ({}, completed {})\n",
             self.operation.to_ascii_lowercase(),
             self.instant,
             self.action,
@@ -213,13 +233,23 @@ impl CommitReport {
 pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<CommitReport> {
     let location = args.table.as_str();
     input::InputFormat::from_path(&args.input)?;
-    let target = open_target(location, options, args.spec.table_type.is_some()).await?;
+    let on_main = selected(&args.branch).is_none();
+    let may_create = on_main && args.spec.table_type.is_some();
+    let target = open_target(location, options, may_create).await?;
+    if !on_main && !target.as_ref().is_some_and(|t| t.exists) {
+        return Err(CliError::at(
+            location,
+            CliError::Usage(format!(
+                "no table here; --branch {} writes to an existing table's branch (a new table \
+                 is created on main only)",
+                args.branch
+            )),
+        ));
+    }
     let progress = Progress::start(&format!("reading {}", args.input.display()));
     match target {
         Some(target) if target.exists => {
-            let table = Table::open(target.storage.clone())
-                .await
-                .map_err(|e| CliError::at(location, e))?;
+            let table = open_table_at(location, target.storage.clone(), &args.branch).await?;
             args.spec.check_matches(table.config())?;
             let schema = table.schema().clone();
             // A delete needs only the key (and partition) columns.
@@ -239,7 +269,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
                 .await
                 .map_err(|e| CliError::at(location, e))?;
             progress.finish();
-            Ok(CommitReport::new(location, false, Some(rows), &result))
+            Ok(CommitReport::new(location, false, Some(rows), &result).on_branch(&args.branch))
         }
         Some(target) if args.spec.table_type.is_some() => {
             let data = input::read_inferred(&args.input)?;

@@ -1,5 +1,7 @@
 //! `arbor demo`: runs, explains each step, can be rerun, never replaces what it did not make,
-//! and leaves a table that hudi-rs 0.5.0 reads.
+//! walks through a branch (write, validate, publish) and a tag read, and leaves a table that
+//! hudi-rs 0.5.0 reads (as main was before the publication: hudi-rs knows nothing of
+//! branches and reads the root metadata).
 
 use std::path::Path;
 
@@ -9,7 +11,7 @@ use crate::create_write::{fails, instants, ok, read_jsonl, s};
 
 fn run_demo(dir: &Path, kind: &str) -> String {
     let out = ok(&["demo", s(dir), "--type", kind]);
-    for step in 1..=11 {
+    for step in 1..=21 {
         assert!(
             out.contains(&format!("\n== {step}. ")),
             "step {step} missing:\n{out}"
@@ -17,6 +19,26 @@ fn run_demo(dir: &Path, kind: &str) -> String {
     }
     assert!(out.contains("$ arbor write"), "{out}");
     assert!(out.contains("metadata table agrees with storage"), "{out}");
+    assert!(
+        out.contains("(branch audit): metadata table agrees with storage"),
+        "{out}"
+    );
+    assert!(out.contains("$ arbor branch publish"), "{out}");
+    assert!(out.contains("published as publication p1"), "{out}");
+    assert!(out.contains("tag v1 created on main"), "{out}");
+    // Main before the branch's publication, the branch, and the tag after main moved on.
+    let section = |n: u32| {
+        let start = out.find(&format!("\n== {n}. ")).unwrap();
+        let rest = &out[start + 1..];
+        let end = rest.find("\n== ").unwrap_or(rest.len());
+        rest[..end].to_string()
+    };
+    assert!(section(14).contains("6 rows"), "{}", section(14));
+    assert!(!section(14).contains("trip-09"), "{}", section(14));
+    assert!(section(15).contains("trip-09"), "{}", section(15));
+    assert!(section(18).contains("trip-09"), "{}", section(18));
+    assert!(section(21).contains("34.15"), "{}", section(21));
+    assert!(!section(21).contains("36.0"), "{}", section(21));
     out
 }
 
@@ -31,16 +53,25 @@ fn test_demo_cow_runs_and_leaves_the_expected_table() {
         .iter()
         .map(|i| i["operation"].as_str().unwrap())
         .collect();
-    assert_eq!(ops, ["INSERT", "UPSERT", "DELETE"]);
+    // The branch's upsert came to main by publication, the late fare change after it.
+    assert_eq!(ops, ["INSERT", "UPSERT", "DELETE", "UPSERT", "UPSERT"]);
     let rows = read_jsonl(&table, &[]);
     let mut ids: Vec<&str> = rows.iter().map(|r| r["uuid"].as_str().unwrap()).collect();
     ids.sort();
     assert_eq!(
         ids,
-        ["trip-01", "trip-02", "trip-04", "trip-05", "trip-06", "trip-08"]
+        ["trip-01", "trip-02", "trip-04", "trip-05", "trip-06", "trip-08", "trip-09"]
     );
-    let t1 = rows.iter().find(|r| r["uuid"] == "trip-01").unwrap();
-    assert_eq!(t1["fare"], 25.0);
+    let fare = |id: &str| rows.iter().find(|r| r["uuid"] == id).unwrap()["fare"].clone();
+    assert_eq!(fare("trip-01"), 25.0);
+    assert_eq!(fare("trip-02"), 29.95);
+    assert_eq!(fare("trip-04"), 36.0);
+    let tagged = read_jsonl(&table, &["--tag", "v1"]);
+    assert_eq!(tagged.len(), 7);
+    let t4 = tagged.iter().find(|r| r["uuid"] == "trip-04").unwrap();
+    assert_eq!(t4["fare"], 34.15);
+    // A reader that knows nothing of branches reads the root metadata: main as it was before
+    // the first publication.
     if let Some(python) = peer_python_or_skip("peer-reader check needs hudi==0.5.0") {
         let peer = peer_read(&python, &table);
         assert_eq!(peer["row_count"], 6, "{peer}");
@@ -55,7 +86,7 @@ fn test_demo_mor_reruns_in_the_same_directory() {
     let first = instants(&dir.path().join("trips"));
     run_demo(dir.path(), "mor");
     let second = instants(&dir.path().join("trips"));
-    assert_eq!(second.len(), 3, "the rerun starts from a fresh table");
+    assert_eq!(second.len(), 5, "the rerun starts from a fresh table");
     assert_ne!(first[0]["timestamp"], second[0]["timestamp"]);
     assert_eq!(second[0]["action"], "deltacommit");
 }

@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod branch;
 mod create_write;
 mod demo;
 mod index;
