@@ -17,6 +17,9 @@
 //! table's deltacommit of the latest data instant T deleted in a copy, validate_table reports
 //! exactly T's files as missing from it and hudi-rs plans none of them, while on the original
 //! it plans all of them (hudi-rs lists through arbor's FILES partition, spec 6.6).
+//! [`branch`] adds the branch scenarios (`branch/cow`, ..., `branch/mor-rli`): hudi-rs reads main
+//! unchanged after branch writes, and a publication (and the branch) through a peer view with
+//! the rows arbor read from the branch.
 //!
 //! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals]
 //! [--no-metadata-table]`. `--keep` writes the tables under DIR and keeps them; otherwise they
@@ -30,6 +33,7 @@
 //! `scripts/peer.sh` prints. Closes with `interop: N passed, M failed`; exits non-zero when
 //! M > 0 or nothing was checked.
 
+mod branch;
 mod check;
 mod data;
 mod metadata;
@@ -97,7 +101,14 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("interop: tokio runtime: {e}"))?;
-    let checks = runtime.block_on(write_and_read(&scenarios, &work));
+    let mut checks = runtime.block_on(write_and_read(&scenarios, &work));
+    checks.extend(branch::run(
+        &runtime,
+        &python,
+        &work,
+        only.as_deref(),
+        metadata_table,
+    ));
     let (passed, failed) = digest_and_report(&python, &work, &checks)?;
     println!("interop: {passed} passed, {failed} failed");
     if failed == 0 && passed > 0 {
