@@ -5,25 +5,32 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use arbor_cleaner::clean::committed_files;
 use arbor_cleaner::protection::{
-    PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
+    snapshot_keys, PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
     SavepointProtection,
 };
 use arbor_cleaner::{CleanOptions, CleanOutcome, CleanPolicy, RestoreOutcome};
+use arbor_fsview::Horizon;
 use arbor_storage::Storage;
 use arbor_table::read::TableReader;
 use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
+use arbor_timeline::avro::{decode, HoodieCleanMetadata};
 use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::{Action, State};
 use arbor_timeline::{InstantTime, MetaRoot, TableConfig, TableLayout};
 use async_trait::async_trait;
 
 use crate::error::{BranchingError, Result};
 use crate::roots::live_roots;
 
-/// Protects what every *other* live root needs, judged as that root's own cleaner would judge
-/// it: its savepoints (so its tags), the inputs of its pending table services, and the
-/// snapshots the clean policy's window keeps on it (always including its latest snapshot).
+/// Protects what every *other* live root needs, judged by that root's own history so that a
+/// clean of one branch never shortens another branch's retention: its savepoints (so its tags),
+/// the inputs of its pending table services, and its retained snapshots: every committed file
+/// of its view when it never cleaned; the snapshots as of every completed write from its last
+/// clean's `earliestCommitToRetain` on (plus the latest) when it did; and, when that clean
+/// recorded no such instant (the file-versions policy), the window of this clean's policy.
 #[derive(Debug, Clone)]
 pub struct BranchProtection {
     storage: Arc<dyn Storage>,
@@ -39,6 +46,41 @@ impl BranchProtection {
             cleaning,
             policy,
         }
+    }
+}
+
+impl BranchProtection {
+    /// The files root `ctx` retains by its own history (see the type's doc).
+    async fn retained_by(
+        &self,
+        ctx: &ProtectionContext<'_>,
+    ) -> arbor_cleaner::Result<BTreeSet<String>> {
+        let active = ctx.view.history().active();
+        let Some(last) = active
+            .filter(&[Action::Clean], &[State::Completed])
+            .into_iter()
+            .max_by_key(|c| c.requested_time.clone())
+        else {
+            return Ok(committed_files(ctx.view).await?.into_keys().collect());
+        };
+        let key = active.key_of(&last)?;
+        let meta: HoodieCleanMetadata = decode(&active.read(&last).await?, &key)?;
+        let Ok(earliest) = InstantTime::parse(&meta.earliest_commit_to_retain) else {
+            return RetentionProtection {
+                policy: self.policy,
+            }
+            .protected(ctx)
+            .await;
+        };
+        let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
+        for w in ctx.view.index().completed_writes() {
+            if w.requested_time >= earliest {
+                out.extend(
+                    snapshot_keys(ctx.view, &Horizon::AsOf(w.requested_time.clone())).await?,
+                );
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -71,16 +113,11 @@ impl ProtectionSource for BranchProtection {
                 view: reader.view(),
                 now: ctx.now,
             };
-            let sources: [&dyn ProtectionSource; 3] = [
-                &SavepointProtection,
-                &PendingProtection,
-                &RetentionProtection {
-                    policy: self.policy,
-                },
-            ];
+            let sources: [&dyn ProtectionSource; 2] = [&SavepointProtection, &PendingProtection];
             for s in sources {
                 out.extend(s.protected(&rctx).await?);
             }
+            out.extend(self.retained_by(&rctx).await?);
         }
         Ok(out)
     }

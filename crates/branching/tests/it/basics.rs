@@ -222,3 +222,56 @@ async fn test_drop_branch_refuses_main_and_unknown_names_and_frees_the_name() {
         .unwrap();
     assert_ne!(first.branch_id, second.branch_id);
 }
+
+#[tokio::test]
+async fn test_clean_of_a_branch_keeps_mains_history_and_main_clean_keeps_branch_state() {
+    use arbor_branching::clean;
+    use arbor_cleaner::{CleanOptions, CleanPolicy};
+    for tt in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(tt, true).await;
+        let r1 = rows(0..10, 1, "a");
+        let c1 = t.write(WriteOperation::Upsert, &r1).await;
+        let mut at_c1 = Model::default();
+        at_c1.upsert(&r1);
+        let r2 = rows(0..10, 2, "b");
+        t.write(WriteOperation::Upsert, &r2).await;
+        let mut main_model = at_c1.clone();
+        main_model.upsert(&r2);
+        create_branch(&t.table, "b", BranchSource::MainHead)
+            .await
+            .unwrap();
+        let b = t.branch("b").await;
+        let mut branch_model = main_model.clone();
+        for i in 3..6 {
+            let r = rows(0..10, i, "c");
+            t.write_on(&b, WriteOperation::Upsert, &r).await;
+            branch_model.upsert(&r);
+        }
+        let options = || CleanOptions {
+            policy: CleanPolicy::KeepLatestCommits(1),
+            ..CleanOptions::default()
+        };
+        let out = clean(&b, options()).await.unwrap();
+        if tt == TableType::CopyOnWrite {
+            // (MOR upserts went to log files of the latest slices: nothing to clean there.)
+            assert!(out.deleted > 0, "the branch's own old files are cleaned");
+        }
+        // Main never cleaned: its whole history still reads.
+        assert_eq!(t.read(Some(&c1)).await, at_c1.sorted(), "{tt:?}");
+        assert_eq!(t.read(None).await, main_model.sorted());
+        assert_eq!(t.read_branch(Some("b"), None).await, branch_model.sorted());
+        t.assert_valid("main after branch clean").await;
+        t.assert_branch_valid("b", "branch after its clean").await;
+        // Main's clean keeps what the branch still reads.
+        let main = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+        clean(&main, options()).await.unwrap();
+        assert_eq!(t.read(None).await, main_model.sorted());
+        assert_eq!(t.read_branch(Some("b"), None).await, branch_model.sorted());
+        let v = arbor_branching::validate(&t.storage, Some("b"))
+            .await
+            .unwrap();
+        assert!(v.discrepancies.is_empty(), "{:?}", v.discrepancies);
+        let v = arbor_branching::validate(&t.storage, None).await.unwrap();
+        assert!(v.discrepancies.is_empty(), "{:?}", v.discrepancies);
+    }
+}
