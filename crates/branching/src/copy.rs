@@ -70,6 +70,9 @@ pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Re
     copy_timeline(storage, &view, spec, &layout, &mut stats).await?;
     for dir in WHOLE_DIRS {
         for o in view.list_all(dir).await? {
+            if spec.cut.as_ref().is_some_and(|c| named_after(&o.key, c)) {
+                continue;
+            }
             copy_one(storage, spec, &o.key).await?;
             stats.objects += 1;
         }
@@ -139,10 +142,40 @@ async fn copy_timeline(
     Ok(())
 }
 
+/// True when the file name of `key` starts with an instant time later than `cut` (schema
+/// history files are named by the instant that wrote them).
+fn named_after(key: &str, cut: &InstantTime) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    name.get(..17)
+        .and_then(|t| InstantTime::parse(t).ok())
+        .is_some_and(|t| t > *cut)
+}
+
 /// Copies the object the source root sees at `key` to where the target root sees `key`.
 async fn copy_one(storage: &Arc<dyn Storage>, spec: &CopySpec, key: &str) -> Result<()> {
     storage
         .copy(&spec.from.real_key(key), &spec.to.real_key(key))
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn test_named_after_compares_the_leading_instant() {
+        let cut = InstantTime::parse("20240101000000000").unwrap();
+        assert!(named_after(
+            ".hoodie/.schema/20240101000000001.schemacommit",
+            &cut
+        ));
+        assert!(!named_after(
+            ".hoodie/.schema/20240101000000000.schemacommit",
+            &cut
+        ));
+        assert!(!named_after(".hoodie/.schema/20231231000000000", &cut));
+        assert!(!named_after(".hoodie/.index_defs/index.json", &cut));
+    }
 }
