@@ -199,7 +199,8 @@ pub async fn create_tag(
 /// Drops tag `name` of `table`'s root under the table lock: the definition first, then its
 /// savepoints on both timelines unless `retain_savepoint`. Returns false when the tag was
 /// absent and `if_exists` (a no-op); absent without `if_exists` is
-/// [`BranchingError::TagNotFound`].
+/// [`BranchingError::TagNotFound`]. A crash between the two steps leaves the savepoints as plain
+/// savepoints (never a tag without protection); `arbor_cleaner::delete_savepoint` removes them.
 pub async fn drop_tag(
     table: &Table,
     name: &str,

@@ -7,4 +7,5 @@
 )]
 
 mod basics;
+mod crash;
 mod support;
