@@ -49,39 +49,38 @@ impl BranchProtection {
     }
 }
 
-impl BranchProtection {
-    /// The files root `ctx` retains by its own history (see the type's doc).
-    async fn retained_by(
-        &self,
-        ctx: &ProtectionContext<'_>,
-    ) -> arbor_cleaner::Result<BTreeSet<String>> {
-        let active = ctx.view.history().active();
-        let Some(last) = active
-            .filter(&[Action::Clean], &[State::Completed])
-            .into_iter()
-            .max_by_key(|c| c.requested_time.clone())
-        else {
-            return Ok(committed_files(ctx.view).await?.into_keys().collect());
+/// The files root `ctx` retains by its own history: every committed file of its view when it
+/// never cleaned; else the latest snapshot and the snapshots as of every completed write from
+/// its last clean's `earliestCommitToRetain` on; when that clean recorded no such instant (the
+/// file-versions policy), the window of `fallback` (every committed file when `None`).
+pub(crate) async fn retained_by(
+    ctx: &ProtectionContext<'_>,
+    fallback: Option<CleanPolicy>,
+) -> arbor_cleaner::Result<BTreeSet<String>> {
+    let active = ctx.view.history().active();
+    let all = || async { Ok(committed_files(ctx.view).await?.into_keys().collect()) };
+    let Some(last) = active
+        .filter(&[Action::Clean], &[State::Completed])
+        .into_iter()
+        .max_by_key(|c| c.requested_time.clone())
+    else {
+        return all().await;
+    };
+    let key = active.key_of(&last)?;
+    let meta: HoodieCleanMetadata = decode(&active.read(&last).await?, &key)?;
+    let Ok(earliest) = InstantTime::parse(&meta.earliest_commit_to_retain) else {
+        return match fallback {
+            Some(policy) => RetentionProtection { policy }.protected(ctx).await,
+            None => all().await,
         };
-        let key = active.key_of(&last)?;
-        let meta: HoodieCleanMetadata = decode(&active.read(&last).await?, &key)?;
-        let Ok(earliest) = InstantTime::parse(&meta.earliest_commit_to_retain) else {
-            return RetentionProtection {
-                policy: self.policy,
-            }
-            .protected(ctx)
-            .await;
-        };
-        let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
-        for w in ctx.view.index().completed_writes() {
-            if w.requested_time >= earliest {
-                out.extend(
-                    snapshot_keys(ctx.view, &Horizon::AsOf(w.requested_time.clone())).await?,
-                );
-            }
+    };
+    let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
+    for w in ctx.view.index().completed_writes() {
+        if w.requested_time >= earliest {
+            out.extend(snapshot_keys(ctx.view, &Horizon::AsOf(w.requested_time.clone())).await?);
         }
-        Ok(out)
     }
+    Ok(out)
 }
 
 /// Error conversion for the cleaner's source trait.
@@ -117,7 +116,7 @@ impl ProtectionSource for BranchProtection {
             for s in sources {
                 out.extend(s.protected(&rctx).await?);
             }
-            out.extend(self.retained_by(&rctx).await?);
+            out.extend(retained_by(&rctx, Some(self.policy)).await?);
         }
         Ok(out)
     }

@@ -1,67 +1,52 @@
 //! Validating one root's metadata table when files are shared by several roots.
 //!
-//! A file one root still lists (superseded, outside its retention) may have been deleted by
-//! another root's clean once no root needed it any more. For that root this is not a
-//! discrepancy: the file is *released*. Everything else is reported as
-//! `arbor_mdt::validate::validate_table` reports it.
+//! A root may still list a superseded file it no longer retains (outside its retention, as its
+//! last clean decided) that another root's clean deleted once no live root needed it: that root
+//! may since have been dropped, or replaced by a publication. Such a file is *released*, not a
+//! discrepancy. Everything the root retains (its latest snapshot, the snapshots its last clean
+//! kept, its savepoints and tags, the inputs of its pending services; every committed file when
+//! it never cleaned) must be on storage exactly as `arbor_mdt::validate::validate_table` checks.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use arbor_cleaner::protection::{
+    PendingProtection, ProtectionContext, ProtectionSource, SavepointProtection,
+};
 use arbor_mdt::validate::{validate_table, FilesDiscrepancy, ValidationReport};
 use arbor_storage::Storage;
-use arbor_timeline::avro::{decode, HoodieCleanMetadata};
-use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::{Action, ActiveTimeline, MetaRoot, State, TableConfig, TableLayout};
+use arbor_table::read::TableReader;
 
 use crate::error::Result;
-use crate::roots::{live_roots, select_root};
-
-/// `(partition, file name)` of every file the completed cleans of `root` deleted.
-async fn cleaned_by(
-    storage: &Arc<dyn Storage>,
-    root: &MetaRoot,
-) -> Result<BTreeSet<(String, String)>> {
-    let view = root.view(storage.clone());
-    let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
-    let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
-    let tl = ActiveTimeline::load(view, layout).await?;
-    let mut out = BTreeSet::new();
-    for c in tl.filter(&[Action::Clean], &[State::Completed]) {
-        let key = tl.key_of(&c)?;
-        let meta: HoodieCleanMetadata = decode(&tl.read(&c).await?, &key)?;
-        for (partition, pm) in &meta.partition_metadata {
-            for f in &pm.success_delete_files {
-                let name = f.rsplit('/').next().unwrap_or(f);
-                out.insert((partition.clone(), name.to_string()));
-            }
-        }
-    }
-    Ok(out)
-}
+use crate::protect::retained_by;
+use crate::roots::select_root;
 
 /// Validates the metadata table of `branch` (main for `None`/`"main"`) against storage,
-/// excusing files that another live root's completed clean deleted (released shared files).
+/// excusing files missing from storage that the root no longer retains (released shared files;
+/// see the module doc).
 pub async fn validate(
     storage: &Arc<dyn Storage>,
     branch: Option<&str>,
 ) -> Result<ValidationReport> {
     let root = select_root(storage, branch).await?;
-    let mut report = validate_table(root.view(storage.clone())).await?;
+    let view = root.view(storage.clone());
+    let mut report = validate_table(view.clone()).await?;
     if report
         .discrepancies
         .iter()
         .any(|d| matches!(d, FilesDiscrepancy::MissingFromStorage { .. }))
     {
-        let mut released = BTreeSet::new();
-        for other in live_roots(storage).await? {
-            if other != root {
-                released.extend(cleaned_by(storage, &other).await?);
-            }
-        }
+        let reader = TableReader::open_view(view.clone()).await?;
+        let ctx = ProtectionContext {
+            storage: &view,
+            view: reader.view(),
+            now: chrono::Utc::now(),
+        };
+        let mut retained = retained_by(&ctx, None).await?;
+        retained.extend(SavepointProtection.protected(&ctx).await?);
+        retained.extend(PendingProtection.protected(&ctx).await?);
         report.discrepancies.retain(|d| match d {
             FilesDiscrepancy::MissingFromStorage { partition, file } => {
-                !released.contains(&(partition.clone(), file.clone()))
+                retained.contains(&arbor_fsview::slice::join(partition, file))
             }
             _ => true,
         });

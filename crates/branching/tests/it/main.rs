@@ -8,4 +8,5 @@
 
 mod basics;
 mod crash;
+mod model;
 mod support;
