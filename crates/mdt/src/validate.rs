@@ -82,14 +82,20 @@ impl fmt::Display for FilesDiscrepancy {
 
 /// The committed data files of `listing` (a partition -> name -> size map), as judged by the
 /// data table's timeline in `view`: names that are not data files and files of instants that
-/// are not committed are dropped.
+/// are not completed writes of this timeline (active or archived) are dropped. Membership is
+/// strict (no archival-boundary rule): data files are shared by every branch of a table, and
+/// an instant older than this timeline's active start is no proof that the file is this
+/// timeline's (RFC-116).
 fn committed(view: &FileSystemView, listing: &FilesListing) -> FilesListing {
     let mut out = FilesListing::new();
     for (partition, files) in listing {
         let kept: BTreeMap<String, u64> = files
             .iter()
             .filter(|(name, size)| {
-                matches!(parse_data_file_name(name, **size), Ok(Some(f)) if view.is_committed(f.instant_time()))
+                matches!(
+                    parse_data_file_name(name, **size),
+                    Ok(Some(f)) if view.index().completed_write(f.instant_time()).is_some()
+                )
             })
             .map(|(n, s)| (n.clone(), *s))
             .collect();

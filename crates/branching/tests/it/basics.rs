@@ -275,3 +275,64 @@ async fn test_clean_of_a_branch_keeps_mains_history_and_main_clean_keeps_branch_
         assert!(v.discrepancies.is_empty(), "{:?}", v.discrepancies);
     }
 }
+
+/// Main's metadata table compacts and archives past a branch's MDT instants (the branch's MDT
+/// log files and base files live in the same shared directories): main and the branch still read
+/// only their own state, for arbor and for hudi-rs.
+#[tokio::test]
+async fn test_main_mdt_archival_past_branch_instants_keeps_both_isolated() {
+    use arbor_timeline::{ActiveTimeline, TableConfig, TableLayout};
+    let t = create(TableType::MergeOnRead, true).await;
+    let mut main_model = Model::default();
+    let r = rows(0..8, 1, "a");
+    t.write(WriteOperation::Upsert, &r).await;
+    main_model.upsert(&r);
+    create_branch(&t.table, "b", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let b = t.branch("b").await;
+    let mut branch_model = main_model.clone();
+    let mut branch_instants = Vec::new();
+    for i in 0..12 {
+        let r = rows(8..12, 100 + i, "b");
+        branch_instants.push(t.write_on(&b, WriteOperation::Upsert, &r).await);
+        branch_model.upsert(&r);
+    }
+    b.compact().await.unwrap();
+    for i in 0..40 {
+        let r = rows(0..4, 2 + i, "m");
+        t.write(WriteOperation::Upsert, &r).await;
+        main_model.upsert(&r);
+        if i == 35 {
+            t.table.compact().await.unwrap();
+            arbor_cleaner::archive(&t.table).await.unwrap();
+        }
+    }
+    // Main's MDT active timeline now starts after every branch instant.
+    let mdt_dir = arbor_mdt::MDT_META_DIR;
+    let config = TableConfig::load(t.storage.as_ref(), mdt_dir)
+        .await
+        .unwrap();
+    let tl = ActiveTimeline::load(
+        t.storage.clone(),
+        TableLayout::from_config(mdt_dir, &config).unwrap(),
+    )
+    .await
+    .unwrap();
+    let first = tl.instants().first().unwrap().requested_time.clone();
+    assert!(
+        branch_instants.iter().all(|b| *b < first),
+        "main's MDT was not archived past the branch: first active {first}"
+    );
+    assert_eq!(t.read(None).await, main_model.sorted());
+    t.assert_peer_agrees("main after its MDT archived past the branch")
+        .await;
+    t.assert_valid("main").await;
+    assert_eq!(t.read_branch(Some("b"), None).await, branch_model.sorted());
+    t.assert_branch_valid("b", "branch").await;
+    let r = rows(12..14, 500, "b");
+    t.write_on(&b, WriteOperation::Upsert, &r).await;
+    branch_model.upsert(&r);
+    assert_eq!(t.read_branch(Some("b"), None).await, branch_model.sorted());
+    assert_eq!(t.read(None).await, main_model.sorted());
+}
