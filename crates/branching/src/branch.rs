@@ -19,9 +19,12 @@ use arbor_timeline::{
 };
 use bytes::Bytes;
 
+use arbor_cleaner::{clean_locked, CleanOptions, CleanPolicy};
+
 use crate::copy::{copy_root, CopySpec};
 use crate::error::{BranchingError, Result};
 use crate::identity::BranchInfo;
+use crate::protect::BranchProtection;
 use crate::roots::{
     branch_identity, branch_names, data_identity_key, mdt_identity_key, put_once, read_identity,
     remove_root_metadata,
@@ -207,6 +210,9 @@ async fn create_locked(table: &Table, name: &str, source: BranchSource<'_>) -> R
         skip_data_properties: false,
     };
     let stats = copy_root(&storage, &spec).await?;
+    if from_tag.is_some() {
+        start_at_tag(table, &spec.to).await?;
+    }
     let info = BranchInfo::new(name, base.map(|b| b.to_string()), from_tag)?;
     let json = Bytes::from(info.to_json()?);
     put_once(&storage, &mdt_identity_key(name), json.clone()).await?;
@@ -218,6 +224,30 @@ async fn create_locked(table: &Table, name: &str, source: BranchSource<'_>) -> R
         "branch created"
     );
     Ok(info)
+}
+
+/// A branch from a tag starts at the tag: its history before the tag is not retained (main's
+/// cleans after the tag, which the branch does not inherit, may have deleted files only older
+/// snapshots read, and its metadata table still lists them). A clean of the new branch keeping
+/// its latest commit (the tag's snapshot, also kept by its savepoint) records that in the
+/// branch's own timeline and MDT, and deletes only files no other branch keeps
+/// ([`BranchProtection`]). Runs before the branch is activated, under the caller's lock.
+async fn start_at_tag(table: &Table, root: &MetaRoot) -> Result<()> {
+    let branch = table.reopen_at(root.clone()).await?;
+    let policy = CleanPolicy::KeepLatestCommits(1);
+    let options = CleanOptions {
+        policy,
+        dry_run: false,
+        archive: false,
+        extra_sources: vec![Arc::new(BranchProtection::new(
+            table.table_storage().clone(),
+            root.clone(),
+            policy,
+        ))],
+    };
+    let out = clean_locked(&branch, &options).await?;
+    tracing::debug!(files = out.planned(), "branch from a tag starts at the tag");
+    Ok(())
 }
 
 /// Every working branch with its head and pending instants, by name.

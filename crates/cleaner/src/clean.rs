@@ -322,7 +322,8 @@ pub async fn clean(table: &Table, options: &CleanOptions) -> Result<CleanOutcome
     table.with_table_lock(clean_locked(table, options)).await
 }
 
-async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<CleanOutcome> {
+/// [`clean`] for a caller that already holds the table lock.
+pub async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<CleanOutcome> {
     let storage = table.storage();
     let mut outcome = CleanOutcome::default();
     let mut tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;

@@ -17,7 +17,7 @@ pub mod protection;
 pub mod restore;
 pub mod savepoint;
 
-pub use clean::{archive, clean, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
+pub use clean::{archive, clean, clean_locked, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
 pub use error::{CleanerError, Result};
 pub use policy::CleanPolicy;
 pub use protection::{

@@ -336,3 +336,41 @@ async fn test_main_mdt_archival_past_branch_instants_keeps_both_isolated() {
     assert_eq!(t.read_branch(Some("b"), None).await, branch_model.sorted());
     assert_eq!(t.read(None).await, main_model.sorted());
 }
+
+/// Found by the model test: main cleans after a tag, deleting files only snapshots before the
+/// tag read; a branch from the tag (whose metadata table, as of the tag, still lists them)
+/// starts at the tag and validates clean.
+#[tokio::test]
+async fn test_branch_from_tag_after_main_cleaned_older_files_starts_at_the_tag() {
+    use arbor_cleaner::{CleanOptions, CleanPolicy};
+    let t = create(TableType::CopyOnWrite, true).await;
+    t.write(WriteOperation::Upsert, &rows(0..8, 1, "a")).await;
+    let r2 = rows(0..8, 2, "b");
+    t.write(WriteOperation::Upsert, &r2).await;
+    let mut at_tag = Model::default();
+    at_tag.upsert(&r2);
+    create_tag(&t.table, "v0", None, None).await.unwrap();
+    t.write(WriteOperation::Delete, &rows(0..3, 3, "")).await;
+    let out = arbor_branching::clean(
+        &t.table,
+        CleanOptions {
+            policy: CleanPolicy::KeepLatestFileVersions(1),
+            ..CleanOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(out.deleted > 0);
+    create_branch(&t.table, "b", BranchSource::Tag("v0"))
+        .await
+        .unwrap();
+    assert_eq!(t.read_branch(Some("b"), None).await, at_tag.sorted());
+    t.assert_branch_valid("b", "branch from tag").await;
+    t.assert_valid("main").await;
+    // And after publishing it (main made no logical write after the tag... it did: refused).
+    let b = t.branch("b").await;
+    assert!(matches!(
+        publish(&b).await.unwrap_err(),
+        BranchingError::Divergent { .. }
+    ));
+}
