@@ -99,6 +99,20 @@ impl FileSystemView {
         listing: Arc<dyn PartitionListing>,
     ) -> Result<Self> {
         let history = TimelineHistory::load(storage.clone(), layout.clone()).await?;
+        Self::from_history(storage, layout, history, listing).await
+    }
+
+    /// A view over `listing` answering from an already loaded timeline `history`. Use it when
+    /// `listing` was itself derived from that timeline (the metadata table's FILES partition is
+    /// read with the block-validity rule of one data timeline): view and listing then agree on
+    /// which instants are complete, so a write completing in between can neither be missed by
+    /// the listing yet counted as seen by the view, nor the other way round.
+    pub async fn from_history(
+        storage: Arc<dyn Storage>,
+        layout: TableLayout,
+        history: TimelineHistory,
+        listing: Arc<dyn PartitionListing>,
+    ) -> Result<Self> {
         let index = TimelineIndex::load(&history).await?;
         let completed = TimelineIndex::completed_keys(&history);
         Ok(FileSystemView {

@@ -29,9 +29,10 @@ use arbor_format::meta;
 use arbor_fsview::{FileSlice, FileSystemView, PartitionListing, StorageListing};
 use arbor_mdt::{MdtFilesListing, MetadataTable, FILES_PARTITION, MDT_META_DIR};
 use arbor_storage::Storage;
+use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::{resolve_main, ActiveTimeline, InstantTime, TableConfig, TableLayout};
+use arbor_timeline::{resolve_main, InstantTime, TableConfig, TableLayout};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
@@ -109,9 +110,14 @@ impl TableReader {
             }
         };
         let mut listing: Arc<dyn PartitionListing> = Arc::new(StorageListing::new(storage.clone()));
+        // One timeline load serves both the FILES listing (its block-validity rule) and the
+        // view: a write completing in between must not be seen by one and not the other
+        // (writers plan against the view's completed instants).
+        let history = TimelineHistory::load(storage.clone(), layout.clone())
+            .await
+            .map_err(TableError::from)?;
         if use_mdt {
-            let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
-            match MetadataTable::open_with(storage.clone(), &data).await? {
+            match MetadataTable::open_with(storage.clone(), history.active()).await? {
                 Some(mdt) => listing = Arc::new(MdtFilesListing::load(&mdt).await?),
                 None if source == ListingSource::MetadataTable => {
                     return Err(TableError::Corrupt {
@@ -125,7 +131,7 @@ impl TableReader {
                 ),
             }
         }
-        let view = FileSystemView::load(storage.clone(), layout, listing)
+        let view = FileSystemView::from_history(storage.clone(), layout, history, listing)
             .await
             .map_err(TableError::from_fsview)?;
         let schema = schema::resolve_read_schema(&storage, &config, &view).await?;
