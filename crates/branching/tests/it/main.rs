@@ -7,6 +7,7 @@
 )]
 
 mod basics;
+mod concurrency;
 mod crash;
 mod model;
 mod support;
