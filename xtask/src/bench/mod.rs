@@ -1,6 +1,7 @@
 //! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7). `cargo xtask bench
 //! mdt`, the metadata-table benchmark, lives in [`mdt`]; `cargo xtask bench clean`, clean
-//! planning, in [`clean`].
+//! planning, in [`clean`]; `cargo xtask bench branch`, branch creation and publication, in
+//! [`branch`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -28,6 +29,7 @@
 //! `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints. Prints the machine and two
 //! Markdown tables (sizes; timings with ratios).
 
+mod branch;
 mod clean;
 mod data;
 mod mdt;
@@ -113,6 +115,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("clean") {
         return clean::run(args);
+    }
+    if args.first().map(String::as_str) == Some("branch") {
+        return branch::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
