@@ -34,6 +34,7 @@ fn main() -> ExitCode {
                  bench data-path [--sizes N,N] [--runs N] [--no-peer]  the data-path benchmark (release build)\n  \
                  bench mdt [--only listing|upsert] [--sizes PxF,PxF] [--runs N] [--no-s3]  the metadata-table benchmark (release build)\n  \
                  bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
+                 bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
                  services            start PostgreSQL and moto, print their environment"
             );
             Err("no task given".to_string())
