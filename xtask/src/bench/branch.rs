@@ -44,7 +44,6 @@ use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tokio::runtime::Runtime;
 
-use super::report::{self, median, Machine};
 use super::{copy_dir, local};
 
 const USAGE: &str = "usage: cargo xtask bench branch [--files N,N] [--instants N,N] [--runs N] \
@@ -437,8 +436,7 @@ fn measure(rt: &Runtime, b: &Built, runs: usize) -> Result<Measured, String> {
     if root != MetaRoot::Publication(runs as u64) {
         return Err(format!("bench: main is {root} after {runs} publications"));
     }
-    let med =
-        |what: &str, v: &[f64]| median(v).ok_or_else(|| format!("bench: no timing of {what}"));
+    let med = super::med;
     m.list = med("list", &list)?;
     m.copy = med("copy", &copy)?;
     m.create = med("create_branch", &create)?;
@@ -581,19 +579,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return super::run_release(args);
     }
-    let (work, _temp) = super::work_dir(options.dir.as_deref(), "arbor-bench-branch-")?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("bench: tokio runtime: {e}"))?;
-    let machine = Machine::detect();
-    let load = report::load_average();
-    eprintln!(
-        "bench branch: {}; tables under {}",
-        machine.describe(),
-        work.display()
-    );
-    let started = Instant::now();
+    let super::BenchStart {
+        work,
+        _temp,
+        rt,
+        machine,
+        load,
+        started,
+    } = super::start("branch", options.dir.as_deref())?;
     let results = bench(&rt, &options, &work)?;
     println!();
     println!("machine: {}", machine.describe());

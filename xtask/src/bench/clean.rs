@@ -40,7 +40,7 @@ use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tokio::runtime::Runtime;
 
-use super::report::{self, median, Machine};
+use super::report::median;
 use super::{copy_dir, local};
 
 const USAGE: &str = "usage: cargo xtask bench clean [--commits N] [--partitions N] \
@@ -480,19 +480,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return super::run_release(args);
     }
-    let (work, _temp) = super::work_dir(options.dir.as_deref(), "arbor-bench-clean-")?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("bench: tokio runtime: {e}"))?;
-    let machine = Machine::detect();
-    let load = report::load_average();
-    eprintln!(
-        "bench clean: {}; tables under {}",
-        machine.describe(),
-        work.display()
-    );
-    let started = Instant::now();
+    let super::BenchStart {
+        work,
+        _temp,
+        rt,
+        machine,
+        load,
+        started,
+    } = super::start("clean", options.dir.as_deref())?;
     let (built, times) = build(&rt, &options, &work)?;
     let mut rows = Vec::new();
     for b in &built {

@@ -208,6 +208,42 @@ pub(crate) fn local(dir: &Path) -> Result<Arc<dyn Storage>, String> {
     })?))
 }
 
+/// What a release bench starts with: its work directory (and the guard that removes a temporary
+/// one), a multi-threaded runtime, the machine and its load average, and the start time.
+pub(crate) struct BenchStart {
+    pub work: PathBuf,
+    pub _temp: Option<tempfile::TempDir>,
+    pub rt: Runtime,
+    pub machine: report::Machine,
+    pub load: String,
+    pub started: std::time::Instant,
+}
+
+/// Prepares bench `kind` (`clean`, `branch`, ...) with tables under `dir` (see [`work_dir`]) and
+/// announces it on stderr.
+pub(crate) fn start(kind: &str, dir: Option<&Path>) -> Result<BenchStart, String> {
+    let (work, temp) = work_dir(dir, &format!("arbor-bench-{kind}-"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("bench: tokio runtime: {e}"))?;
+    let machine = report::Machine::detect();
+    let load = report::load_average();
+    eprintln!(
+        "bench {kind}: {}; tables under {}",
+        machine.describe(),
+        work.display()
+    );
+    Ok(BenchStart {
+        work,
+        _temp: temp,
+        rt,
+        machine,
+        load,
+        started: std::time::Instant::now(),
+    })
+}
+
 /// The directory a bench keeps its tables in: `dir` (which must not exist yet; it is created
 /// and kept), else a new temporary directory named `<prefix>...` (removed when the returned
 /// guard drops).
@@ -325,7 +361,8 @@ fn check(what: &str, got: (u64, u64), expected: (u64, u64)) -> Result<(), String
     }
 }
 
-fn med(what: &str, values: &[f64]) -> Result<f64, String> {
+/// The median of `values`, or an error naming `what` when there is none.
+pub(crate) fn med(what: &str, values: &[f64]) -> Result<f64, String> {
     median(values).ok_or_else(|| format!("bench: no timing of {what}"))
 }
 
