@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arbor_mdt::MDT_META_DIR;
-use arbor_storage::{Storage, StorageExt, MAX_DELETE_BATCH};
+use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
 use arbor_timeline::metaroot::{validate_branch_name, BRANCHES_DIR, MAIN, PUBLICATIONS};
@@ -154,19 +154,7 @@ pub(crate) async fn remove_root_metadata(
     for dir in [root.data_meta_dir(), root.mdt_meta_dir()] {
         keys.extend(storage.list_all(&dir).await?.into_iter().map(|m| m.key));
     }
-    for chunk in keys.chunks(MAX_DELETE_BATCH) {
-        for (k, r) in chunk.iter().zip(storage.delete_batch(chunk).await?) {
-            if let Err(e) = r {
-                return Err(BranchingError::Storage(match e {
-                    arbor_storage::StorageError::NotFound { .. } => continue,
-                    other => {
-                        tracing::warn!(key = %k, "removing branch metadata failed");
-                        other
-                    }
-                }));
-            }
-        }
-    }
+    storage.delete_all(&keys).await?;
     Ok(keys.len())
 }
 

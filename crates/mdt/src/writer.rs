@@ -29,7 +29,7 @@ use arbor_format::hfile::{HFileWriter, HFileWriterOptions};
 use arbor_format::log::block::BlockMetadata;
 use arbor_format::log::writer::encode_block;
 use arbor_format::log::{BlockType, HeaderKey};
-use arbor_storage::{Storage, StorageExt, MAX_DELETE_BATCH};
+use arbor_storage::{Storage, StorageExt};
 use arbor_timeline::avro::{
     encode_instant_for, HoodieCommitMetadata, HoodieWriteStat, InstantContent, WriteOperationType,
     SCHEMA_KEY,
@@ -786,16 +786,7 @@ impl MdtWriter {
 }
 
 async fn delete_keys(storage: &Arc<dyn Storage>, keys: &[String]) -> Result<()> {
-    for chunk in keys.chunks(MAX_DELETE_BATCH) {
-        for r in storage.delete_batch(chunk).await? {
-            match r {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    Ok(())
+    Ok(storage.delete_all(keys).await?)
 }
 
 #[cfg(test)]

@@ -157,6 +157,44 @@ pub trait StorageExt: Storage {
         let mut results = self.delete_batch(&[key.to_string()]).await?;
         results.pop().unwrap_or(Ok(()))
     }
+
+    /// Deletes every key of `keys` in batches of at most [`MAX_DELETE_BATCH`]; missing objects
+    /// are not an error. Stops at the first failure (the error names its key); keys of earlier
+    /// batches stay deleted.
+    async fn delete_all(&self, keys: &[String]) -> Result<()> {
+        for chunk in keys.chunks(MAX_DELETE_BATCH) {
+            for r in self.delete_batch(chunk).await? {
+                match r {
+                    Ok(()) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<T: Storage + ?Sized> StorageExt for T {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::ObjectStoreStorage;
+
+    #[tokio::test]
+    async fn test_delete_all_more_than_one_batch_with_missing_keys_deletes_every_key() {
+        let s = ObjectStoreStorage::memory();
+        let keys: Vec<String> = (0..MAX_DELETE_BATCH + 3)
+            .map(|i| format!("d/{i:05}"))
+            .collect();
+        for k in keys.iter().skip(1) {
+            s.put(k, Bytes::from_static(b"x")).await.unwrap();
+        }
+        s.put("keep", Bytes::from_static(b"x")).await.unwrap();
+        s.delete_all(&keys).await.unwrap();
+        assert!(s.list_all("d").await.unwrap().is_empty());
+        assert!(s.exists("keep").await.unwrap());
+    }
+}
