@@ -23,7 +23,8 @@ pub use fixtures::{
     fixtures_dir, fixtures_root, fixtures_root_or_skip, unzip, unzip_table,
 };
 pub use peer::{
-    batches_digest, canonical_digest, peer_python, peer_python_or_skip, peer_read, write_arrow_ipc,
+    assert_peer_snapshot_matches, batches_digest, canonical_digest, peer_digest_batch, peer_python,
+    peer_python_or_skip, peer_read, write_arrow_ipc,
 };
 
 /// The root of the checkout (the directory holding the workspace `Cargo.toml` and `scripts/`).

@@ -104,3 +104,67 @@ pub fn batches_digest(python: &Path, schema: &SchemaRef, batches: &[RecordBatch]
     write_arrow_ipc(&file, schema, batches);
     canonical_digest(python, &file)
 }
+
+/// Runs `scripts/peer_digest.py --batch` on `requests` (one JSON object each: `{"id", "table",
+/// ["as_of" | "incremental"]}` for hudi-rs reads, `{"id", "arrow"}` for an Arrow IPC file) and
+/// returns the answers by id (panics, with the script's stderr, if it fails).
+pub fn peer_digest_batch(
+    python: &Path,
+    requests: &[Value],
+) -> std::collections::BTreeMap<String, Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let req = dir.path().join("requests.jsonl");
+    let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&req, text).unwrap();
+    let out = Command::new(python)
+        .arg(repo_root().join("scripts/peer_digest.py"))
+        .arg("--batch")
+        .arg(&req)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "peer_digest failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["id"].as_str().unwrap().to_string(), v)
+        })
+        .collect()
+}
+
+/// Asserts that hudi-rs reads the latest snapshot of the table at `table` with the same
+/// `row_count` and `data_sha256` as `batches` (arbor's read, all of `schema`); `step` names the
+/// moment in failure messages.
+pub fn assert_peer_snapshot_matches(
+    python: &Path,
+    table: &Path,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    step: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("ours.arrow");
+    write_arrow_ipc(&arrow, schema, batches);
+    let docs = peer_digest_batch(
+        python,
+        &[
+            serde_json::json!({"id": "p", "table": table.to_string_lossy()}),
+            serde_json::json!({"id": "a", "arrow": arrow.to_string_lossy()}),
+        ],
+    );
+    let (peer, ours) = (&docs["p"], &docs["a"]);
+    assert!(
+        peer.get("error").is_none(),
+        "{step}: hudi-rs failed: {peer}"
+    );
+    assert_eq!(
+        (&peer["row_count"], &peer["data_sha256"]),
+        (&ours["row_count"], &ours["data_sha256"]),
+        "{step}: hudi-rs and arbor differ"
+    );
+}

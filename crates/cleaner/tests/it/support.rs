@@ -159,44 +159,12 @@ impl TestTable {
         };
         let reader = TableReader::open(self.storage.clone()).await.unwrap();
         let ours = reader.snapshot(None).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let arrow = dir.path().join("ours.arrow");
-        arbor_testkit::write_arrow_ipc(&arrow, reader.schema(), &ours);
-        let requests = format!(
-            "{}\n{}\n",
-            serde_json::json!({"id": "p", "table": self.base.to_string_lossy()}),
-            serde_json::json!({"id": "a", "arrow": arrow.to_string_lossy()})
-        );
-        let req = dir.path().join("requests.jsonl");
-        std::fs::write(&req, requests).unwrap();
-        let out = std::process::Command::new(python)
-            .arg(arbor_testkit::repo_root().join("scripts/peer_digest.py"))
-            .arg("--batch")
-            .arg(&req)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let docs: BTreeMap<String, serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                (v["id"].as_str().unwrap().to_string(), v)
-            })
-            .collect();
-        let (peer, ours) = (&docs["p"], &docs["a"]);
-        assert!(
-            peer.get("error").is_none(),
-            "{step}: hudi-rs failed: {peer}"
-        );
-        assert_eq!(
-            (&peer["row_count"], &peer["data_sha256"]),
-            (&ours["row_count"], &ours["data_sha256"]),
-            "{step}: hudi-rs and arbor differ"
+        arbor_testkit::assert_peer_snapshot_matches(
+            &python,
+            &self.base,
+            reader.schema(),
+            &ours,
+            step,
         );
     }
 }

@@ -4,13 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation};
-use arbor_testkit::{repo_root, write_arrow_ipc};
+use arbor_testkit::write_arrow_ipc;
 use arbor_timeline::config::{RecordMergeMode, TableType};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{ActiveTimeline, Instant, TableConfig, TableLayout};
@@ -288,27 +287,11 @@ pub async fn assert_peer_agrees(t: &TestTable, queries: &[Query], step: &str) {
         );
         requests.push('\n');
     }
-    let req_path = dir.path().join("requests.jsonl");
-    std::fs::write(&req_path, requests).unwrap();
-    let out = Command::new(python)
-        .arg(repo_root().join("scripts/peer_digest.py"))
-        .arg("--batch")
-        .arg(&req_path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "peer_digest failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs: BTreeMap<String, Value> = String::from_utf8_lossy(&out.stdout)
+    let requests: Vec<Value> = requests
         .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (v["id"].as_str().unwrap().to_string(), v)
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let docs = arbor_testkit::peer_digest_batch(&python, &requests);
     for (i, q) in queries.iter().enumerate() {
         let peer = &docs[&format!("p{i}")];
         let ours = &docs[&format!("a{i}")];
