@@ -14,12 +14,10 @@ use std::sync::Arc;
 use arbor_mdt::MDT_META_DIR;
 use arbor_storage::{Storage, StorageExt};
 use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::metaroot::TAGS_DIR;
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot, TableConfig, TableLayout};
 
 use crate::error::Result;
-
-/// The tag definitions directory, as every root sees it.
-pub const TAGS_DIR: &str = arbor_cleaner::savepoint::TAGS_DIR;
 
 /// Directories copied whole (as the root sees them).
 const WHOLE_DIRS: [&str; 2] = [".hoodie/.index_defs", ".hoodie/.schema"];

@@ -13,13 +13,12 @@ use arbor_cleaner::savepoint::{create_savepoint_locked, delete_savepoint_locked}
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
-use arbor_timeline::metaroot::{validate_branch_name, MAIN};
+use arbor_timeline::metaroot::{validate_branch_name, MAIN, TAGS_DIR};
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
 use crate::branch::blocking_pending;
-use crate::copy::TAGS_DIR;
 use crate::error::{BranchingError, Result};
 use crate::identity::TagInfo;
 use crate::roots::{put_once, select_root};

@@ -319,7 +319,7 @@ pub async fn delete_savepoint(table: &Table, instant: &InstantTime) -> Result<()
 /// never loses its protection).
 pub async fn tags_naming(storage: &Arc<dyn Storage>, instant: &InstantTime) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for o in storage.list_all(TAGS_DIR).await? {
+    for o in storage.list_all(arbor_timeline::metaroot::TAGS_DIR).await? {
         let Some(stem) = o
             .key
             .rsplit('/')
@@ -339,9 +339,6 @@ pub async fn tags_naming(storage: &Arc<dyn Storage>, instant: &InstantTime) -> R
     }
     Ok(out)
 }
-
-/// Where a branch keeps its tag definitions (relative to the table as the branch sees it).
-pub const TAGS_DIR: &str = ".hoodie/tags";
 
 /// [`delete_savepoint`] for a caller that already holds the table lock.
 pub async fn delete_savepoint_locked(table: &Table, instant: &InstantTime) -> Result<()> {

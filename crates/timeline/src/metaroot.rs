@@ -24,6 +24,9 @@ pub const PUBLICATIONS: &str = "publications";
 pub const SUCCESS_FILE: &str = "_SUCCESS";
 /// The MDT's root meta directory.
 pub const MDT_ROOT_META_DIR: &str = ".hoodie/metadata/.hoodie";
+/// Where a root keeps its tag definitions, as its view shows it (`tags/<name>.json` in the
+/// root's data meta directory, RFC-116 section 3).
+pub const TAGS_DIR: &str = ".hoodie/tags";
 /// The longest branch name accepted.
 pub const MAX_BRANCH_NAME_LEN: usize = 128;
 /// The name of the main branch (never a working branch).

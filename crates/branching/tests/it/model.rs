@@ -393,7 +393,7 @@ fn label(branch: Option<&str>) -> &str {
 
 /// The key of tag `name`'s definition as every root's view sees it.
 fn tag_key(name: &str) -> String {
-    format!("{}/{name}.json", arbor_cleaner::savepoint::TAGS_DIR)
+    format!("{}/{name}.json", arbor_timeline::metaroot::TAGS_DIR)
 }
 
 /// Every object in storage with its version, except locks and heartbeats: what a refused
