@@ -242,7 +242,6 @@ async fn start_at_tag(table: &Table, root: &MetaRoot) -> Result<()> {
         extra_sources: vec![Arc::new(BranchProtection::new(
             table.table_storage().clone(),
             root.clone(),
-            policy,
         ))],
     };
     let out = clean_locked(&branch, &options).await?;

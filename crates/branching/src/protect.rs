@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use arbor_cleaner::clean::committed_files;
 use arbor_cleaner::protection::{
-    snapshot_keys, PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
-    SavepointProtection,
+    snapshot_keys, PendingProtection, ProtectionContext, ProtectionSource, SavepointProtection,
 };
-use arbor_cleaner::{CleanOptions, CleanOutcome, CleanPolicy, RestoreOutcome};
+use arbor_cleaner::{CleanOptions, CleanOutcome, RestoreOutcome};
 use arbor_fsview::Horizon;
 use arbor_storage::Storage;
 use arbor_table::read::TableReader;
@@ -28,34 +27,30 @@ use crate::roots::live_roots;
 /// Protects what every *other* live root needs, judged by that root's own history so that a
 /// clean of one branch never shortens another branch's retention: its savepoints (so its tags),
 /// the inputs of its pending table services, and its retained snapshots: every committed file
-/// of its view when it never cleaned; the snapshots as of every completed write from its last
-/// clean's `earliestCommitToRetain` on (plus the latest) when it did; and, when that clean
-/// recorded no such instant (the file-versions policy), the window of this clean's policy.
+/// of its view when it never cleaned or last cleaned by file versions; else the snapshots as of
+/// every completed write from its last clean's `earliestCommitToRetain` on, plus the latest
+/// (see `retained_by`).
 #[derive(Debug, Clone)]
 pub struct BranchProtection {
     storage: Arc<dyn Storage>,
     cleaning: MetaRoot,
-    policy: CleanPolicy,
 }
 
 impl BranchProtection {
-    /// A source for a clean of root `cleaning` of the table at `storage` under `policy`.
-    pub fn new(storage: Arc<dyn Storage>, cleaning: MetaRoot, policy: CleanPolicy) -> Self {
-        BranchProtection {
-            storage,
-            cleaning,
-            policy,
-        }
+    /// A source for a clean of root `cleaning` of the table at `storage`.
+    pub fn new(storage: Arc<dyn Storage>, cleaning: MetaRoot) -> Self {
+        BranchProtection { storage, cleaning }
     }
 }
 
 /// The files root `ctx` retains by its own history: every committed file of its view when it
-/// never cleaned; else the latest snapshot and the snapshots as of every completed write from
-/// its last clean's `earliestCommitToRetain` on; when that clean recorded no such instant (the
-/// file-versions policy), the window of `fallback` (every committed file when `None`).
+/// never cleaned, or when its last clean recorded no earliest retained instant (the
+/// file-versions policy, whose version count the clean metadata does not record); else the
+/// latest snapshot and the snapshots as of every completed write from its last clean's
+/// `earliestCommitToRetain` on. The same rule decides what other branches' cleans keep for
+/// this root and what `validate` requires of it, so the two never disagree.
 pub(crate) async fn retained_by(
     ctx: &ProtectionContext<'_>,
-    fallback: Option<CleanPolicy>,
 ) -> arbor_cleaner::Result<BTreeSet<String>> {
     let active = ctx.view.history().active();
     let all = || async { Ok(committed_files(ctx.view).await?.into_keys().collect()) };
@@ -69,10 +64,7 @@ pub(crate) async fn retained_by(
     let key = active.key_of(&last)?;
     let meta: HoodieCleanMetadata = decode(&active.read(&last).await?, &key)?;
     let Ok(earliest) = InstantTime::parse(&meta.earliest_commit_to_retain) else {
-        return match fallback {
-            Some(policy) => RetentionProtection { policy }.protected(ctx).await,
-            None => all().await,
-        };
+        return all().await;
     };
     let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
     for w in ctx.view.index().completed_writes() {
@@ -116,7 +108,7 @@ impl ProtectionSource for BranchProtection {
             for s in sources {
                 out.extend(s.protected(&rctx).await?);
             }
-            out.extend(retained_by(&rctx, Some(self.policy)).await?);
+            out.extend(retained_by(&rctx).await?);
         }
         Ok(out)
     }
@@ -128,7 +120,6 @@ pub async fn clean(table: &Table, mut options: CleanOptions) -> Result<CleanOutc
     options.extra_sources.push(Arc::new(BranchProtection::new(
         table.table_storage().clone(),
         table.root().clone(),
-        options.policy,
     )));
     Ok(arbor_cleaner::clean(table, &options).await?)
 }

@@ -41,7 +41,7 @@ pub async fn validate(
             view: reader.view(),
             now: chrono::Utc::now(),
         };
-        let mut retained = retained_by(&ctx, None).await?;
+        let mut retained = retained_by(&ctx).await?;
         retained.extend(SavepointProtection.protected(&ctx).await?);
         retained.extend(PendingProtection.protected(&ctx).await?);
         report.discrepancies.retain(|d| match d {

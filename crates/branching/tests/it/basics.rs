@@ -374,3 +374,29 @@ async fn test_branch_from_tag_after_main_cleaned_older_files_starts_at_the_tag()
         BranchingError::Divergent { .. }
     ));
 }
+
+/// Found by the model test: main's last clean was by file versions (which records no earliest
+/// retained instant); a branch's clean must then keep every file main still lists, exactly as
+/// `validate` requires of main.
+#[tokio::test]
+async fn test_branch_clean_after_main_cleaned_by_file_versions_keeps_what_main_lists() {
+    use arbor_cleaner::{CleanOptions, CleanPolicy};
+    let t = create(TableType::CopyOnWrite, true).await;
+    t.write(WriteOperation::Upsert, &rows(0..8, 1, "a")).await;
+    t.write(WriteOperation::Upsert, &rows(0..4, 2, "b")).await;
+    create_tag(&t.table, "v0", None, None).await.unwrap();
+    t.write(WriteOperation::Upsert, &rows(0..2, 3, "c")).await;
+    let versions = || CleanOptions {
+        policy: CleanPolicy::KeepLatestFileVersions(1),
+        ..CleanOptions::default()
+    };
+    arbor_branching::clean(&t.table, versions()).await.unwrap();
+    drop_tag(&t.table, "v0", false, false).await.unwrap();
+    create_branch(&t.table, "b1", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let b = t.branch("b1").await;
+    arbor_branching::clean(&b, versions()).await.unwrap();
+    t.assert_valid("main after the branch's clean").await;
+    t.assert_branch_valid("b1", "branch after its clean").await;
+}
