@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arbor_storage::Storage;
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
@@ -81,7 +81,8 @@ pub struct EncodedBaseFile {
 ///
 /// Guarantees of every file written: meta columns first, all five nullable strings, in
 /// [`meta::META_COLUMNS`] order; every top-level data column optional; timestamps as INT64
-/// `TIMESTAMP(MICROS, isAdjustedToUTC=true)`; decimals as `FIXED_LEN_BYTE_ARRAY`; footer
+/// `TIMESTAMP` of the column's unit, `isAdjustedToUTC` exactly when the column has a zone;
+/// decimals as `FIXED_LEN_BYTE_ARRAY`; footer
 /// key/values [`FOOTER_MIN_RECORD_KEY`], [`FOOTER_MAX_RECORD_KEY`] (when there are rows),
 /// [`FOOTER_AVRO_SCHEMA`] and [`FOOTER_WRITER_MODEL`]`=avro`; no embedded Arrow schema (like
 /// Spark's files).
@@ -411,22 +412,20 @@ fn key_range(keys: &[String]) -> (Option<String>, Option<String>) {
     (min, max)
 }
 
-/// The Arrow schema of the file: meta columns, then the data columns made nullable, with
-/// top-level timestamps as microseconds in UTC.
+/// The Arrow schema of the file: meta columns, then the data columns made nullable. Types are
+/// kept as they are, so the parquet annotations match the Avro schema recorded beside them:
+/// a timestamp keeps its unit (`timestamp-millis` stays `TIMESTAMP(MILLIS)`), a zoned
+/// timestamp is `isAdjustedToUTC=true` and a naive one (`local-timestamp-*`, Spark's
+/// `TIMESTAMP_NTZ`) `isAdjustedToUTC=false`.
 fn file_schema(data: &Schema) -> SchemaRef {
     let mut fields: Vec<Field> = meta::META_COLUMNS
         .iter()
         .map(|name| Field::new(*name, DataType::Utf8, true))
         .collect();
     for field in data.fields() {
-        let data_type = match field.data_type() {
-            DataType::Timestamp(_, _) => {
-                DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
-            }
-            other => other.clone(),
-        };
         fields.push(
-            Field::new(field.name(), data_type, true).with_metadata(field.metadata().clone()),
+            Field::new(field.name(), field.data_type().clone(), true)
+                .with_metadata(field.metadata().clone()),
         );
     }
     Arc::new(Schema::new(fields))
