@@ -14,6 +14,7 @@ pub use error::{Result, TableError};
 pub use read::ListingSource;
 pub use validate_indexes::validate_indexes;
 pub use write::{
-    secondary_lookup, CommitResult, CreateOptions, KeyMove, RecordIndex, Table, WriteOperation,
+    cast_exact, secondary_lookup, storage_notes, storage_type, CommitResult, ConformOptions,
+    CreateOptions, KeyMove, RecordIndex, SchemaChange, StorageNote, Table, WriteOperation,
     WriteOptions,
 };

@@ -298,6 +298,7 @@ pub async fn run_compaction(
         files_written,
         file_groups_replaced: 0,
         skipped_stale: 0,
+        schema_changes: Vec::new(),
     })
 }
 

@@ -10,6 +10,7 @@
 
 pub mod commit;
 pub mod compaction;
+pub mod convert;
 pub mod cow;
 pub mod index;
 pub mod mdt_sync;
@@ -22,8 +23,10 @@ pub mod schema;
 pub mod secondary_index;
 pub mod table;
 
+pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};
 pub use options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 pub use record_index::{KeyMove, RecordIndex};
+pub use schema::{storage_notes, storage_type, ConformOptions, SchemaChange, StorageNote};
 pub use secondary_index::secondary_lookup;
 pub use table::{PreparedWrite, Table};

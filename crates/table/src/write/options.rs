@@ -50,6 +50,12 @@ pub struct WriteOptions {
     /// With a record index (global keys): what an upsert does with a key that exists in
     /// another partition than the row's; default update in place.
     pub key_move: super::record_index::KeyMove,
+    /// Hudi's schema evolution on write: input columns the table lacks are added (nullable;
+    /// older rows read null) and wider input types promote a column when no stored value
+    /// changes (`int -> long`, `int -> double`, `float -> double`, wider decimals); default
+    /// on. Off, a new column is `InvalidInput` and values of a wider type must fit the
+    /// column's type exactly.
+    pub schema_evolution: bool,
 }
 
 impl Default for WriteOptions {
@@ -61,6 +67,7 @@ impl Default for WriteOptions {
             lock_timeout: std::time::Duration::from_secs(60),
             heartbeat_timeout: std::time::Duration::from_secs(60),
             key_move: super::record_index::KeyMove::default(),
+            schema_evolution: true,
         }
     }
 }
@@ -122,4 +129,7 @@ pub struct CommitResult {
     /// record's); counted neither as inserted nor as updated. Copy-on-write keeps the stored
     /// record while rewriting the base file and counts such records as updated.
     pub skipped_stale: u64,
+    /// How the write changed the table's schema (columns added, types widened); empty when
+    /// it did not.
+    pub schema_changes: Vec<super::schema::SchemaChange>,
 }

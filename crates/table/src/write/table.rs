@@ -51,7 +51,7 @@ use super::record_index::{
     delta_of, has_record_index, replaced_keys, route_moved_keys, RecordIndex,
 };
 use super::rollback;
-use super::schema::DataSchema;
+use super::schema::{ConformOptions, DataSchema, SchemaChange};
 use super::secondary_index;
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
@@ -103,6 +103,14 @@ pub struct PreparedWrite {
     skipped_stale: u64,
     index_delta: Option<RecordIndexDelta>,
     secondary_deltas: Option<SecondaryIndexDeltas>,
+    schema_changes: Vec<SchemaChange>,
+}
+
+/// Input checked against the table, with the schema its write records.
+struct Validated {
+    input: Input,
+    schema: DataSchema,
+    changes: Vec<SchemaChange>,
 }
 
 impl PreparedWrite {
@@ -315,6 +323,18 @@ impl Table {
         layout: &TableLayout,
     ) -> Result<DataSchema> {
         let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+        if let Some(schema) = Self::latest_written_schema(&tl).await? {
+            return Ok(schema);
+        }
+        if let Some(json) = config.get("hoodie.table.create.schema") {
+            return DataSchema::from_avro_json(&json.replace("\\:", ":"));
+        }
+        let reader = TableReader::open_view(storage.clone()).await?;
+        DataSchema::from_read_schema(config.name(), reader.schema())
+    }
+
+    /// The schema the latest completed write on `tl` recorded, if any does.
+    async fn latest_written_schema(tl: &ActiveTimeline) -> Result<Option<DataSchema>> {
         for instant in tl.completed_writes().iter().rev() {
             let bytes = tl.read(instant).await?;
             let key = tl.key_of(instant)?;
@@ -324,14 +344,10 @@ impl Table {
                 _ => None,
             };
             if let Some(json) = json.filter(|s| !s.trim().is_empty()) {
-                return DataSchema::from_avro_json(&json);
+                return DataSchema::from_avro_json(&json).map(Some);
             }
         }
-        if let Some(json) = config.get("hoodie.table.create.schema") {
-            return DataSchema::from_avro_json(&json.replace("\\:", ":"));
-        }
-        let reader = TableReader::open_view(storage.clone()).await?;
-        DataSchema::from_read_schema(config.name(), reader.schema())
+        Ok(None)
     }
 
     /// Uses `lock` as the table lock (default: an object-store lock under `.hoodie/.locks`).
@@ -497,10 +513,22 @@ impl Table {
     }
 
     /// Validates the input against the table: non-empty; every input column is a table column
-    /// of a compatible type (ints widen, string encodings convert); every table column present
-    /// (deletes need only the key and partition columns); no null or empty record key. Returns
-    /// the rows shaped to the table schema with their keys. Writes nothing.
+    /// whose values convert exactly (or, with schema evolution, a new column or a wider type:
+    /// see [`DataSchema::conform`](super::schema::DataSchema::conform)); every table column
+    /// present (deletes need only the key and partition columns); no null or empty record key.
+    /// Returns the rows shaped to the schema the write records, with their keys. Writes
+    /// nothing.
     pub fn validate(&self, operation: WriteOperation, batches: &[RecordBatch]) -> Result<Input> {
+        self.validate_with_schema(operation, batches)
+            .map(|v| v.input)
+    }
+
+    /// [`Table::validate`] with the schema the write records and its changes.
+    fn validate_with_schema(
+        &self,
+        operation: WriteOperation,
+        batches: &[RecordBatch],
+    ) -> Result<Validated> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if rows == 0 {
             return Err(invalid(None, "the input has no rows"));
@@ -522,11 +550,21 @@ impl Table {
                 }
             }
         }
-        let shaped = self.schema.conform(batches, is_delete)?;
-        let batch = concat_batches(&self.schema.arrow, &shaped)
+        let conformed = self.schema.conform(
+            batches,
+            ConformOptions {
+                allow_missing: is_delete,
+                evolve: self.options.schema_evolution && !is_delete,
+            },
+        )?;
+        let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
             .map_err(|e| invalid(None, e.to_string()))?;
         let keys = KeyGenerator::from_table_config(&self.config)?.keys(&batch)?;
-        Ok(Input { batch, keys })
+        Ok(Validated {
+            input: Input { batch, keys },
+            schema: conformed.schema,
+            changes: conformed.changes,
+        })
     }
 
     fn action_for(&self, operation: WriteOperation) -> Action {
@@ -607,13 +645,24 @@ impl Table {
         operation: WriteOperation,
         batches: Vec<RecordBatch>,
     ) -> Result<PreparedWrite> {
-        let input = self.validate(operation, &batches)?;
+        let Validated {
+            input,
+            schema,
+            changes,
+        } = self.validate_with_schema(operation, &batches)?;
         drop(batches);
         let action = self.action_for(operation);
         let op_type = operation.operation_type();
         let (mut tl, requested, heartbeat) = self.start_instant(action, op_type).await?;
         match self
-            .prepare_started(operation, &input, &mut tl, &requested, heartbeat.clone())
+            .prepare_started(
+                operation,
+                &input,
+                (&schema, changes),
+                &mut tl,
+                &requested,
+                heartbeat.clone(),
+            )
             .await
         {
             Ok(p) => Ok(p),
@@ -633,10 +682,38 @@ impl Table {
         &self,
         operation: WriteOperation,
         input: &Input,
+        (schema, schema_changes): (&DataSchema, Vec<SchemaChange>),
         tl: &mut ActiveTimeline,
         requested: &Instant,
         heartbeat: Heartbeat,
     ) -> Result<PreparedWrite> {
+        // The table's schema may have changed since this handle was opened (a write through
+        // it or another writer evolved it): the write then records the schema evolved from
+        // the current one, never one that drops a column or narrows a type again.
+        let rechecked;
+        let (input, schema, schema_changes) = match Self::latest_written_schema(tl).await? {
+            Some(latest) if latest.arrow != schema.arrow => {
+                let conformed = latest.conform(
+                    std::slice::from_ref(&input.batch),
+                    ConformOptions {
+                        allow_missing: operation == WriteOperation::Delete,
+                        evolve: self.options.schema_evolution
+                            && operation != WriteOperation::Delete,
+                    },
+                )?;
+                let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
+                    .map_err(|e| invalid(None, e.to_string()))?;
+                rechecked = (
+                    Input {
+                        batch,
+                        keys: input.keys.clone(),
+                    },
+                    conformed.schema,
+                );
+                (&rechecked.0, &rechecked.1, conformed.changes)
+            }
+            _ => (input, schema, schema_changes),
+        };
         let instant = requested.requested_time.to_string();
         let reader = Arc::new(TableReader::open_view(self.storage.clone()).await?);
         let view = reader.view();
@@ -731,10 +808,10 @@ impl Table {
             .await?,
         );
         let written = self
-            .write_files(&instant, input, &plan, mode, ordering_field)
+            .write_files(&instant, input, schema, &plan, mode, ordering_field)
             .await?;
         let op_type = operation.operation_type();
-        let profile = commit::workload_profile(op_type, &self.schema.avro_json, &plan);
+        let profile = commit::workload_profile(op_type, &schema.avro_json, &plan);
         let inflight_instant = requested.with_state(State::Inflight);
         let inflight_bytes = encode_instant_for(
             &inflight_instant,
@@ -772,7 +849,7 @@ impl Table {
             inflight,
             heartbeat,
             operation: op_type,
-            metadata: commit::commit_metadata(op_type, &self.schema.avro_json, &written),
+            metadata: commit::commit_metadata(op_type, &schema.avro_json, &written),
             replaced,
             planned_against,
             touched,
@@ -782,6 +859,7 @@ impl Table {
             skipped_stale: plan.skipped_stale,
             index_delta,
             secondary_deltas,
+            schema_changes,
         })
     }
 
@@ -789,6 +867,7 @@ impl Table {
         &self,
         instant: &str,
         input: &Input,
+        schema: &DataSchema,
         plan: &WritePlan,
         mode: MergeMode,
         ordering_field: Option<String>,
@@ -796,8 +875,8 @@ impl Table {
         let ctx = FileWriteContext {
             storage: self.storage.clone(),
             instant: instant.to_string(),
-            schema: self.schema.clone(),
-            avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&self.schema.avro_json)?,
+            schema: schema.clone(),
+            avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&schema.avro_json)?,
             mode,
             ordering_field,
         };
@@ -850,6 +929,7 @@ impl Table {
                 .as_ref()
                 .map_or(0, |r| r.values().map(Vec::len).sum()),
             skipped_stale: prepared.skipped_stale,
+            schema_changes: prepared.schema_changes.clone(),
         };
         self.inline_compaction().await;
         Ok(result)
@@ -1177,6 +1257,7 @@ impl Table {
                 skipped_stale: 0,
                 index_delta,
                 secondary_deltas,
+                schema_changes: Vec::new(),
             })
         }
         .await;

@@ -19,6 +19,7 @@ mod robustness;
 mod rollback;
 mod secondary_index;
 mod support_tables;
+mod value_types;
 mod write_cow;
 mod write_mor;
 mod write_occ;
