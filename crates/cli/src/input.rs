@@ -113,7 +113,13 @@ pub fn read_inferred(path: &Path) -> CliResult<Input> {
                 .infer_schema(&mut file, None)
                 .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
             rewind(path, &mut file)?;
-            read_csv(path, file, Arc::new(schema))?
+            // Text has no types: timestamps without an offset are UTC instants (`text_zone`).
+            let fields: Vec<Field> = schema
+                .fields()
+                .iter()
+                .map(|f| Field::new(f.name(), text_zone(f.data_type()), f.is_nullable()))
+                .collect();
+            read_csv(path, file, Arc::new(Schema::new(fields)))?
         }
         InputFormat::Jsonl => {
             let mut file = BufReader::new(open(path)?);
@@ -132,17 +138,28 @@ pub fn read_inferred(path: &Path) -> CliResult<Input> {
     Ok(Input { schema, batches })
 }
 
-/// Reads an input file for a table whose data schema is `target`: every target column must be
-/// in the input (unless `allow_missing`: a delete names keys, and the table checks that the
-/// key and partition columns are there), every input column must be in the target, and every
-/// value must convert to the target type. The result has the target's columns (those present,
-/// with `allow_missing`) in the target's order and types.
-pub fn read_for_schema(path: &Path, target: &SchemaRef, allow_missing: bool) -> CliResult<Input> {
-    let input = match InputFormat::from_path(path)? {
+/// Reads an input file for a table whose data schema is `target`.
+///
+/// Text inputs (CSV, JSON lines) carry values, not types: a column of the table is parsed or
+/// converted into the table's type and a value that does not fit it exactly is an error
+/// naming the column and row (`9.7` into an int column, `7` into a string column). A column
+/// the table lacks keeps the inferred type (the table's schema evolution adds it). Parquet
+/// inputs are typed and pass through as they are, for the table to convert exactly or to
+/// widen its column ([`arbor_table::Table::validate`]). Missing table columns are left for
+/// the table to report (a delete needs only the key and partition columns).
+pub fn read_for_schema(path: &Path, target: &SchemaRef) -> CliResult<Input> {
+    let format = InputFormat::from_path(path)?;
+    let input = match format {
         InputFormat::Parquet => read_parquet(path)?,
         InputFormat::Csv => {
-            // Every column as text, parsed into the target types by the casts below.
+            // Table columns as text, parsed into the table's types below; new columns as
+            // arrow-csv infers them.
             let mut file = BufReader::new(open(path)?);
+            let (inferred, _) = arrow::csv::reader::Format::default()
+                .with_header(true)
+                .infer_schema(&mut file, None)
+                .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
+            rewind(path, &mut file)?;
             let mut header = String::new();
             file.read_line(&mut header)
                 .map_err(|e| input_error(path, format!("cannot read the header row: {e}")))?;
@@ -150,7 +167,15 @@ pub fn read_for_schema(path: &Path, target: &SchemaRef, allow_missing: bool) -> 
             let names = csv_header(path, &header)?;
             let fields: Vec<Field> = names
                 .iter()
-                .map(|n| Field::new(n.as_str(), DataType::Utf8, true))
+                .map(|n| {
+                    let ty = match (target.field_with_name(n), inferred.field_with_name(n)) {
+                        (Err(_), Ok(f)) if f.data_type() != &DataType::Null => {
+                            text_zone(f.data_type())
+                        }
+                        _ => DataType::Utf8,
+                    };
+                    Field::new(n.as_str(), ty, true)
+                })
                 .collect();
             read_csv(path, file, Arc::new(Schema::new(fields)))?
         }
@@ -162,49 +187,42 @@ pub fn read_for_schema(path: &Path, target: &SchemaRef, allow_missing: bool) -> 
             read_json(path, file, Arc::new(schema))?
         }
     };
-    conform(path, &input, target, allow_missing)
+    conform(path, &input, target, format != InputFormat::Parquet)
 }
 
-/// Converts `input` to `target` by column name (see [`read_for_schema`]).
-pub fn conform(
-    path: &Path,
-    input: &Input,
-    target: &SchemaRef,
-    allow_missing: bool,
-) -> CliResult<Input> {
+/// The type a text input's inferred column gets: timestamps without an offset in CSV or
+/// JSON text are read as UTC instants (as Spark reads them with session time zone UTC), so
+/// a table made from text has Hudi's ordinary `timestamp` columns.
+fn text_zone(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Timestamp(unit, None) => DataType::Timestamp(*unit, Some("UTC".into())),
+        other => other.clone(),
+    }
+}
+
+/// Converts the columns of `input` that the table has to the table's types (see
+/// [`read_for_schema`]); `text` says the input is text (CSV, JSON lines), whose values are
+/// parsed or converted exactly, not typed data the table may widen its columns for.
+pub fn conform(path: &Path, input: &Input, target: &SchemaRef, text: bool) -> CliResult<Input> {
     check_names(path, &input.schema)?;
     let data = data_only(&input.schema);
-    for f in data.fields() {
-        if target.field_with_name(f.name()).is_err() {
-            let known: Vec<&str> = target.fields().iter().map(|f| f.name().as_str()).collect();
-            return Err(input_error(
-                path,
-                format!(
-                    "column {:?} is not in the table schema (table columns: {})",
-                    f.name(),
-                    known.join(", ")
-                ),
-            ));
-        }
-    }
-    for f in target.fields() {
-        if data.field_with_name(f.name()).is_err() && !allow_missing {
-            return Err(input_error(
-                path,
-                format!(
-                    "column {:?} of the table is missing from the input",
-                    f.name()
-                ),
-            ));
-        }
-    }
-    let fields: Vec<Arc<Field>> = target
+    let fields: Vec<Arc<Field>> = data
         .fields()
         .iter()
-        .filter(|f| data.field_with_name(f.name()).is_ok())
-        .cloned()
+        .map(|f| match target.field_with_name(f.name()) {
+            Ok(t) if text => Arc::new(t.clone()),
+            _ => Arc::new(Field::new(
+                f.name(),
+                if text {
+                    text_zone(f.data_type())
+                } else {
+                    f.data_type().clone()
+                },
+                true,
+            )),
+        })
         .collect();
-    let schema = Arc::new(Schema::new_with_metadata(fields, target.metadata().clone()));
+    let schema = Arc::new(Schema::new(fields));
     let mut batches = Vec::with_capacity(input.batches.len());
     let mut offset = 0usize;
     for batch in &input.batches {
@@ -224,8 +242,17 @@ pub fn conform(
     Ok(Input { schema, batches })
 }
 
-/// Casts one column to `field`'s type; a value that does not convert, or a null in a column
-/// the table declares non-nullable, is an error naming the column and the first such row.
+fn is_text(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+/// Converts one column to `field`'s type: text is parsed (a value that does not parse is an
+/// error naming the column and row), typed values convert exactly
+/// ([`arbor_table::cast_exact`]), and a null in a column the table declares non-nullable is
+/// an error naming the first such row.
 fn convert_column(
     path: &Path,
     field: &Field,
@@ -238,6 +265,9 @@ fn convert_column(
     };
     let converted = if column.data_type() == field.data_type() {
         column.clone()
+    } else if !is_text(column.data_type()) || is_text(field.data_type()) {
+        arbor_table::cast_exact(column, field.data_type(), field.name(), offset)
+            .map_err(|e| input_error(path, e.to_string()))?
     } else {
         match cast_with_options(column, field.data_type(), &strict) {
             Ok(c) => c,
@@ -475,42 +505,33 @@ mod tests {
     fn test_read_for_schema_csv_keeps_leading_zeros_in_strings() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "a.csv", "n,id\n5,007\n,008\n");
-        let input = read_for_schema(&p, &target(), false).unwrap();
+        let input = read_for_schema(&p, &target()).unwrap();
         let b = &input.batches[0];
-        assert_eq!(b.schema(), target());
-        let ids: &StringArray = b.column(0).as_string::<i32>();
+        let ids: &StringArray = b.column_by_name("id").unwrap().as_string::<i32>();
         assert_eq!(ids.value(0), "007");
-        let n: &Int64Array = b.column(1).as_primitive::<Int64Type>();
+        let n: &Int64Array = b.column_by_name("n").unwrap().as_primitive::<Int64Type>();
         assert_eq!(n.value(0), 5);
         assert!(n.is_null(1));
     }
 
     #[test]
-    fn test_read_for_schema_unknown_column_names_it() {
+    fn test_read_for_schema_new_column_keeps_inferred_type() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(
             dir.path(),
             "a.jsonl",
-            "{\"id\":\"a\",\"n\":1,\"extra\":2}\n",
+            "{\"id\":\"a\",\"n\":1,\"extra\":2.5}\n",
         );
-        let err = read_for_schema(&p, &target(), false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("\"extra\" is not in the table schema"),
-            "{err}"
-        );
+        let input = read_for_schema(&p, &target()).unwrap();
+        let extra = input.schema.field_with_name("extra").unwrap();
+        assert_eq!(extra.data_type(), &DataType::Float64);
     }
 
     #[test]
-    fn test_read_for_schema_missing_column_names_it() {
+    fn test_read_for_schema_missing_column_left_for_the_table() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "a.jsonl", "{\"id\":\"a\"}\n");
-        let err = read_for_schema(&p, &target(), false)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("\"n\" of the table is missing"), "{err}");
-        let ok = read_for_schema(&p, &target(), true).unwrap();
+        let ok = read_for_schema(&p, &target()).unwrap();
         let names: Vec<&str> = ok
             .schema
             .fields()
@@ -521,12 +542,38 @@ mod tests {
     }
 
     #[test]
+    fn test_read_for_schema_json_fraction_into_int_names_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "a.jsonl",
+            "{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\",\"n\":9.7}\n",
+        );
+        let err = read_for_schema(&p, &target()).unwrap_err().to_string();
+        assert!(err.contains("\"n\" at row 1"), "{err}");
+        assert!(err.contains("9.7"), "{err}");
+        let p = write(dir.path(), "b.jsonl", "{\"id\":7,\"n\":1}\n");
+        let err = read_for_schema(&p, &target()).unwrap_err().to_string();
+        assert!(err.contains("not compatible"), "{err}");
+    }
+
+    #[test]
+    fn test_read_inferred_csv_timestamps_without_fraction_are_utc() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a.csv", "id,at\na,2024-01-01 10:00:00\n");
+        let input = read_inferred(&p).unwrap();
+        let at = input.schema.field_with_name("at").unwrap();
+        assert!(
+            matches!(at.data_type(), DataType::Timestamp(_, Some(z)) if z.as_ref() == "UTC"),
+            "{at:?}"
+        );
+    }
+
+    #[test]
     fn test_read_for_schema_bad_value_names_column_and_row() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "a.csv", "id,n\na,1\nb,x\n");
-        let err = read_for_schema(&p, &target(), false)
-            .unwrap_err()
-            .to_string();
+        let err = read_for_schema(&p, &target()).unwrap_err().to_string();
         assert!(err.contains("column \"n\""), "{err}");
         assert!(err.contains("at row 1"), "{err}");
         assert!(err.contains("\"x\""), "{err}");
@@ -536,9 +583,7 @@ mod tests {
     fn test_read_for_schema_null_in_required_column_errors() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "a.csv", "id,n\na,1\n,2\n");
-        let err = read_for_schema(&p, &target(), false)
-            .unwrap_err()
-            .to_string();
+        let err = read_for_schema(&p, &target()).unwrap_err().to_string();
         assert!(err.contains("\"id\" is null at row 1"), "{err}");
     }
 
@@ -554,9 +599,7 @@ mod tests {
     fn test_read_inferred_duplicate_csv_header_errors() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "a.csv", "id,id\na,b\n");
-        let err = read_for_schema(&p, &target(), false)
-            .unwrap_err()
-            .to_string();
+        let err = read_for_schema(&p, &target()).unwrap_err().to_string();
         assert!(err.contains("appears twice"), "{err}");
     }
 

@@ -331,9 +331,26 @@ struct Column {
     nullable: bool,
 }
 
+/// Prints (to stderr) how columns of a new table's `schema` are stored where that differs
+/// from the input (nanoseconds as microseconds, zones as UTC, naive timestamps as
+/// `TIMESTAMP_NTZ`, which hudi-rs 0.5.0 cannot read).
+pub fn warn_storage_notes(schema: &arrow::datatypes::Schema) {
+    for n in arbor_table::storage_notes(schema) {
+        eprintln!("warning: column {}: {}", n.column, n.note);
+        if n.note.contains("TIMESTAMP_NTZ") {
+            eprintln!(
+                "warning: column {}: hudi-rs 0.5.0 cannot read tables with such columns (it \
+                 panics on Avro local-timestamp); Spark and arbor can",
+                n.column
+            );
+        }
+    }
+}
+
 /// Runs the command.
 pub async fn run(args: CreateArgs, options: &StorageOptions) -> CliResult<()> {
     let schema = input::infer_schema(&args.schema_from)?;
+    warn_storage_notes(&schema);
     let create = args
         .spec
         .create_options(&args.table, schema.clone(), "arbor create")?;

@@ -159,6 +159,8 @@ pub struct CommitReport {
     pub files_written: usize,
     /// File groups replaced.
     pub file_groups_replaced: usize,
+    /// Schema changes the write made (columns added, types widened).
+    pub schema_changes: Vec<String>,
 }
 
 impl CommitReport {
@@ -178,6 +180,7 @@ impl CommitReport {
             deleted: r.deleted,
             files_written: r.files_written,
             file_groups_replaced: r.file_groups_replaced,
+            schema_changes: r.schema_changes.iter().map(ToString::to_string).collect(),
         }
     }
 
@@ -216,6 +219,9 @@ impl CommitReport {
             "  files:       {} written, {} file groups replaced",
             self.files_written, self.file_groups_replaced
         ));
+        for change in &self.schema_changes {
+            out.push_str(&format!("\n  schema:      {change}"));
+        }
         out
     }
 
@@ -252,9 +258,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             let table = open_table_at(location, target.storage.clone(), &args.branch).await?;
             args.spec.check_matches(table.config())?;
             let schema = table.schema().clone();
-            // A delete needs only the key (and partition) columns.
-            let allow_missing = args.op == OpArg::Delete;
-            let data = input::read_for_schema(&args.input, &schema, allow_missing)?;
+            let data = input::read_for_schema(&args.input, &schema)?;
             let rows = non_empty(&args.input, &data)?;
             progress.set(&format!(
                 "writing {rows} rows ({})",
@@ -273,6 +277,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
         }
         Some(target) if args.spec.table_type.is_some() => {
             let data = input::read_inferred(&args.input)?;
+            crate::commands::create::warn_storage_notes(&data.schema);
             let rows = match non_empty(&args.input, &data) {
                 Ok(rows) => rows,
                 Err(e) => {
