@@ -139,6 +139,8 @@ async fn write_on(
         input: input.to_path_buf(),
         branch: branch.to_string(),
         op,
+        partial: false,
+        no_schema_evolution: false,
         spec,
         json: false,
     };

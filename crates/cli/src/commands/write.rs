@@ -51,6 +51,14 @@ pub struct WriteArgs {
     /// The write operation.
     #[arg(long, value_enum, default_value_t = OpArg::Upsert)]
     pub op: OpArg,
+    /// Partial update (upsert only): columns the input lacks keep their stored values for keys
+    /// already in the table (new keys get nulls); reads the table's current rows first.
+    #[arg(long)]
+    pub partial: bool,
+    /// Refuse input that would change the table's schema (new columns, wider types); by
+    /// default such input evolves the schema as Hudi does.
+    #[arg(long)]
+    pub no_schema_evolution: bool,
     /// Table definition, used only when the table does not exist yet.
     #[command(flatten)]
     pub spec: TableSpec,
@@ -239,6 +247,11 @@ impl CommitReport {
 pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<CommitReport> {
     let location = args.table.as_str();
     input::InputFormat::from_path(&args.input)?;
+    if args.partial && args.op != OpArg::Upsert {
+        return Err(CliError::Usage(
+            "--partial applies to upserts only (--op upsert)".into(),
+        ));
+    }
     let on_main = selected(&args.branch).is_none();
     let may_create = on_main && args.spec.table_type.is_some();
     let target = open_target(location, options, may_create).await?;
@@ -256,6 +269,12 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
     match target {
         Some(target) if target.exists => {
             let table = open_table_at(location, target.storage.clone(), &args.branch).await?;
+            let options = arbor_table::WriteOptions {
+                partial_updates: args.partial,
+                schema_evolution: !args.no_schema_evolution,
+                ..table.write_options().clone()
+            };
+            let table = table.with_write_options(options);
             args.spec.check_matches(table.config())?;
             let schema = table.schema().clone();
             let data = input::read_for_schema(&args.input, &schema)?;

@@ -15,3 +15,4 @@ mod read;
 mod restore;
 mod table_services;
 mod timeline;
+mod values;

@@ -16,6 +16,7 @@ pub mod index;
 pub mod mdt_sync;
 pub mod mor;
 pub mod options;
+mod partial;
 pub mod planner;
 pub mod record_index;
 pub mod rollback;

@@ -56,6 +56,10 @@ pub struct WriteOptions {
     /// on. Off, a new column is `InvalidInput` and values of a wider type must fit the
     /// column's type exactly.
     pub schema_evolution: bool,
+    /// Partial updates: an upsert whose input lacks some of the table's columns keeps, for
+    /// every key already in the table, the stored values of those columns (new keys get
+    /// nulls), instead of failing. Costs a snapshot read of the table; default off.
+    pub partial_updates: bool,
 }
 
 impl Default for WriteOptions {
@@ -68,6 +72,7 @@ impl Default for WriteOptions {
             heartbeat_timeout: std::time::Duration::from_secs(60),
             key_move: super::record_index::KeyMove::default(),
             schema_evolution: true,
+            partial_updates: false,
         }
     }
 }

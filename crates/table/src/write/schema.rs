@@ -143,7 +143,8 @@ impl DataSchema {
                             Some(field.name()),
                             None,
                             "the input lacks this column of the table (a write carries every \
-                             column; columns cannot be dropped)",
+                             column, columns are never dropped; to keep the stored values of \
+                             missing columns, upsert as a partial update: arbor write --partial)",
                         ))
                     }
                 };

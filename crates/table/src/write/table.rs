@@ -645,6 +645,11 @@ impl Table {
         operation: WriteOperation,
         batches: Vec<RecordBatch>,
     ) -> Result<PreparedWrite> {
+        let batches = if self.options.partial_updates && operation == WriteOperation::Upsert {
+            super::partial::fill_missing_columns(self, batches).await?
+        } else {
+            batches
+        };
         let Validated {
             input,
             schema,
