@@ -10,4 +10,5 @@ mod basics;
 mod concurrency;
 mod crash;
 mod model;
+mod schema;
 mod support;
