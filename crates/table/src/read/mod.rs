@@ -41,7 +41,7 @@ use futures::{StreamExt, TryStreamExt};
 pub use filter::{FilterOp, PartitionFilter, PartitionPruner};
 pub use merge::{merge_slice, LogPart, MergeMode};
 pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
-pub use ordering::OrderKey;
+pub use ordering::{newer_wins, OrderKey};
 
 use crate::error::{Result, TableError};
 use stream::{SlicePlan, SliceReader};
