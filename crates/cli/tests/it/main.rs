@@ -12,6 +12,7 @@ mod demo;
 mod index;
 mod mdt;
 mod read;
+mod read_output;
 mod restore;
 mod table_services;
 mod timeline;
