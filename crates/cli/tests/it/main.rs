@@ -13,6 +13,7 @@ mod index;
 mod mdt;
 mod read;
 mod read_output;
+mod read_where;
 mod restore;
 mod table_services;
 mod timeline;
