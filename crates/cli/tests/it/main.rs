@@ -7,6 +7,7 @@
 )]
 
 mod branch;
+mod compact;
 mod create_write;
 mod demo;
 mod index;
