@@ -179,3 +179,119 @@ async fn test_null_ordering_cow_null_loses_and_counts_match_peer() {
 async fn test_null_ordering_mor_null_loses_and_counts_match_peer() {
     run_null_ordering(TableType::MergeOnRead).await;
 }
+
+/// Rewrites the merge settings of `hoodie.properties` between event-time and commit-time
+/// ordering (the three keys arbor writes differently for the two modes).
+fn set_merge_mode(t: &TestTable, event_time: bool) {
+    let path = t.base.join(".hoodie/hoodie.properties");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let pairs = [
+        (
+            "hoodie.record.merge.mode=EVENT_TIME_ORDERING",
+            "hoodie.record.merge.mode=COMMIT_TIME_ORDERING",
+        ),
+        (
+            "hoodie.record.merge.strategy.id=eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+            "hoodie.record.merge.strategy.id=ce9acb64-bde0-424c-9b91-f6ebba25356d",
+        ),
+        (
+            "hoodie.compaction.payload.class=org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+            "hoodie.compaction.payload.class=org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+        ),
+    ];
+    let mut out = text.clone();
+    for (ev, ct) in pairs {
+        let (from, to) = if event_time { (ct, ev) } else { (ev, ct) };
+        assert!(out.contains(from), "{from} not in {text}");
+        out = out.replace(from, to);
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+/// Upserts `rows` into the MOR table as a writer that does not drop stale records (Java's MOR
+/// writers log every update; arbor's event-time writer leaves stale ones out): written under
+/// commit-time settings, read back under event-time ones.
+async fn log_unconditionally(t: &TestTable, rows: &[NRow]) {
+    set_merge_mode(t, false);
+    let table = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+    let r = table
+        .write(WriteOperation::Upsert, vec![nbatch(rows)])
+        .await
+        .unwrap();
+    assert_eq!(r.skipped_stale, 0);
+    set_merge_mode(t, true);
+}
+
+async fn assert_peer(t: &TestTable, batches: &[RecordBatch], step: &str) {
+    if let Some(python) = peer_python() {
+        arbor_testkit::assert_peer_snapshot_matches(
+            &python,
+            &t.base,
+            t.reader().await.schema(),
+            batches,
+            step,
+        );
+    }
+}
+
+#[tokio::test]
+async fn test_null_ordering_mor_log_records_merge_like_peer() {
+    let t = create(TableType::MergeOnRead, Layout::None).await;
+    write(
+        &t,
+        WriteOperation::Insert,
+        &[
+            ("k0", Some(10), "a"),
+            ("k1", None, "a"),
+            ("k2", Some(5), "a"),
+        ],
+    )
+    .await;
+    // Log records with null ordering values over base records (base vs log).
+    log_unconditionally(
+        &t,
+        &[
+            ("k0", None, "late"),
+            ("k1", Some(3), "b"),
+            ("k2", None, "late"),
+        ],
+    )
+    .await;
+    let (batches, got) = snapshot(&t).await;
+    assert_eq!(
+        got,
+        expect(&[
+            ("k0", Some(10), "a"),
+            ("k1", Some(3), "b"),
+            ("k2", Some(5), "a")
+        ]),
+        "a null in the log never replaces a base value"
+    );
+    assert_peer(&t, &batches, "MOR nulls in the first log").await;
+
+    // A second log (log vs log): null after 3 loses; 7 after null beats the base's 5.
+    log_unconditionally(&t, &[("k1", None, "late"), ("k2", Some(7), "c")]).await;
+    let (batches, got) = snapshot(&t).await;
+    assert_eq!(
+        got,
+        expect(&[
+            ("k0", Some(10), "a"),
+            ("k1", Some(3), "b"),
+            ("k2", Some(7), "c")
+        ]),
+    );
+    assert_peer(&t, &batches, "MOR nulls across two logs").await;
+
+    // Compaction keeps the merged rows.
+    t.table.compact().await.unwrap();
+    let (batches, got) = snapshot(&t).await;
+    assert_eq!(
+        got,
+        expect(&[
+            ("k0", Some(10), "a"),
+            ("k1", Some(3), "b"),
+            ("k2", Some(7), "c")
+        ]),
+    );
+    assert_peer(&t, &batches, "MOR nulls after compaction").await;
+}
