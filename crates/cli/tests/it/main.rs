@@ -18,3 +18,4 @@ mod read_where;
 mod restore;
 mod table_services;
 mod timeline;
+mod write_counts;

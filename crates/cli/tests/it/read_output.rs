@@ -249,4 +249,14 @@ fn test_read_as_of_iso_times_and_before_first_commit_is_an_error() {
     assert!(err.contains("ISO"), "{err}");
     // Far in the future: the latest state.
     assert_eq!(fare_a(&["--as-of", "9999-01-01"]), 10.0);
+    // `arbor files --as-of` takes the same forms.
+    let files: serde_json::Value = serde_json::from_str(&ok(&[
+        "files",
+        s(&table),
+        "--as-of",
+        &iso(&first, 'T'),
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(files.as_array().unwrap().len(), 2, "{files}");
 }
