@@ -14,7 +14,8 @@
 //! Rows: every filter on a field that is a column of the read schema is also applied to the
 //! rows read (as Spark does when it cannot prune), so the answer is the same whether or not a
 //! partition could be pruned; a filter on a field that is not a column (partition columns
-//! dropped from the data files) relies on pruning alone, and a path it cannot split is
+//! dropped from the data files: `hoodie.datasource.write.drop.partition.columns`) relies on
+//! pruning alone, and a path it cannot split is
 //! [`TableError::InvalidInput`] naming the path. The pseudo field `_hoodie_partition_path`
 //! is the raw partition path.
 //!
@@ -395,6 +396,9 @@ impl PartitionPruner {
         filters: &[PartitionFilter],
     ) -> Result<Self> {
         let specs = config.partition_fields();
+        let dropped_columns = config
+            .get(keys::DROP_PARTITION_COLUMNS)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let fields: Vec<String> = specs
             .iter()
             .map(|f| f.split(':').next().unwrap_or_default().trim().to_string())
@@ -416,8 +420,11 @@ impl PartitionPruner {
                         fields.join(", ")
                     ))
                 })?;
-                let column = schema.field_with_name(&f.field).ok();
-                let kind = column.map_or(Kind::Str, |x| Kind::of(x.data_type()));
+                let field_type = schema.field_with_name(&f.field).ok();
+                let kind = field_type.map_or(Kind::Str, |x| Kind::of(x.data_type()));
+                // With the partition columns dropped from the data files, the rows hold no
+                // values to filter (the read fills nulls): paths alone decide.
+                let column = field_type.filter(|_| !dropped_columns);
                 let prunes = kind != Kind::Timestamp
                     && specs
                         .get(index)
@@ -748,6 +755,43 @@ mod tests {
         // Ambiguous (a value holds '/' and nothing says where): not pruned, rows decide.
         assert!(p.matches("a/b/c").unwrap());
         assert!(p.partition_values("a/b/c").is_err());
+    }
+
+    #[test]
+    fn test_dropped_partition_columns_prune_by_path_only() {
+        let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+            .record_key_fields(["id"])
+            .partition_fields(["city"])
+            .property(keys::DROP_PARTITION_COLUMNS, "true")
+            .build()
+            .unwrap();
+        let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "sf")]).unwrap();
+        assert!(p.row_columns().is_empty());
+        assert!(p.matches("sf").unwrap());
+        assert!(!p.matches("la").unwrap());
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("city", DataType::Utf8, true)])),
+            vec![Arc::new(arrow::array::StringArray::from(vec![
+                None::<&str>,
+            ]))],
+        )
+        .unwrap();
+        assert_eq!(
+            p.filter_rows(batch).unwrap().num_rows(),
+            1,
+            "null-filled rows stay"
+        );
+        let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+            .record_key_fields(["id"])
+            .partition_fields(["city"])
+            .key_generator_type("TIMESTAMP")
+            .property(keys::DROP_PARTITION_COLUMNS, "true")
+            .build()
+            .unwrap();
+        let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "sf")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("do not hold the field's values"), "{err}");
     }
 
     #[test]
