@@ -76,7 +76,8 @@ pub struct ReadArgs {
     #[arg(long, value_name = "T", conflicts_with = "incremental")]
     pub as_of: Option<String>,
     /// Incremental query: the records written by instants that completed after START and up
-    /// to END (completion times; `-` for an open bound; END defaults to the latest).
+    /// to END (completion times, as instant times or ISO dates/times like --as-of; `-` for an
+    /// open bound; END defaults to the latest).
     #[arg(long, num_args = 1..=2, value_names = ["START", "END"])]
     pub incremental: Option<Vec<String>>,
     /// Base files only (read-optimized query; for merge-on-read tables it skips log files).
@@ -85,8 +86,9 @@ pub struct ReadArgs {
     /// The columns to output, comma separated, in this order (meta columns allowed).
     #[arg(long, value_delimiter = ',', value_name = "COLS")]
     pub columns: Vec<String>,
-    /// Read only the partitions where FIELD=VALUE (repeatable, all must hold; partition
-    /// fields only; also FIELD!=V, <, <=, >, >=). Other partitions' files are not read.
+    /// Only rows where FIELD=VALUE (repeatable, all must hold; partition fields only; also
+    /// FIELD!=V, <, <=, >, >=, "FIELD IN A,B"). Partitions whose path rules the value out are
+    /// not read.
     #[arg(long = "where", value_name = "FIELD=VALUE")]
     pub filters: Vec<String>,
     /// Also output the `_hoodie_*` meta columns (ignored with --columns).
