@@ -74,16 +74,27 @@ pub struct Fit {
     pub cut_cells: usize,
 }
 
+/// The display width of `s` in terminal columns (wide East Asian characters count 2).
 fn char_len(s: &str) -> usize {
-    s.chars().count()
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
-/// `s` cut to `width` characters, the last one `…`, when it is longer.
+/// `s` cut to `width` columns, the last one `…`, when it is wider.
 fn cut(s: &str, width: usize) -> (String, bool) {
     if char_len(s) <= width {
         return (s.to_string(), false);
     }
-    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    let room = width.saturating_sub(1);
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
     out.push('…');
     (out, true)
 }
@@ -337,6 +348,14 @@ mod tests {
         let text = wide_table(&["v"], vec![vec![big.clone()], vec!["x\ny".to_string()]]);
         assert!(text.contains(&big));
         assert_eq!(text.lines().count(), 7, "two lines for x\\ny");
+    }
+
+    #[test]
+    fn test_fit_table_wide_characters_count_two_columns() {
+        let rows = vec![vec!["東京".repeat(50)]];
+        let (text, fit) = fit_table(&["city"], &rows, 40);
+        assert_eq!(fit.cut_cells, 1);
+        assert!(text.lines().all(|l| char_len(l) <= 40), "{text}");
     }
 
     #[test]
