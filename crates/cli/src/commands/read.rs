@@ -483,14 +483,9 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
             print_rows(&schema, &batches, total, (!args.wide).then(terminal_width))
         }
         (ReadFormat::Table, Some(p)) => {
+            // A file gets every column and value whole.
             let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            let mut table = comfy_table::Table::new();
-            table
-                .load_preset(comfy_table::presets::UTF8_BORDERS_ONLY)
-                .set_header(header);
-            for r in cells(&batches)? {
-                table.add_row(r);
-            }
+            let table = wide_table(&header, cells(&batches)?);
             let mut f = create(p)?;
             writeln!(f, "{table}").map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
         }
