@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 use crate::commands::archive::ArchiveArgs;
 use crate::commands::branch::BranchArgs;
 use crate::commands::clean::CleanArgs;
+use crate::commands::compact::CompactArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
 use crate::commands::demo::DemoArgs;
@@ -78,6 +79,9 @@ enum Command {
     Clean(CleanArgs),
     /// Move old completed instants to the archived timeline.
     Archive(ArchiveArgs),
+    /// Compact a merge-on-read table: merge each file group's log files into a new base file
+    /// (`arbor compact <table> [--branch B]`).
+    Compact(CompactArgs),
     /// Restore the table to a savepoint: every later write is rolled back
     /// (`arbor restore <table> --to T`).
     Restore(RestoreArgs),
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
             Command::Savepoint(args) => commands::savepoint::run(args, &options).await,
             Command::Clean(args) => commands::clean::run(args, &options).await,
             Command::Archive(args) => commands::archive::run(args, &options).await,
+            Command::Compact(args) => commands::compact::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
             Command::Tag(args) => commands::tag::run(args, &options).await,

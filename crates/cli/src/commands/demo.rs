@@ -113,6 +113,7 @@ fn read_args(table: &str) -> ReadArgs {
         format: ReadFormat::Table,
         output: None,
         limit: None,
+        wide: false,
     }
 }
 

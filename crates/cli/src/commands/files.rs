@@ -20,8 +20,9 @@ pub struct FilesArgs {
     /// The branch whose file slices to list (a working branch, or main).
     #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
     pub branch: String,
-    /// The file slices as of this instant (requested time) instead of the latest.
-    #[arg(long, value_name = "INSTANT")]
+    /// The file slices as of this instant (requested time, or an ISO date/time as
+    /// `arbor read --as-of` takes) instead of the latest.
+    #[arg(long, value_name = "T")]
     pub as_of: Option<String>,
     /// The file slices as of this tag of the branch.
     #[arg(long, value_name = "NAME", conflicts_with = "as_of")]
@@ -137,13 +138,15 @@ pub async fn slices(
                 .map_err(|e| branching_error(location, e))?;
             (reader, Some(instant))
         }
-        None => (
-            open_reader_at(location, storage, selection.branch).await?,
-            selection
+        None => {
+            let reader = open_reader_at(location, storage, selection.branch).await?;
+            let zone = reader.config().timeline_timezone();
+            let as_of = selection
                 .as_of
-                .map(|t| crate::commands::read::parse_instant("--as-of", t))
-                .transpose()?,
-        ),
+                .map(|t| crate::commands::read::parse_time("--as-of", t, zone))
+                .transpose()?;
+            (reader, as_of)
+        }
     };
     let slices = reader
         .view()

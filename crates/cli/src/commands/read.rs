@@ -1,6 +1,6 @@
 //! `arbor read <table> [--branch B] [--as-of T | --tag NAME | --incremental S [E]]
 //! [--read-optimized] [--columns ...] [--where FIELD=VALUE ...]
-//! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta]`.
+//! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta] [--wide]`.
 
 use std::fs::File;
 use std::io::Write;
@@ -10,7 +10,8 @@ use std::sync::Arc;
 use arbor_branching::tag_reader;
 use arbor_format::meta;
 use arbor_storage::StorageOptions;
-use arbor_table::read::{PartitionFilter, ReadOptions, TableReader};
+use arbor_table::read::{parse_datetime, PartitionFilter, ReadOptions, TableReader};
+use arbor_timeline::config::TimelineTimezone;
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
 use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn};
@@ -23,7 +24,7 @@ use crate::commands::branch::{branching_error, open_reader_at, selected};
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 use crate::input::concat;
-use crate::output::{print_table, print_text};
+use crate::output::{fit_table, print_text, terminal_width, wide_table};
 
 /// Rows the `table` format shows unless `--limit` says otherwise.
 pub const DEFAULT_TABLE_LIMIT: usize = 50;
@@ -36,9 +37,24 @@ pub const DEFAULT_TABLE_LIMIT: usize = 50;
 #[command(
     after_help = "Rows come sorted by partition path, then record key. Without --columns \
     the data columns are output; --meta adds Hudi's _hoodie_* meta columns. The table format \
-    shows 50 rows unless --limit says otherwise; the other formats output every row.\n\n\
+    shows 50 rows unless --limit says otherwise and fits the terminal (COLUMNS, else the \
+    terminal's width, else 120): long values are cut with …, columns that do not fit are left \
+    out (the last line says so); --wide prints every column and value whole. The other formats \
+    output every row and value exactly (jsonl writes nulls as null).\n\n\
+    --as-of takes an instant time (yyyyMMddHHmmss[SSS]) or an ISO date/time: 2026-12-01 \
+    (midnight), 2026-12-01T10:00:00, 2026-12-01 10:00:00.123, optionally with Z or an offset \
+    (+02:00). A time without zone is read on the clock of the table's instant times \
+    (hoodie.table.timeline.timezone: UTC for tables arbor creates, else this machine's local \
+    time, as Hudi's LOCAL); one with a zone is converted to it. Before the first commit is an \
+    error.\n\n\
+    --where works on every partition layout: hive-style (a=1/b=x), plain, url-encoded values, \
+    values holding '/', and partition paths a key generator formats (timestamp-based); \
+    partitions are pruned where the path says the value, and the filter is applied to the rows \
+    read. Dates and timestamps compare as such (ISO 8601; a zone-less time is UTC for a column \
+    with a time zone).\n\n\
     Examples:\n  \
     arbor read ./trips --as-of 20250101120000000\n  \
+    arbor read ./trips --as-of 2025-01-01T12:00:00Z\n  \
     arbor read ./trips --branch audit               # a working branch\n  \
     arbor read ./trips --tag v1                     # main as of its tag v1\n  \
     arbor read ./trips --incremental 20250101120000000 --columns _hoodie_commit_time,uuid,fare\n  \
@@ -55,11 +71,13 @@ pub struct ReadArgs {
     /// tag keeps its files however far the cleaner has moved).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["as_of", "incremental"])]
     pub tag: Option<String>,
-    /// Time travel: the table as of this instant (requested time, yyyyMMddHHmmssSSS).
-    #[arg(long, value_name = "INSTANT", conflicts_with = "incremental")]
+    /// Time travel: the table as of this instant (requested time, yyyyMMddHHmmss[SSS]) or ISO
+    /// date/time (2026-12-01, 2026-12-01T10:00:00[.123][Z|+02:00]).
+    #[arg(long, value_name = "T", conflicts_with = "incremental")]
     pub as_of: Option<String>,
     /// Incremental query: the records written by instants that completed after START and up
-    /// to END (completion times; `-` for an open bound; END defaults to the latest).
+    /// to END (completion times, as instant times or ISO dates/times like --as-of; `-` for an
+    /// open bound; END defaults to the latest).
     #[arg(long, num_args = 1..=2, value_names = ["START", "END"])]
     pub incremental: Option<Vec<String>>,
     /// Base files only (read-optimized query; for merge-on-read tables it skips log files).
@@ -68,8 +86,9 @@ pub struct ReadArgs {
     /// The columns to output, comma separated, in this order (meta columns allowed).
     #[arg(long, value_delimiter = ',', value_name = "COLS")]
     pub columns: Vec<String>,
-    /// Read only the partitions where FIELD=VALUE (repeatable, all must hold; partition
-    /// fields only; also FIELD!=V, <, <=, >, >=). Other partitions' files are not read.
+    /// Only rows where FIELD=VALUE (repeatable, all must hold; partition fields only; also
+    /// FIELD!=V, <, <=, >, >=, "FIELD IN A,B"). Partitions whose path rules the value out are
+    /// not read.
     #[arg(long = "where", value_name = "FIELD=VALUE")]
     pub filters: Vec<String>,
     /// Also output the `_hoodie_*` meta columns (ignored with --columns).
@@ -84,6 +103,9 @@ pub struct ReadArgs {
     /// Output at most N rows. Default: 50 for the table format, all rows for the others.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// Table format: print every column and every value whole, however wide.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// Output formats of `arbor read`.
@@ -99,17 +121,46 @@ pub enum ReadFormat {
     Parquet,
 }
 
-fn parse_bound(s: &str) -> CliResult<Option<InstantTime>> {
+fn parse_bound(s: &str, zone: TimelineTimezone) -> CliResult<Option<InstantTime>> {
     if s == "-" {
         Ok(None)
     } else {
-        parse_instant("--incremental", s).map(Some)
+        parse_time("--incremental", s, zone).map(Some)
     }
 }
 
 /// Parses an instant time given to `flag`; the error names the flag.
 pub fn parse_instant(flag: &str, s: &str) -> CliResult<InstantTime> {
     InstantTime::parse(s).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
+}
+
+/// Parses a time given to `flag`: an instant time (digits), or an ISO date/time
+/// ([`parse_datetime`]) turned into the instant time of the same moment on the timeline's
+/// clock `zone`: a zone-less time is taken as written (Hudi instant times are wall-clock times
+/// in that zone), a time with `Z` or an offset is converted to the zone; milliseconds are kept,
+/// finer digits dropped (instant times have millisecond precision, and "as of" includes every
+/// instant at or before). An unparsable text is a usage error naming the flag and the forms.
+pub fn parse_time(flag: &str, s: &str, zone: TimelineTimezone) -> CliResult<InstantTime> {
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return parse_instant(flag, s);
+    }
+    let parsed = parse_datetime(s).ok_or_else(|| {
+        CliError::Usage(format!(
+            "{flag}: {s:?} is neither an instant time (yyyyMMddHHmmss[SSS]) nor an ISO date/time \
+             (2026-12-01, 2026-12-01T10:00:00[.123][Z|+02:00])"
+        ))
+    })?;
+    let wall = match (parsed.offset, zone) {
+        (None, _) => parsed.local,
+        (Some(_), TimelineTimezone::Utc) => parsed.to_utc_naive(),
+        (Some(_), TimelineTimezone::Local) => {
+            use chrono::TimeZone;
+            chrono::Local
+                .from_utc_datetime(&parsed.to_utc_naive())
+                .naive_local()
+        }
+    };
+    parse_instant(flag, &wall.format("%Y%m%d%H%M%S%3f").to_string())
 }
 
 /// Reads the rows the arguments select, sorted and projected, with the output schema and the
@@ -147,18 +198,22 @@ pub async fn query(
     let mut read_options = ReadOptions::new()
         .columns(columns)
         .partition_filters(filters(&reader, args)?);
+    let zone = reader.config().timeline_timezone();
     if let Some(bounds) = &args.incremental {
-        let start = parse_bound(bounds.first().map(String::as_str).unwrap_or("-"))?;
-        let end = parse_bound(bounds.get(1).map(String::as_str).unwrap_or("-"))?;
+        let start = parse_bound(bounds.first().map(String::as_str).unwrap_or("-"), zone)?;
+        let end = parse_bound(bounds.get(1).map(String::as_str).unwrap_or("-"), zone)?;
         read_options = read_options.incremental(start, end);
     } else {
         let as_of = match tag_instant {
             Some(t) => Some(t),
-            None => args
-                .as_of
-                .as_deref()
-                .map(|t| parse_instant("--as-of", t))
-                .transpose()?,
+            None => match args.as_of.as_deref() {
+                Some(t) => {
+                    let instant = parse_time("--as-of", t, zone)?;
+                    check_not_before_first(&reader, &args.table, t, &instant)?;
+                    Some(instant)
+                }
+                None => None,
+            },
         };
         read_options = read_options
             .as_of_opt(as_of)
@@ -190,6 +245,30 @@ pub async fn query(
         vec![projected]
     };
     Ok((out_schema, batches, total))
+}
+
+/// An `--as-of` before the first completed write of the table would read nothing: an error
+/// naming the first commit (a table without any write reads empty at any time).
+fn check_not_before_first(
+    reader: &TableReader,
+    table: &str,
+    given: &str,
+    instant: &InstantTime,
+) -> CliResult<()> {
+    let writes = reader.view().history().completed_writes();
+    let Some(first) = writes.iter().map(|i| &i.requested_time).min() else {
+        return Ok(());
+    };
+    if instant < first {
+        return Err(CliError::at(
+            table,
+            CliError::Usage(format!(
+                "--as-of {given} ({instant}) is before the table's first commit {first}; the \
+                 table did not exist yet"
+            )),
+        ));
+    }
+    Ok(())
 }
 
 /// The `--where` filters; a field that is not a partition field is a usage error naming it.
@@ -283,21 +362,51 @@ pub fn cells(batches: &[RecordBatch]) -> CliResult<Vec<Vec<String>>> {
     Ok(rows)
 }
 
-/// Prints `batches` as a human table followed by a line counting the rows.
-pub fn print_rows(schema: &SchemaRef, batches: &[RecordBatch], total: usize) -> CliResult<()> {
+/// Prints `batches` as a human table followed by a line counting the rows: fitted to `width`
+/// (see [`fit_table`]; the last line says which columns were left out and whether values were
+/// cut), or with every column and value whole when `width` is `None` (`--wide`).
+pub fn print_rows(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    total: usize,
+    width: Option<usize>,
+) -> CliResult<()> {
     let shown: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if schema.fields().is_empty() || shown == 0 {
         return print_text(&format!("(no rows; {total} in total)"));
     }
     let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    print_table(&header, cells(batches)?)?;
-    if shown < total {
-        print_text(&format!(
-            "{shown} of {total} rows shown (--limit N to see more)"
-        ))
+    let rows = cells(batches)?;
+    let (text, fit) = match width {
+        Some(w) => fit_table(&header, &rows, w),
+        None => (wide_table(&header, rows), Default::default()),
+    };
+    print_text(&text)?;
+    let mut line = if shown < total {
+        format!("{shown} of {total} rows shown (--limit N to see more)")
     } else {
-        print_text(&format!("{total} rows"))
+        format!("{total} rows")
+    };
+    let mut notes = Vec::new();
+    if fit.shown_columns < fit.total_columns {
+        let left: Vec<&str> = header.iter().skip(fit.shown_columns).copied().collect();
+        notes.push(format!(
+            "{} of {} columns shown, not shown: {}",
+            fit.shown_columns,
+            fit.total_columns,
+            left.join(", ")
+        ));
     }
+    if fit.cut_cells > 0 {
+        notes.push(format!("{} long values cut (…)", fit.cut_cells));
+    }
+    if !notes.is_empty() {
+        line.push_str(&format!(
+            "; {} (--wide shows everything, --columns picks columns, --format jsonl is exact)",
+            notes.join("; ")
+        ));
+    }
+    print_text(&line)
 }
 
 /// Stdout that remembers whether the reader went away (`arbor read ... | head`), so that a
@@ -344,7 +453,10 @@ fn write_text(
             }
         }
         _ => {
-            let mut w = arrow::json::LineDelimitedWriter::new(&mut *out);
+            // Nulls as explicit `null` fields: every line has every column.
+            let mut w = arrow::json::WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build::<_, arrow::json::writer::LineDelimited>(&mut *out);
             for b in batches {
                 w.write(b)?;
             }
@@ -367,16 +479,13 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
         File::create(p).map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
     };
     match (args.format, &args.output) {
-        (ReadFormat::Table, None) => print_rows(&schema, &batches, total),
+        (ReadFormat::Table, None) => {
+            print_rows(&schema, &batches, total, (!args.wide).then(terminal_width))
+        }
         (ReadFormat::Table, Some(p)) => {
+            // A file gets every column and value whole.
             let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            let mut table = comfy_table::Table::new();
-            table
-                .load_preset(comfy_table::presets::UTF8_BORDERS_ONLY)
-                .set_header(header);
-            for r in cells(&batches)? {
-                table.add_row(r);
-            }
+            let table = wide_table(&header, cells(&batches)?);
             let mut f = create(p)?;
             writeln!(f, "{table}").map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
         }
@@ -421,8 +530,83 @@ mod tests {
 
     #[test]
     fn test_parse_bound_dash_is_open() {
-        assert!(parse_bound("-").unwrap().is_none());
-        assert!(parse_bound("20240101000000000").unwrap().is_some());
-        assert!(parse_bound("yesterday").is_err());
+        let utc = TimelineTimezone::Utc;
+        assert!(parse_bound("-", utc).unwrap().is_none());
+        assert!(parse_bound("20240101000000000", utc).unwrap().is_some());
+        assert!(parse_bound("yesterday", utc).is_err());
+    }
+
+    #[test]
+    fn test_parse_time_iso_forms_on_a_utc_timeline() {
+        let utc = TimelineTimezone::Utc;
+        let t = |s: &str| parse_time("--as-of", s, utc).unwrap().to_string();
+        assert_eq!(t("2026-12-01"), "20261201000000000");
+        assert_eq!(t("2026-12-01T10:00:00"), "20261201100000000");
+        assert_eq!(t("2026-12-01 10:00:00.123"), "20261201100000123");
+        assert_eq!(t("2026-12-01 10:00:00.123999"), "20261201100000123");
+        assert_eq!(t("2026-12-01T10:00:00Z"), "20261201100000000");
+        assert_eq!(t("2026-12-01T10:00:00+02:00"), "20261201080000000");
+        assert_eq!(t("20261201100000"), "20261201100000");
+        let err = parse_time("--as-of", "next tuesday", utc)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--as-of") && err.contains("ISO"), "{err}");
+    }
+
+    #[test]
+    fn test_jsonl_writes_explicit_nulls_and_full_nanoseconds() {
+        use arrow::array::{Int64Array, TimestampNanosecondArray};
+        use arrow::datatypes::{DataType, Field, TimeUnit};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int64, true),
+            Field::new(
+                "t",
+                DataType::Timestamp(TimeUnit::Nanosecond, Some("America/New_York".into())),
+                true,
+            ),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![None, Some(1)])),
+                Arc::new(
+                    TimestampNanosecondArray::from(vec![Some(1_700_000_000_123_456_789), None])
+                        .with_timezone("America/New_York"),
+                ),
+            ],
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        write_text(
+            ReadFormat::Jsonl,
+            &mut out,
+            &schema,
+            std::slice::from_ref(&batch),
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"n":null,"t":"2023-11-14T17:13:20.123456789-05:00"}"#,
+                r#"{"n":1,"t":null}"#
+            ]
+        );
+        let mut out = Vec::new();
+        write_text(
+            ReadFormat::Csv,
+            &mut out,
+            &schema,
+            std::slice::from_ref(&batch),
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("2023-11-14T17:13:20.123456789-05:00"),
+            "{text}"
+        );
+        let cells = cells(&[batch]).unwrap();
+        assert_eq!(cells[0][1], "2023-11-14T17:13:20.123456789-05:00");
     }
 }

@@ -7,12 +7,16 @@
 )]
 
 mod branch;
+mod compact;
 mod create_write;
 mod demo;
 mod index;
 mod mdt;
 mod read;
+mod read_output;
+mod read_where;
 mod restore;
 mod table_services;
 mod timeline;
 mod values;
+mod write_counts;

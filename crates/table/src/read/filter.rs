@@ -1,23 +1,45 @@
-//! Partition filters: predicates on the values encoded in partition paths, evaluated before
-//! any file of a partition is listed or read (partition pruning).
+//! Partition filters: predicates on partition fields, evaluated on partition paths before
+//! any file of a partition is listed or read (partition pruning), and on the rows read.
 //!
-//! A partition path is split on `/` into one segment per partition field (hive style segments
-//! are `field=value`); with the table's URL-encoding flag each value is percent-decoded. A
-//! table with one partition field whose path has more segments (e.g. `2024/01/31` from a
-//! timestamp key generator) takes the whole path as the value. The pseudo field
-//! `_hoodie_partition_path` is the raw partition path.
+//! Pruning: a partition path is split into one value per partition field. Hive-style paths
+//! (`a=1/b=x`) are split at the segments that start with the next field's `name=`, so a value
+//! holding `/` (written without `hoodie.datasource.write.partitionpath.urlencode`) stays whole;
+//! other paths are split on `/` (a table with one partition field takes the whole path as the
+//! value, e.g. `2024/01/31`). With the table's URL-encoding flag each value is percent-decoded.
+//! A path that cannot be split unambiguously (plain segments, several fields, more segments
+//! than fields) is not pruned. Paths are not values when a key generator formats them
+//! (`TimestampBasedKeyGenerator`, `field:TIMESTAMP` of the custom key generator) and for
+//! timestamp columns; filters on such fields prune nothing.
+//!
+//! Rows: every filter on a field that is a column of the read schema is also applied to the
+//! rows read (as Spark does when it cannot prune), so the answer is the same whether or not a
+//! partition could be pruned; a filter on a field that is not a column (partition columns
+//! dropped from the data files: `hoodie.datasource.write.drop.partition.columns`) relies on
+//! pruning alone, and a path it cannot split is
+//! [`TableError::InvalidInput`] naming the path. The pseudo field `_hoodie_partition_path`
+//! is the raw partition path.
 //!
 //! Values compare as strings, or typed when the field's column in the read schema is an
-//! integer, floating-point, decimal or date column. A partition value that does not parse as
-//! the field's type (e.g. `__HIVE_DEFAULT_PARTITION__` for an integer field) matches no filter
-//! (SQL's comparison with null).
+//! integer, floating-point, decimal, date or timestamp column (filter values of dates and
+//! timestamps in ISO 8601, see [`parse_datetime`]; a zone-less time is UTC for a column with
+//! a time zone and the wall-clock value for one without). A value that does not parse as the
+//! field's type (e.g. `__HIVE_DEFAULT_PARTITION__` for an integer field), and a null, match no
+//! filter (SQL's comparison with null).
 
 use std::cmp::Ordering;
 
 use arbor_format::meta;
+use arbor_timeline::config::keys;
 use arbor_timeline::TableConfig;
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{
+    DataType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType,
+};
+use chrono::NaiveDate;
 
+use super::datetime::parse_datetime;
 use crate::error::{Result, TableError};
 
 /// A comparison of a [`PartitionFilter`].
@@ -154,7 +176,10 @@ fn split_in(text: &str) -> Option<(&str, &str)> {
 enum Value {
     Int(i128),
     Float(f64),
-    Date(i32, u32, u32),
+    /// Days since 1970-01-01.
+    Date(i64),
+    /// Nanoseconds since the epoch (UTC for zoned columns, wall clock for naive ones).
+    Timestamp(i128),
     Str(String),
 }
 
@@ -163,7 +188,8 @@ impl Value {
         match (self, other) {
             (Value::Int(a), Value::Int(b)) => Some(a.cmp(b)),
             (Value::Float(a), Value::Float(b)) => a.partial_cmp(b),
-            (Value::Date(a, b, c), Value::Date(x, y, z)) => Some((a, b, c).cmp(&(x, y, z))),
+            (Value::Date(a), Value::Date(b)) => Some(a.cmp(b)),
+            (Value::Timestamp(a), Value::Timestamp(b)) => Some(a.cmp(b)),
             (Value::Str(a), Value::Str(b)) => Some(a.cmp(b)),
             _ => None,
         }
@@ -176,6 +202,7 @@ enum Kind {
     Int,
     Float,
     Date,
+    Timestamp,
     Str,
 }
 
@@ -196,7 +223,18 @@ impl Kind {
             | DataType::Decimal128(_, _)
             | DataType::Decimal256(_, _) => Kind::Float,
             DataType::Date32 | DataType::Date64 => Kind::Date,
+            DataType::Timestamp(_, _) => Kind::Timestamp,
             _ => Kind::Str,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Int => "integer",
+            Kind::Float => "number",
+            Kind::Date => "date (yyyy-MM-dd)",
+            Kind::Timestamp => "timestamp (ISO 8601, e.g. 2024-01-15T10:30:00Z)",
+            Kind::Str => "string",
         }
     }
 
@@ -206,11 +244,15 @@ impl Kind {
             Kind::Int => s.parse::<i128>().ok().map(Value::Int),
             Kind::Float => s.parse::<f64>().ok().map(Value::Float),
             Kind::Date => {
-                let mut parts = s.splitn(3, '-');
-                let y = parts.next()?.parse::<i32>().ok()?;
-                let m = parts.next()?.parse::<u32>().ok()?;
-                let d = parts.next()?.parse::<u32>().ok()?;
-                Some(Value::Date(y, m, d))
+                let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+                let epoch = chrono::DateTime::UNIX_EPOCH.date_naive();
+                Some(Value::Date(d.signed_duration_since(epoch).num_days()))
+            }
+            Kind::Timestamp => {
+                let t = parse_datetime(s)?.to_utc_naive().and_utc();
+                let nanos = i128::from(t.timestamp()) * 1_000_000_000
+                    + i128::from(t.timestamp_subsec_nanos());
+                Some(Value::Timestamp(nanos))
             }
             Kind::Str => Some(Value::Str(s.to_string())),
         }
@@ -226,13 +268,18 @@ struct Compiled {
     kind: Kind,
     op: FilterOp,
     values: Vec<Value>,
+    /// The field's column in the read schema, when it has one: the filter is applied to rows.
+    column: Option<String>,
+    /// Whether partition paths hold the field's values as its column renders them.
+    prunes: bool,
 }
 
 impl Compiled {
     fn matches(&self, value: &str) -> bool {
-        let Some(v) = self.kind.parse(value) else {
-            return false;
-        };
+        self.kind.parse(value).is_some_and(|v| self.holds(&v))
+    }
+
+    fn holds(&self, v: &Value) -> bool {
         let cmp = |x: &Value| v.compare(x);
         match self.op {
             FilterOp::In => self.values.iter().any(|x| cmp(x) == Some(Ordering::Equal)),
@@ -247,10 +294,89 @@ impl Compiled {
             }),
         }
     }
+
+    /// Whether each row of `column` satisfies the filter (nulls do not).
+    fn row_mask(&self, column: &ArrayRef) -> Result<BooleanArray> {
+        let err = |e: arrow::error::ArrowError| TableError::InvalidInput {
+            column: Some(self.name.clone()),
+            row: None,
+            reason: format!("cannot compare the column's values with the filter: {e}"),
+        };
+        let keep = |v: Option<Value>| Some(v.is_some_and(|v| self.holds(&v)));
+        Ok(match (self.kind, column.data_type()) {
+            (Kind::Timestamp, DataType::Timestamp(unit, _)) => {
+                let per = match unit {
+                    TimeUnit::Second => 1_000_000_000i128,
+                    TimeUnit::Millisecond => 1_000_000,
+                    TimeUnit::Microsecond => 1_000,
+                    TimeUnit::Nanosecond => 1,
+                };
+                let raw: Vec<Option<i64>> = match unit {
+                    TimeUnit::Second => column
+                        .as_primitive::<TimestampSecondType>()
+                        .iter()
+                        .collect(),
+                    TimeUnit::Millisecond => column
+                        .as_primitive::<TimestampMillisecondType>()
+                        .iter()
+                        .collect(),
+                    TimeUnit::Microsecond => column
+                        .as_primitive::<TimestampMicrosecondType>()
+                        .iter()
+                        .collect(),
+                    TimeUnit::Nanosecond => column
+                        .as_primitive::<TimestampNanosecondType>()
+                        .iter()
+                        .collect(),
+                };
+                raw.into_iter()
+                    .map(|v| keep(v.map(|v| Value::Timestamp(i128::from(v) * per))))
+                    .collect()
+            }
+            (Kind::Date, _) => {
+                let days = arrow::compute::cast(column, &DataType::Date32).map_err(err)?;
+                days.as_primitive::<arrow::datatypes::Date32Type>()
+                    .iter()
+                    .map(|v| keep(v.map(|d| Value::Date(i64::from(d)))))
+                    .collect()
+            }
+            (Kind::Float, _) => {
+                let f = arrow::compute::cast(column, &DataType::Float64).map_err(err)?;
+                f.as_primitive::<arrow::datatypes::Float64Type>()
+                    .iter()
+                    .map(|v| keep(v.map(Value::Float)))
+                    .collect()
+            }
+            _ => {
+                let text = arrow::compute::cast(column, &DataType::Utf8).map_err(err)?;
+                text.as_string::<i32>()
+                    .iter()
+                    .map(|v| keep(v.and_then(|v| self.kind.parse(v))))
+                    .collect()
+            }
+        })
+    }
+}
+
+/// Whether the partition paths of a table hold the values of partition field `spec` (a name of
+/// `hoodie.table.partition.fields`, `name:TYPE` for the custom key generator) as its column
+/// renders them: not for the timestamp-based key generator, which formats them.
+fn paths_hold_values(config: &TableConfig, spec: &str) -> bool {
+    let timestamp_keygen = config
+        .get(keys::KEY_GENERATOR_TYPE)
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("TIMESTAMP"))
+        || config
+            .get(keys::KEY_GENERATOR_CLASS)
+            .is_some_and(|c| c.contains("TimestampBased"));
+    let timestamp_part = spec
+        .split_once(':')
+        .is_some_and(|(_, t)| t.trim().eq_ignore_ascii_case("TIMESTAMP"));
+    !timestamp_keygen && !timestamp_part
 }
 
 /// Partition filters compiled against a table's partition fields and read schema; answers
-/// whether a partition path may hold matching rows.
+/// whether a partition path may hold matching rows ([`PartitionPruner::matches`]) and which
+/// rows match ([`PartitionPruner::filter_rows`]).
 #[derive(Debug, Clone)]
 pub struct PartitionPruner {
     fields: Vec<String>,
@@ -269,9 +395,12 @@ impl PartitionPruner {
         schema: &SchemaRef,
         filters: &[PartitionFilter],
     ) -> Result<Self> {
-        let fields: Vec<String> = config
-            .partition_fields()
-            .into_iter()
+        let specs = config.partition_fields();
+        let dropped_columns = config
+            .get(keys::DROP_PARTITION_COLUMNS)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let fields: Vec<String> = specs
+            .iter()
             .map(|f| f.split(':').next().unwrap_or_default().trim().to_string())
             .collect();
         let mut compiled = Vec::with_capacity(filters.len());
@@ -281,8 +410,8 @@ impl PartitionPruner {
                 row: None,
                 reason,
             };
-            let (field, kind) = if f.field == meta::PARTITION_PATH {
-                (None, Kind::Str)
+            let (field, kind, column, prunes) = if f.field == meta::PARTITION_PATH {
+                (None, Kind::Str, None, true)
             } else {
                 let index = fields.iter().position(|x| x == &f.field).ok_or_else(|| {
                     invalid(format!(
@@ -291,10 +420,23 @@ impl PartitionPruner {
                         fields.join(", ")
                     ))
                 })?;
-                let kind = schema
-                    .field_with_name(&f.field)
-                    .map_or(Kind::Str, |x| Kind::of(x.data_type()));
-                (Some(index), kind)
+                let field_type = schema.field_with_name(&f.field).ok();
+                let kind = field_type.map_or(Kind::Str, |x| Kind::of(x.data_type()));
+                // With the partition columns dropped from the data files, the rows hold no
+                // values to filter (the read fills nulls): paths alone decide.
+                let column = field_type.filter(|_| !dropped_columns);
+                let prunes = kind != Kind::Timestamp
+                    && specs
+                        .get(index)
+                        .is_some_and(|spec| paths_hold_values(config, spec));
+                if column.is_none() && !prunes {
+                    return Err(invalid(format!(
+                        "the partition paths do not hold the field's values (a key generator \
+                         formats them) and the data files have no {:?} column",
+                        f.field
+                    )));
+                }
+                (Some(index), kind, column.map(|c| c.name().clone()), prunes)
             };
             let arity_ok = match f.op {
                 FilterOp::In => !f.values.is_empty(),
@@ -318,7 +460,8 @@ impl PartitionPruner {
                 .map(|v| {
                     kind.parse(v).ok_or_else(|| {
                         invalid(format!(
-                            "filter value {v:?} is not a {kind:?} like the field"
+                            "filter value {v:?} is not a {} like the field",
+                            kind.describe()
                         ))
                     })
                 })
@@ -329,6 +472,8 @@ impl PartitionPruner {
                 kind,
                 op: f.op,
                 values,
+                column,
+                prunes,
             });
         }
         Ok(PartitionPruner {
@@ -347,60 +492,117 @@ impl PartitionPruner {
     /// The values of the partition fields encoded in `partition`, in field order. A path whose
     /// segments do not fit the fields is [`TableError::InvalidInput`] naming it.
     pub fn partition_values(&self, partition: &str) -> Result<Vec<String>> {
-        let segments: Vec<&str> = partition.split('/').collect();
-        let raw: Vec<(String, &str)> = if segments.len() == self.fields.len() {
-            self.fields
-                .iter()
-                .zip(segments)
-                .map(|(f, s)| (f.clone(), s))
-                .collect()
-        } else if let [field] = self.fields.as_slice() {
-            vec![(field.clone(), partition)]
-        } else {
-            return Err(TableError::InvalidInput {
+        self.split(partition)
+            .ok_or_else(|| TableError::InvalidInput {
                 column: None,
                 row: None,
                 reason: format!(
                     "partition path {partition:?} has {} segment(s), the table has {} partition \
-                     field(s) [{}]",
+                 field(s) [{}], and the path does not say which segments belong to which field",
                     partition.split('/').count(),
                     self.fields.len(),
                     self.fields.join(", ")
                 ),
-            });
-        };
-        raw.into_iter()
-            .map(|(field, segment)| {
-                let value = if self.hive_style {
-                    let prefix = format!("{field}=");
-                    segment.strip_prefix(&prefix).unwrap_or(segment)
-                } else {
-                    segment
-                };
-                Ok(if self.url_encoded {
-                    percent_decode(value)
-                } else {
-                    value.to_string()
-                })
             })
-            .collect()
     }
 
-    /// True when every filter holds for the values of `partition`.
+    /// The values of `partition`, or `None` when the path cannot be split unambiguously.
+    fn split(&self, partition: &str) -> Option<Vec<String>> {
+        let segments: Vec<&str> = partition.split('/').collect();
+        let raw: Vec<String> = if self.hive_style && self.fields.len() > 1 {
+            self.split_hive(&segments)?
+        } else if segments.len() == self.fields.len() {
+            self.fields
+                .iter()
+                .zip(segments)
+                .map(|(f, s)| {
+                    let prefix = format!("{f}=");
+                    match self.hive_style {
+                        true => s.strip_prefix(&prefix).unwrap_or(s).to_string(),
+                        false => s.to_string(),
+                    }
+                })
+                .collect()
+        } else if let [field] = self.fields.as_slice() {
+            let prefix = format!("{field}=");
+            match self.hive_style {
+                true => vec![partition
+                    .strip_prefix(&prefix)
+                    .unwrap_or(partition)
+                    .to_string()],
+                false => vec![partition.to_string()],
+            }
+        } else {
+            return None;
+        };
+        Some(
+            raw.into_iter()
+                .map(|v| {
+                    if self.url_encoded {
+                        percent_decode(&v)
+                    } else {
+                        v
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Hive-style segments grouped by field: field `i`'s value runs from the segment starting
+    /// `name_i=` up to the one starting with the next field's `name=`.
+    fn split_hive(&self, segments: &[&str]) -> Option<Vec<String>> {
+        let mut values = Vec::with_capacity(self.fields.len());
+        let mut rest = segments;
+        for (i, field) in self.fields.iter().enumerate() {
+            let (first, tail) = rest.split_first()?;
+            let value = first.strip_prefix(&format!("{field}="))?;
+            let next = self.fields.get(i + 1).map(|n| format!("{n}="));
+            let take = match &next {
+                Some(n) => tail.iter().position(|s| s.starts_with(n.as_str()))?,
+                None => tail.len(),
+            };
+            let (more, after) = tail.split_at(take);
+            let mut v = value.to_string();
+            for m in more {
+                v.push('/');
+                v.push_str(m);
+            }
+            values.push(v);
+            rest = after;
+        }
+        rest.is_empty().then_some(values)
+    }
+
+    /// True when `partition` may hold rows every filter holds for: every filter that prunes
+    /// holds for the path's values. A path that cannot be split may match when every filter
+    /// on a field is also applied to rows, else it is [`TableError::InvalidInput`].
     pub fn matches(&self, partition: &str) -> Result<bool> {
         if self.filters.is_empty() {
             return Ok(true);
         }
-        let needs_values = self.filters.iter().any(|f| f.field.is_some());
+        let needs_values = self.filters.iter().any(|f| f.field.is_some() && f.prunes);
         let values = if needs_values {
-            self.partition_values(partition)?
+            match self.split(partition) {
+                Some(v) => Some(v),
+                None if self
+                    .filters
+                    .iter()
+                    .all(|f| f.field.is_none() || f.column.is_some()) =>
+                {
+                    None
+                }
+                // Not splittable and a filter has no column to fall back on: the error.
+                None => Some(self.partition_values(partition)?),
+            }
         } else {
-            Vec::new()
+            None
         };
         for f in &self.filters {
-            let value = match f.field {
-                None => Some(partition),
-                Some(i) => values.get(i).map(String::as_str),
+            let value = match (f.field, &values) {
+                (None, _) => Some(partition),
+                (Some(_), _) if !f.prunes => continue,
+                (Some(i), Some(values)) => values.get(i).map(String::as_str),
+                (Some(_), None) => continue,
             };
             let Some(value) = value else {
                 return Err(TableError::InvalidInput {
@@ -414,6 +616,42 @@ impl PartitionPruner {
             }
         }
         Ok(true)
+    }
+
+    /// The columns [`PartitionPruner::filter_rows`] reads.
+    pub fn row_columns(&self) -> Vec<&str> {
+        self.filters
+            .iter()
+            .filter_map(|f| f.column.as_deref())
+            .collect()
+    }
+
+    /// The rows of `batch` every filter on a column holds for (a filter whose column `batch`
+    /// lacks is not applied: `batch` must hold [`PartitionPruner::row_columns`]).
+    pub fn filter_rows(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let mut mask: Option<BooleanArray> = None;
+        for f in &self.filters {
+            let Some(column) = f.column.as_deref().and_then(|c| batch.column_by_name(c)) else {
+                continue;
+            };
+            let m = f.row_mask(column)?;
+            mask = Some(match mask {
+                None => m,
+                Some(prev) => {
+                    arrow::compute::and(&prev, &m).map_err(|e| TableError::Unsupported {
+                        reason: format!("combining partition filters: {e}"),
+                    })?
+                }
+            });
+        }
+        match mask {
+            None => Ok(batch),
+            Some(m) => arrow::compute::filter_record_batch(&batch, &m).map_err(|e| {
+                TableError::Unsupported {
+                    reason: format!("applying partition filters to rows: {e}"),
+                }
+            }),
+        }
     }
 }
 
@@ -447,7 +685,7 @@ mod tests {
     use std::sync::Arc;
 
     use arbor_timeline::config::TableType;
-    use arrow::datatypes::{Field, Schema};
+    use arrow::datatypes::{Field, Schema, TimeUnit};
 
     use super::*;
 
@@ -514,7 +752,150 @@ mod tests {
         .unwrap();
         assert!(p.matches("2024/sf").unwrap());
         assert!(!p.matches("2024/la").unwrap());
-        assert!(p.matches("a/b/c").is_err());
+        // Ambiguous (a value holds '/' and nothing says where): not pruned, rows decide.
+        assert!(p.matches("a/b/c").unwrap());
+        assert!(p.partition_values("a/b/c").is_err());
+    }
+
+    #[test]
+    fn test_dropped_partition_columns_prune_by_path_only() {
+        let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+            .record_key_fields(["id"])
+            .partition_fields(["city"])
+            .property(keys::DROP_PARTITION_COLUMNS, "true")
+            .build()
+            .unwrap();
+        let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "sf")]).unwrap();
+        assert!(p.row_columns().is_empty());
+        assert!(p.matches("sf").unwrap());
+        assert!(!p.matches("la").unwrap());
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("city", DataType::Utf8, true)])),
+            vec![Arc::new(arrow::array::StringArray::from(vec![
+                None::<&str>,
+            ]))],
+        )
+        .unwrap();
+        assert_eq!(
+            p.filter_rows(batch).unwrap().num_rows(),
+            1,
+            "null-filled rows stay"
+        );
+        let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+            .record_key_fields(["id"])
+            .partition_fields(["city"])
+            .key_generator_type("TIMESTAMP")
+            .property(keys::DROP_PARTITION_COLUMNS, "true")
+            .build()
+            .unwrap();
+        let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "sf")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("do not hold the field's values"), "{err}");
+    }
+
+    #[test]
+    fn test_matches_hive_value_with_slash_not_url_encoded() {
+        let c = config(&["year", "city"], true, false);
+        let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "a/b")]).unwrap();
+        assert_eq!(
+            p.partition_values("year=1/city=a/b").unwrap(),
+            vec!["1".to_string(), "a/b".to_string()]
+        );
+        assert!(p.matches("year=1/city=a/b").unwrap());
+        assert!(!p.matches("year=1/city=a").unwrap());
+        let p =
+            PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("year", "2024")]).unwrap();
+        assert!(p.matches("year=2024/city=x/y/z").unwrap());
+        assert!(!p.matches("year=2023/city=x/y/z").unwrap());
+        let c = config(&["city", "year"], true, false);
+        let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("year", "7")]).unwrap();
+        assert_eq!(
+            p.partition_values("city=x/y/year=7").unwrap(),
+            vec!["x/y".to_string(), "7".to_string()]
+        );
+        assert!(p.matches("city=x/y/year=7").unwrap());
+        assert!(!p.matches("city=x/y/year=8").unwrap());
+    }
+
+    #[test]
+    fn test_timestamp_keygen_and_timestamp_columns_filter_rows_not_paths() {
+        let schema: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("ms", DataType::Int64, true),
+            Field::new(
+                "at",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
+        ]));
+        let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+            .record_key_fields(["id"])
+            .partition_fields(["ms"])
+            .key_generator_type("TIMESTAMP")
+            .build()
+            .unwrap();
+        let p = PartitionPruner::new(&c, &schema, &[PartitionFilter::eq("ms", "1700000000000")])
+            .unwrap();
+        assert!(
+            p.matches("2024/01/15/10").unwrap(),
+            "formatted paths are not pruned"
+        );
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(arrow::array::StringArray::from(vec!["a", "b", "c"])),
+                Arc::new(arrow::array::Int64Array::from(vec![
+                    Some(1_700_000_000_000),
+                    Some(1),
+                    None,
+                ])),
+                Arc::new(
+                    arrow::array::TimestampMicrosecondArray::from(vec![
+                        Some(1_705_314_600_000_000),
+                        Some(0),
+                        None,
+                    ])
+                    .with_timezone("UTC"),
+                ),
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.filter_rows(batch.clone()).unwrap().num_rows(), 1);
+
+        let c = config(&["at"], false, false);
+        let p = PartitionPruner::new(
+            &c,
+            &schema,
+            &[PartitionFilter::new(
+                "at",
+                FilterOp::Ge,
+                "2024-01-15T10:30:00Z",
+            )],
+        )
+        .unwrap();
+        assert!(p.matches("1705314600000000").unwrap());
+        let kept = p.filter_rows(batch.clone()).unwrap();
+        assert_eq!(
+            kept.num_rows(),
+            1,
+            "2024-01-15T10:30:00Z >= itself; 1970 and null are not"
+        );
+        let p = PartitionPruner::new(
+            &c,
+            &schema,
+            &[PartitionFilter::new(
+                "at",
+                FilterOp::Lt,
+                "2024-01-15 10:30:00+01:00",
+            )],
+        )
+        .unwrap();
+        assert_eq!(p.filter_rows(batch).unwrap().num_rows(), 1, "only 1970");
+        let err = PartitionPruner::new(&c, &schema, &[PartitionFilter::eq("at", "soon")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timestamp") && err.contains("at"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
-use super::ordering::OrderKey;
+use super::ordering::{newer_wins, OrderKey};
 use crate::error::{Result, TableError};
 
 /// How records with the same key are merged (`hoodie.record.merge.mode`).
@@ -45,15 +45,14 @@ impl Buffered {
     }
 }
 
-/// Java's `shouldKeepNewerRecord`.
+/// Java's `shouldKeepNewerRecord`: a commit-time delete on either side lets the newer record
+/// win; otherwise [`newer_wins`] (a null ordering value loses to any other value, ties go to
+/// the newer record).
 fn keep_newer(old: &Buffered, new: &Buffered) -> bool {
     if new.is_commit_time_delete() || old.is_commit_time_delete() {
         return true;
     }
-    match new.order.compare(&old.order) {
-        Some(o) => o != std::cmp::Ordering::Less,
-        None => true,
-    }
+    newer_wins(&old.order, &new.order)
 }
 
 /// Merges a slice. `base` and the rows of `logs` must all have `schema`. Without log parts the
@@ -229,4 +228,87 @@ fn string_column(col: &ArrayRef, name: &str, context: &str) -> Result<Vec<Option
         .iter()
         .map(|v| v.map(str::to_string))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{Field, Schema};
+    use std::sync::Arc;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new(meta::RECORD_KEY, DataType::Utf8, true),
+            Field::new("ts", DataType::Int64, true),
+            Field::new("v", DataType::Utf8, true),
+        ]))
+    }
+
+    fn rows(rows: &[(&str, Option<i64>, &str)]) -> RecordBatch {
+        RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.1))),
+                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn merged(
+        base: &[(&str, Option<i64>, &str)],
+        logs: &[&[(&str, Option<i64>, &str)]],
+    ) -> Vec<String> {
+        let out = merge_slice(
+            &schema(),
+            MergeMode::EventTime,
+            Some("ts"),
+            vec![rows(base)],
+            logs.iter().map(|l| LogPart::Rows(rows(l))).collect(),
+            "test",
+        )
+        .unwrap()
+        .unwrap();
+        let keys = out.column(0).as_string::<i32>();
+        let vals = out.column(2).as_string::<i32>();
+        let mut got: Vec<String> = (0..out.num_rows())
+            .map(|i| format!("{}={}", keys.value(i), vals.value(i)))
+            .collect();
+        got.sort();
+        got
+    }
+
+    #[test]
+    fn test_merge_slice_null_log_ordering_keeps_base_value() {
+        // hudi-rs 0.5.0 `test_merge_records_nulls`: a null ordering value never beats a value.
+        let got = merged(
+            &[
+                ("k1", Some(10), "base"),
+                ("k2", None, "base"),
+                ("k3", None, "base"),
+            ],
+            &[&[
+                ("k1", None, "log"),
+                ("k2", Some(-5), "log"),
+                ("k3", None, "log"),
+            ]],
+        );
+        assert_eq!(got, vec!["k1=base", "k2=log", "k3=log"]);
+    }
+
+    #[test]
+    fn test_merge_slice_null_between_log_blocks_loses() {
+        let got = merged(
+            &[("k1", Some(1), "base")],
+            &[&[("k1", Some(7), "log1")], &[("k1", None, "log2")]],
+        );
+        assert_eq!(got, vec!["k1=log1"], "a later null log record loses to 7");
+        let got = merged(
+            &[("k1", Some(1), "base")],
+            &[&[("k1", None, "log1")], &[("k1", Some(3), "log2")]],
+        );
+        assert_eq!(got, vec!["k1=log2"]);
+    }
 }

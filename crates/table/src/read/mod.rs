@@ -13,8 +13,10 @@
 //!   invalidates the earlier blocks of its target instant.
 //!
 //! Partition filters prune before any file is read: only the partitions whose path values
-//! match are listed (snapshot and read-optimized queries) and only their slices are read.
+//! match are listed (snapshot and read-optimized queries) and only their slices are read;
+//! they are then applied to the rows read (see [`PartitionPruner`]).
 
+mod datetime;
 mod filter;
 mod merge;
 mod options;
@@ -38,10 +40,11 @@ use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+pub use datetime::{parse_datetime, ParsedDateTime};
 pub use filter::{FilterOp, PartitionFilter, PartitionPruner};
 pub use merge::{merge_slice, LogPart, MergeMode};
 pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
-pub use ordering::OrderKey;
+pub use ordering::{newer_wins, OrderKey};
 
 use crate::error::{Result, TableError};
 use stream::{SlicePlan, SliceReader};
@@ -244,7 +247,7 @@ impl TableReader {
                 None,
             ),
         };
-        let work = self.work_schema(&options, admitted.is_some())?;
+        let work = self.work_schema(&options, admitted.is_some(), &pruner.row_columns())?;
         let projection = output
             .fields()
             .iter()
@@ -260,6 +263,7 @@ impl TableReader {
             projection,
             admitted,
             batch_size: options.get_batch_size(),
+            row_filter: (!pruner.is_empty()).then_some(pruner),
         });
         let reader = self.slices.clone();
         Ok(futures::stream::iter(slices)
@@ -306,9 +310,15 @@ impl TableReader {
     }
 
     /// The columns read and merged for `options`: the output columns plus what the merge
-    /// needs (record key, ordering field, `_hoodie_is_deleted`) and, for incremental queries,
-    /// `_hoodie_commit_time`; in read-schema order.
-    fn work_schema(&self, options: &ReadOptions, incremental: bool) -> Result<SchemaRef> {
+    /// needs (record key, ordering field, `_hoodie_is_deleted`), the columns partition filters
+    /// are applied to (`filtered`) and, for incremental queries, `_hoodie_commit_time`; in
+    /// read-schema order.
+    fn work_schema(
+        &self,
+        options: &ReadOptions,
+        incremental: bool,
+        filtered: &[&str],
+    ) -> Result<SchemaRef> {
         let schema = self.schema();
         let Some(columns) = options.get_columns() else {
             return Ok(schema.clone());
@@ -316,6 +326,7 @@ impl TableReader {
         let mut needed: HashSet<&str> = columns.iter().map(String::as_str).collect();
         needed.insert(meta::RECORD_KEY);
         needed.insert(meta::IS_DELETED);
+        needed.extend(filtered.iter().copied());
         if let Some(f) = self.slices.ordering_field.as_deref() {
             needed.insert(f);
         }

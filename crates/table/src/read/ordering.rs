@@ -3,6 +3,16 @@
 //! Values are only compared when they are of the same class (Java's `isSameClass`); a null
 //! ordering value of a data record is the "default" (Java's `Integer(0)`), and a delete whose
 //! ordering value is null or default is a commit-time-ordering delete that wins unconditionally.
+//!
+//! Between data records (and a data record and the stored one on write), a null ordering value
+//! is lower than every non-null value: hudi-rs 0.5.0 sorts records by (key, ordering value,
+//! commit sequence number) descending with nulls lowest (`merge/record_merger.rs`), and Java
+//! Hudi 1.x replaces a null by `Integer(0)` (`OrderingValues.handleNullValue`), which loses to
+//! any positive value of an int column and, against a long column, fails with a
+//! `ClassCastException` in `BufferedRecordMergerFactory#shouldKeepNewerRecord`; Java's
+//! payload path (`DefaultHoodieRecordPayload#needUpdatingPersistedRecord`) updates a record
+//! whose stored value is null. Two nulls tie, and ties go to the newer record
+//! ([`newer_wins`]).
 
 use std::cmp::Ordering;
 
@@ -61,6 +71,18 @@ impl OrderKey {
             }
             (Default, Default) => Some(Ordering::Equal),
             _ => None,
+        }
+    }
+
+    /// Compares two ordering values of data records under event-time ordering: a
+    /// [`OrderKey::Default`] (null) value is lower than every other value and equal to
+    /// another default; otherwise as [`OrderKey::compare`] (`None` for different classes).
+    pub fn compare_event_time(&self, other: &OrderKey) -> Option<Ordering> {
+        match (self, other) {
+            (OrderKey::Default, OrderKey::Default) => Some(Ordering::Equal),
+            (OrderKey::Default, _) => Some(Ordering::Less),
+            (_, OrderKey::Default) => Some(Ordering::Greater),
+            _ => self.compare(other),
         }
     }
 
@@ -144,6 +166,13 @@ impl OrderKey {
     }
 }
 
+/// True if a data record with ordering value `new` replaces one with `old` under event-time
+/// ordering: unless `new` is lower ([`OrderKey::compare_event_time`]); ties and values of
+/// different classes go to the newer record (Java's `shouldKeepNewerRecord`: `>= 0`).
+pub fn newer_wins(old: &OrderKey, new: &OrderKey) -> bool {
+    new.compare_event_time(old) != Some(Ordering::Less)
+}
+
 /// Compares two decimals by value, whatever their scales.
 fn compare_decimal(a: i128, sa: i8, b: i128, sb: i8) -> Ordering {
     // Bring both to the larger scale; a value whose rescaling overflows i128 is larger in
@@ -178,6 +207,30 @@ fn compare_decimal(a: i128, sa: i8, b: i128, sb: i8) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_newer_wins_null_is_lowest() {
+        let long = OrderKey::Long;
+        assert!(
+            !newer_wins(&long(10), &OrderKey::Default),
+            "null loses to 10"
+        );
+        assert!(newer_wins(&OrderKey::Default, &long(10)), "10 beats null");
+        assert!(
+            !newer_wins(&long(-5), &OrderKey::Default),
+            "null loses to negative values too (hudi-rs sorts nulls lowest)"
+        );
+        assert!(
+            newer_wins(&OrderKey::Default, &OrderKey::Default),
+            "tie: newer"
+        );
+        assert!(newer_wins(&long(5), &long(5)), "tie: newer");
+        assert!(!newer_wins(&long(6), &long(5)));
+        assert!(
+            newer_wins(&long(6), &OrderKey::Double(1.0)),
+            "classes differ: newer"
+        );
+    }
 
     #[test]
     fn test_compare_same_class_only() {

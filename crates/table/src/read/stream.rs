@@ -49,13 +49,20 @@ pub(crate) struct SlicePlan {
     /// Incremental queries: the requested times whose records are kept.
     pub(crate) admitted: Option<BTreeSet<String>>,
     pub(crate) batch_size: usize,
+    /// Partition filters applied to the rows (before the projection); `None` without filters.
+    pub(crate) row_filter: Option<super::filter::PartitionPruner>,
 }
 
 impl SlicePlan {
-    /// Filters (incremental) and projects one batch read with the work schema.
+    /// Filters (incremental, partition filters on rows) and projects one batch read with the
+    /// work schema.
     fn shape(&self, batch: RecordBatch, context: &str) -> Result<RecordBatch> {
         let batch = match &self.admitted {
             Some(admitted) => keep_admitted(&batch, admitted, context)?,
+            None => batch,
+        };
+        let batch = match &self.row_filter {
+            Some(f) => f.filter_rows(batch)?,
             None => batch,
         };
         batch

@@ -17,7 +17,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use super::planner::{GroupPlan, Input};
 use super::schema::DataSchema;
 use crate::error::{Result, TableError};
-use crate::read::{MergeMode, OrderKey};
+use crate::read::{newer_wins, MergeMode, OrderKey};
 
 /// What every file writer of one instant shares.
 #[derive(Debug, Clone)]
@@ -50,6 +50,10 @@ pub struct WrittenGroup {
     pub updated: u64,
     /// Records deleted.
     pub deleted: u64,
+    /// Incoming records dropped because the stored record of their key wins under event-time
+    /// ordering (copy-on-write; the stored record is rewritten unchanged); counted neither as
+    /// inserted nor as updated.
+    pub kept: u64,
 }
 
 /// The write token of the `task`-th file of an instant.
@@ -88,7 +92,8 @@ pub(crate) fn full_schema(data: &SchemaRef) -> SchemaRef {
 
 /// Writes the base file of `group` as task `task`: for an existing group its current base
 /// file's rows merged with the group's changes (deleted keys dropped; updated keys replaced
-/// unless event-time ordering keeps the stored record; untouched rows keep their commit time
+/// unless event-time ordering keeps the stored record, see [`newer_wins`], counted in
+/// [`WrittenGroup::kept`] and not as updated; untouched rows keep their commit time
 /// and sequence number), then the inserts. Created with create-if-absent.
 pub async fn write_base_file(
     ctx: &FileWriteContext,
@@ -160,7 +165,7 @@ pub async fn write_base_file(
     let mut times: Vec<String> = Vec::new();
     let mut seqnos: Vec<String> = Vec::new();
     let mut record_keys: Vec<String> = Vec::new();
-    let (mut inserted, mut updated, mut deleted) = (0u64, 0u64, 0u64);
+    let (mut inserted, mut updated, mut deleted, mut kept) = (0u64, 0u64, 0u64, 0u64);
     let mut used_updates: HashSet<&str> = HashSet::new();
     let new_meta = |pos: usize, times: &mut Vec<String>, seqnos: &mut Vec<String>| {
         times.push(ctx.instant.clone());
@@ -177,14 +182,18 @@ pub async fn write_base_file(
             used_updates.insert(key_str);
             let keep_old = ctx.mode == MergeMode::EventTime
                 && match (&ordering_old, &ordering_new) {
-                    (Some(o), Some(n)) => {
-                        OrderKey::from_column(o, row).compare(&OrderKey::from_column(n, new_row))
-                            == Some(std::cmp::Ordering::Greater)
-                    }
+                    (Some(o), Some(n)) => !newer_wins(
+                        &OrderKey::from_column(o, row),
+                        &OrderKey::from_column(n, new_row),
+                    ),
                     _ => false,
                 };
-            updated += 1;
-            if !keep_old {
+            // As Java's merge handle: an incoming record that loses to the stored one is
+            // dropped and not counted as an update (the stored record is rewritten as it was).
+            if keep_old {
+                kept += 1;
+            } else {
+                updated += 1;
                 let pos = indices.len();
                 indices.push((1, new_row));
                 new_meta(pos, &mut times, &mut seqnos);
@@ -257,5 +266,6 @@ pub async fn write_base_file(
         inserted,
         updated,
         deleted,
+        kept,
     })
 }

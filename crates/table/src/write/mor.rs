@@ -149,5 +149,6 @@ pub async fn write_log_file(
         inserted,
         updated,
         deleted,
+        kept: 0,
     })
 }

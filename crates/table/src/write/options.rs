@@ -129,10 +129,12 @@ pub struct CommitResult {
     pub files_written: usize,
     /// File groups replaced (insert overwrite, delete partition).
     pub file_groups_replaced: usize,
-    /// Input records not written because they lose to the stored record of their key
-    /// (merge-on-read under event-time ordering: a smaller ordering value than the current
-    /// record's); counted neither as inserted nor as updated. Copy-on-write keeps the stored
-    /// record while rewriting the base file and counts such records as updated.
+    /// Input records not written because they lose to the stored record of their key under
+    /// event-time ordering (a smaller ordering value than the current record's, or a null
+    /// against a non-null one: `arbor_table::read::newer_wins`); counted neither as inserted
+    /// nor as updated (as Java's merge handle, which drops them and counts no update).
+    /// Merge-on-read leaves them out of the log; copy-on-write rewrites the stored record
+    /// unchanged.
     pub skipped_stale: u64,
     /// How the write changed the table's schema (columns added, types widened); empty when
     /// it did not.

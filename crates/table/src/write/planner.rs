@@ -11,7 +11,7 @@ use super::index::Index;
 use super::options::{WriteOperation, WriteOptions};
 use crate::error::{Result, TableError};
 use crate::keygen::HoodieKey;
-use crate::read::{MergeMode, OrderKey};
+use crate::read::{newer_wins, MergeMode, OrderKey};
 
 /// The validated input of one write: one batch in the table's data schema and the key of each
 /// row.
@@ -87,15 +87,16 @@ pub struct Combine<'a> {
 }
 
 /// Keeps one row per (partition, key): the later one, unless event-time ordering says the
-/// earlier has a greater ordering value. Rows keep input order.
+/// earlier wins ([`newer_wins`]: a greater ordering value, or a non-null one against a null).
+/// Rows keep input order.
 pub fn dedupe(input: &Input, combine: &Combine<'_>) -> Vec<usize> {
     let mut chosen: HashMap<&HoodieKey, usize> = HashMap::new();
     for (row, key) in input.keys.iter().enumerate() {
         let keep_old = match (chosen.get(key), combine.mode, combine.ordering) {
-            (Some(&old), MergeMode::EventTime, Some(col)) => {
-                OrderKey::from_column(col, old).compare(&OrderKey::from_column(col, row))
-                    == Some(std::cmp::Ordering::Greater)
-            }
+            (Some(&old), MergeMode::EventTime, Some(col)) => !newer_wins(
+                &OrderKey::from_column(col, old),
+                &OrderKey::from_column(col, row),
+            ),
             _ => false,
         };
         if !keep_old {
@@ -138,10 +139,10 @@ pub struct PlanContext<'a> {
 }
 
 /// True if a new record with `new` as ordering value loses to a stored record with `stored`
-/// (the reader's merge: same-class values compare, the newer wins on ties and across classes;
-/// an unknown stored value never wins).
+/// (the reader's merge, [`newer_wins`]: same-class values compare, a null value loses to any
+/// other, the newer wins on ties and across classes; an unknown stored value never wins).
 pub fn loses_to_stored(new: &OrderKey, stored: Option<&OrderKey>) -> bool {
-    stored.is_some_and(|old| new.compare(old) == Some(std::cmp::Ordering::Less))
+    stored.is_some_and(|old| !newer_wins(old, new))
 }
 
 /// Estimated bytes per row of the input (its in-memory size, at least 1).
@@ -464,6 +465,42 @@ mod tests {
     }
 
     #[test]
+    fn test_dedupe_event_time_null_loses_to_value() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, true),
+            Field::new("ts", DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(vec!["a", "a", "b", "b"])),
+                Arc::new(Int64Array::from(vec![Some(10), None, None, None])),
+            ],
+        )
+        .unwrap();
+        let i = Input {
+            keys: ["a", "a", "b", "b"]
+                .iter()
+                .map(|k| HoodieKey {
+                    record_key: k.to_string(),
+                    partition_path: String::new(),
+                })
+                .collect(),
+            batch,
+        };
+        let col = i.batch.column(1).clone();
+        let c = Combine {
+            mode: MergeMode::EventTime,
+            ordering: Some(&col),
+        };
+        assert_eq!(
+            dedupe(&i, &c),
+            vec![0, 3],
+            "a: 10 beats null; b: nulls tie, later wins"
+        );
+    }
+
+    #[test]
     fn test_loses_to_stored_only_smaller_same_class() {
         let long = OrderKey::Long;
         assert!(loses_to_stored(&long(3), Some(&long(5))));
@@ -474,7 +511,11 @@ mod tests {
         assert!(!loses_to_stored(&long(6), Some(&long(5))));
         assert!(
             !loses_to_stored(&long(3), Some(&OrderKey::Default)),
-            "different classes: newer wins"
+            "a stored null loses"
+        );
+        assert!(
+            loses_to_stored(&OrderKey::Default, Some(&long(10))),
+            "a new null loses to a stored value"
         );
         assert!(!loses_to_stored(&OrderKey::Double(1.0), Some(&long(5))));
         assert!(!loses_to_stored(&long(3), None), "unknown stored value");

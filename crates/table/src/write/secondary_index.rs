@@ -337,7 +337,7 @@ pub async fn deltas_of(
         else {
             return true;
         };
-        OrderKey::from_column(col, r).compare(stored) != Some(std::cmp::Ordering::Less)
+        crate::read::newer_wins(stored, &OrderKey::from_column(col, r))
     };
     for (def, column) in defs.iter().zip(&columns) {
         let mut delta = SecondaryIndexDelta::default();

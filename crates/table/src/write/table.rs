@@ -861,7 +861,7 @@ impl Table {
             inserted: written.iter().map(|w| w.inserted).sum(),
             updated: written.iter().map(|w| w.updated).sum(),
             deleted: written.iter().map(|w| w.deleted).sum(),
-            skipped_stale: plan.skipped_stale,
+            skipped_stale: plan.skipped_stale + written.iter().map(|w| w.kept).sum::<u64>(),
             index_delta,
             secondary_deltas,
             schema_changes,

@@ -12,6 +12,7 @@ mod fixtures_read;
 mod keygen;
 mod mdt;
 mod mdt_compaction;
+mod null_ordering;
 mod ownership;
 mod read_options;
 mod record_index;

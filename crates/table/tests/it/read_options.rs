@@ -436,6 +436,30 @@ async fn test_read_fixture_filters_equal_filtered_full_read() {
             "region",
             |v| v == "apac",
         ),
+        (
+            // TimestampBasedKeyGenerator: the path `2024/01/15/10` is formatted from the value
+            // `2024-01-15T10:30:00.000Z`; the filter is on the column's value, not the path.
+            "sample_table/cow/v9_timebasedkeygen_nonhivestyle.zip",
+            vec![PartitionFilter::eq("ts_str", "2024-01-15T10:30:00.000Z")],
+            "ts_str",
+            |v| v == "2024-01-15T10:30:00.000Z",
+        ),
+        (
+            "sample_table/cow/v9_timebasedkeygen_epochmillis.zip",
+            vec![PartitionFilter::new(
+                "ts_millis",
+                FilterOp::Gt,
+                "1705367700000",
+            )],
+            "ts_millis",
+            |v| v.parse::<i64>().unwrap() > 1_705_367_700_000,
+        ),
+        (
+            "sample_table/mor/avro/v9_timebasedkeygen_nonhivestyle.zip",
+            vec![PartitionFilter::new("ts_str", FilterOp::Ge, "2024-01-16")],
+            "ts_str",
+            |v| v >= "2024-01-16",
+        ),
     ];
     for (rel, filters, column, keep) in cases {
         let Some((_tmp, reader)) = fixture_reader(rel).await else {

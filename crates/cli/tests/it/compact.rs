@@ -1,0 +1,65 @@
+//! `arbor compact`: compacts a merge-on-read table (rows unchanged, log files gone from the
+//! latest slices, a `commit` with operation COMPACT on the timeline), says when there is
+//! nothing to compact, and refuses a copy-on-write table.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::create_write::{fails, file, id_fares, instants, ok, read_jsonl, s, trips_table};
+
+fn log_files(table: &Path) -> usize {
+    let slices: Value = serde_json::from_str(&ok(&["files", s(table), "--json"])).unwrap();
+    slices
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["log_files"].as_array().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn test_compact_mor_merges_logs_and_keeps_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "mor");
+    let changes = file(
+        dir.path(),
+        "changes.csv",
+        "id,city,fare,n\na,sf,10.0,5\nc,nyc,30.0,6\n",
+    );
+    ok(&["write", s(&table), s(&changes)]);
+    assert!(log_files(&table) > 0, "the upsert wrote log files");
+    let before = id_fares(&read_jsonl(&table, &[]));
+
+    let out = ok(&["compact", s(&table)]);
+    assert!(
+        out.contains("compacted 2 file group(s) in 1 compaction(s)"),
+        "{out}"
+    );
+    assert_eq!(log_files(&table), 0, "the latest slices have no log files");
+    assert_eq!(id_fares(&read_jsonl(&table, &[])), before);
+    let last = instants(&table).last().cloned().unwrap();
+    assert_eq!(last["action"], "commit", "{last}");
+    assert!(out.contains(last["timestamp"].as_str().unwrap()), "{out}");
+
+    // Nothing left: said so, nothing written.
+    let n = instants(&table).len();
+    let again = ok(&["compact", s(&table)]);
+    assert!(again.contains("nothing to compact"), "{again}");
+    assert_eq!(instants(&table).len(), n);
+    let json: Value = serde_json::from_str(&ok(&["compact", s(&table), "--json"])).unwrap();
+    assert_eq!(json["compactions"], serde_json::json!([]));
+}
+
+#[test]
+fn test_compact_cow_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "cow");
+    let n = instants(&table).len();
+    let err = fails(&["compact", s(&table)]);
+    assert!(err.contains("copy-on-write"), "{err}");
+    assert!(err.contains("merge-on-read"), "{err}");
+    assert_eq!(instants(&table).len(), n);
+    let err = fails(&["compact", s(&dir.path().join("nowhere"))]);
+    assert!(err.contains("no such directory"), "{err}");
+}
