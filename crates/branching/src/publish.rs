@@ -8,7 +8,9 @@
 //! creating its data-side `hoodie.properties` without overwrite, the branch's metadata is
 //! copied into it on both sides, and the data-side `_SUCCESS` is written last. Main changes
 //! only with that last write; a failure before it leaves main as it was and the half-made
-//! `p<N>` only reserves its number (the next publication takes `N + 1`).
+//! `p<N>` only reserves its number (the next publication takes `N + 1`). After `_SUCCESS` the
+//! root `hoodie.properties` files are pointed at `p<N>` (MDT side, then data side;
+//! `arbor_timeline::legacy`), so readers that know nothing of branches read the new main too.
 
 use std::collections::BTreeSet;
 
@@ -16,6 +18,7 @@ use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
 use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::legacy::sync_legacy_root;
 use arbor_timeline::metaroot::{next_publication_id, SUCCESS_FILE};
 use arbor_timeline::{
     resolve_main, Action, Instant, InstantTime, MetaRoot, State, TableConfig, TableLayout,
@@ -40,6 +43,11 @@ pub struct PublishOutcome {
     pub instants: usize,
     /// Objects copied.
     pub objects: usize,
+    /// The root `hoodie.properties` files (data and MDT side) now lead branch-unaware readers
+    /// and writers to the new main (`arbor_timeline::legacy`). False when that last step failed
+    /// after `_SUCCESS`: main has moved, legacy readers still read the previous main until the
+    /// next state change of main (or publication) finishes the step.
+    pub legacy_root: bool,
 }
 
 /// Keys `(requested time)` of the logical writes in `history` after `base`: completed
@@ -295,10 +303,20 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         )
         .await?;
     tracing::info!(branch = name, publication = n, "published");
+    // Lead branch-unaware readers to the new main (MDT side first, data side last). Main has
+    // moved already; a failure here is finished by the next state change of main.
+    let legacy_root = match sync_legacy_root(storage.as_ref(), &target).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, publication = n, "root hoodie.properties not repointed yet");
+            false
+        }
+    };
     Ok(PublishOutcome {
         publication: n,
         head,
         instants: stats.instants,
         objects: stats.objects + 2,
+        legacy_root,
     })
 }
