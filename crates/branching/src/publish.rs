@@ -3,7 +3,8 @@
 //! Under the table lock: expired tags are processed on main and the branch; the conditions are
 //! checked (every logical write main made after the branch's base, active or archived, is in
 //! the branch; completed compaction, clustering and log compaction never block; main's
-//! unexpired tags and savepoints are on the branch; no pending instant could change the
+//! unexpired tags and savepoints are on the branch or name completed writes of its history,
+//! and are then carried over from main; no pending instant could change the
 //! captured state; the fixed table definitions agree); then publication `p<N>` is reserved by
 //! creating its data-side `hoodie.properties` without overwrite, the branch's metadata is
 //! copied into it on both sides, and the data-side `_SUCCESS` is written last. Main changes
@@ -27,10 +28,10 @@ use bytes::Bytes;
 use chrono::Utc;
 
 use crate::branch::{blocking_pending, require_mdt};
-use crate::copy::{copy_root, CopySpec};
+use crate::copy::{copy_key, copy_root, copy_savepoint, CopySpec};
 use crate::error::{BranchingError, Result};
 use crate::roots::{branch_identity, remove_root_metadata};
-use crate::tag::{expire_locked, list_tags_at, TagFilter};
+use crate::tag::{expire_locked, list_tags_at, tag_key, TagFilter};
 
 /// What [`publish`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,7 +233,10 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         });
     }
 
-    // Condition 3: main's unexpired tags and savepoints are on the branch.
+    // Condition 3: main's unexpired tags and savepoints survive. Those already on the branch
+    // (same name and instant) are published with it; those whose instant is a completed write
+    // of the branch's history (active or archived) are carried over from main; any other
+    // blocks.
     let branch_savepoints: BTreeSet<InstantTime> = branch_history
         .active()
         .filter(&[Action::Savepoint], &[State::Completed])
@@ -240,33 +244,51 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         .map(|i| i.requested_time)
         .collect();
     let branch_tags = list_tags_at(&branch_view, TagFilter::All).await?;
+    let outside = |what: String, instant: &str| {
+        BranchingError::refused(
+            op.clone(),
+            format!(
+                "{what} names instant {instant}, which is not in branch {name}'s history (not \
+                 one of its completed writes); publication would drop it. Drop it on main, or \
+                 publish a branch that has the instant"
+            ),
+        )
+    };
+    let mut carried_tags = Vec::new();
     for tag in list_tags_at(&main_view, TagFilter::Unexpired).await? {
-        if !branch_tags
-            .iter()
-            .any(|t| t.name == tag.name && t.instant == tag.instant)
-        {
-            return Err(BranchingError::refused(
-                op,
-                format!(
-                    "main's tag {} (instant {}) is not on the branch; publication would drop it",
-                    tag.name, tag.instant
-                ),
-            ));
+        match branch_tags.iter().find(|t| t.name == tag.name) {
+            Some(t) if t.instant == tag.instant => continue,
+            Some(t) => {
+                return Err(BranchingError::refused(
+                    op,
+                    format!(
+                        "main's tag {} (instant {}) and the branch's tag {} (instant {}) differ; \
+                         publication would replace main's",
+                        tag.name, tag.instant, t.name, t.instant
+                    ),
+                ))
+            }
+            None => {}
         }
+        let instant = InstantTime::parse(&tag.instant)?;
+        if !branch_writes.contains(&instant) {
+            return Err(outside(format!("main's tag {}", tag.name), &tag.instant));
+        }
+        carried_tags.push(tag);
     }
+    let mut carried_savepoints = BTreeSet::new();
     for sp in main_history
         .active()
         .filter(&[Action::Savepoint], &[State::Completed])
     {
-        if !branch_savepoints.contains(&sp.requested_time) {
-            return Err(BranchingError::refused(
-                op,
-                format!(
-                    "main's savepoint {} is not on the branch; publication would drop it",
-                    sp.requested_time
-                ),
-            ));
+        let t = sp.requested_time;
+        if branch_savepoints.contains(&t) {
+            continue;
         }
+        if !branch_writes.contains(&t) {
+            return Err(outside(format!("main's savepoint {t}"), t.as_str()));
+        }
+        carried_savepoints.insert(t);
     }
 
     // Reserve p<N>, copy, then _SUCCESS.
@@ -286,10 +308,22 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         tags: Some(tags),
         skip_data_properties: true,
     };
-    let stats = copy_root(&storage, &spec).await?;
+    let mut stats = copy_root(&storage, &spec).await?;
+    // Main's tags and savepoints at instants of the branch's history, carried over from main.
+    for t in &carried_savepoints {
+        stats.objects += copy_savepoint(&storage, &main_root, &target, t).await?;
+    }
+    for tag in &carried_tags {
+        copy_key(&storage, &main_root, &target, &tag_key(&tag.name)).await?;
+        stats.objects += 1;
+    }
     // A tag that expired while copying would be published as if it still held: abort.
     let now = Utc::now();
-    if let Some(t) = branch_tags.iter().find(|t| t.is_expired(now)) {
+    if let Some(t) = branch_tags
+        .iter()
+        .chain(&carried_tags)
+        .find(|t| t.is_expired(now))
+    {
         remove_root_metadata(&storage, &target).await?;
         return Err(BranchingError::refused(
             op,
