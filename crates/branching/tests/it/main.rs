@@ -9,5 +9,6 @@
 mod basics;
 mod concurrency;
 mod crash;
+mod legacy;
 mod model;
 mod support;
