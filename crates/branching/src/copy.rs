@@ -149,6 +149,48 @@ fn named_after(key: &str, cut: &InstantTime) -> bool {
         .is_some_and(|t| t > *cut)
 }
 
+/// Copies `from`'s savepoint at `time` (its instant files on the data timeline and, when
+/// present, the MDT timeline) into `to`. Returns the number of objects copied.
+pub(crate) async fn copy_savepoint(
+    storage: &Arc<dyn Storage>,
+    from: &MetaRoot,
+    to: &MetaRoot,
+    time: &InstantTime,
+) -> Result<usize> {
+    let view = from.view(storage.clone());
+    let mut copied = 0;
+    for dir in [DEFAULT_META_DIR, MDT_META_DIR] {
+        if dir == MDT_META_DIR && !view.exists(&format!("{dir}/hoodie.properties")).await? {
+            continue;
+        }
+        let config = TableConfig::load(view.as_ref(), dir).await?;
+        let layout = TableLayout::from_config(dir, &config)?;
+        let tl = ActiveTimeline::load(view.clone(), layout.clone()).await?;
+        let Some(files) = tl.get(time, Action::Savepoint) else {
+            continue;
+        };
+        for inst in [&files.requested, &files.inflight, &files.completed]
+            .into_iter()
+            .flatten()
+        {
+            copy_key(storage, from, to, &layout.instant_key(inst)?).await?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
+}
+
+/// Copies the object `from` sees at `key` to where `to` sees `key`.
+pub(crate) async fn copy_key(
+    storage: &Arc<dyn Storage>,
+    from: &MetaRoot,
+    to: &MetaRoot,
+    key: &str,
+) -> Result<()> {
+    storage.copy(&from.real_key(key), &to.real_key(key)).await?;
+    Ok(())
+}
+
 /// Copies the object the source root sees at `key` to where the target root sees `key`.
 async fn copy_one(storage: &Arc<dyn Storage>, spec: &CopySpec, key: &str) -> Result<()> {
     storage

@@ -3,12 +3,15 @@
 //! Under the table lock: expired tags are processed on main and the branch; the conditions are
 //! checked (every logical write main made after the branch's base, active or archived, is in
 //! the branch; completed compaction, clustering and log compaction never block; main's
-//! unexpired tags and savepoints are on the branch; no pending instant could change the
+//! unexpired tags and savepoints are on the branch or name completed writes of its history,
+//! and are then carried over from main; no pending instant could change the
 //! captured state; the fixed table definitions agree); then publication `p<N>` is reserved by
 //! creating its data-side `hoodie.properties` without overwrite, the branch's metadata is
 //! copied into it on both sides, and the data-side `_SUCCESS` is written last. Main changes
 //! only with that last write; a failure before it leaves main as it was and the half-made
-//! `p<N>` only reserves its number (the next publication takes `N + 1`).
+//! `p<N>` only reserves its number (the next publication takes `N + 1`). After `_SUCCESS` the
+//! root `hoodie.properties` files are pointed at `p<N>` (MDT side, then data side;
+//! `arbor_timeline::legacy`), so readers that know nothing of branches read the new main too.
 
 use std::collections::BTreeSet;
 
@@ -16,6 +19,7 @@ use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
 use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::legacy::sync_legacy_root;
 use arbor_timeline::metaroot::{next_publication_id, SUCCESS_FILE};
 use arbor_timeline::{
     resolve_main, Action, Instant, InstantTime, MetaRoot, State, TableConfig, TableLayout,
@@ -24,10 +28,10 @@ use bytes::Bytes;
 use chrono::Utc;
 
 use crate::branch::{blocking_pending, require_mdt};
-use crate::copy::{copy_root, CopySpec};
+use crate::copy::{copy_key, copy_root, copy_savepoint, CopySpec};
 use crate::error::{BranchingError, Result};
 use crate::roots::{branch_identity, remove_root_metadata};
-use crate::tag::{expire_locked, list_tags_at, TagFilter};
+use crate::tag::{expire_locked, list_tags_at, tag_key, TagFilter};
 
 /// What [`publish`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +44,11 @@ pub struct PublishOutcome {
     pub instants: usize,
     /// Objects copied.
     pub objects: usize,
+    /// The root `hoodie.properties` files (data and MDT side) now lead branch-unaware readers
+    /// and writers to the new main (`arbor_timeline::legacy`). False when that last step failed
+    /// after `_SUCCESS`: main has moved, legacy readers still read the previous main until the
+    /// next state change of main (or publication) finishes the step.
+    pub legacy_root: bool,
 }
 
 /// Keys `(requested time)` of the logical writes in `history` after `base`: completed
@@ -224,7 +233,10 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         });
     }
 
-    // Condition 3: main's unexpired tags and savepoints are on the branch.
+    // Condition 3: main's unexpired tags and savepoints survive. Those already on the branch
+    // (same name and instant) are published with it; those whose instant is a completed write
+    // of the branch's history (active or archived) are carried over from main; any other
+    // blocks.
     let branch_savepoints: BTreeSet<InstantTime> = branch_history
         .active()
         .filter(&[Action::Savepoint], &[State::Completed])
@@ -232,33 +244,51 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         .map(|i| i.requested_time)
         .collect();
     let branch_tags = list_tags_at(&branch_view, TagFilter::All).await?;
+    let outside = |what: String, instant: &str| {
+        BranchingError::refused(
+            op.clone(),
+            format!(
+                "{what} names instant {instant}, which is not in branch {name}'s history (not \
+                 one of its completed writes); publication would drop it. Drop it on main, or \
+                 publish a branch that has the instant"
+            ),
+        )
+    };
+    let mut carried_tags = Vec::new();
     for tag in list_tags_at(&main_view, TagFilter::Unexpired).await? {
-        if !branch_tags
-            .iter()
-            .any(|t| t.name == tag.name && t.instant == tag.instant)
-        {
-            return Err(BranchingError::refused(
-                op,
-                format!(
-                    "main's tag {} (instant {}) is not on the branch; publication would drop it",
-                    tag.name, tag.instant
-                ),
-            ));
+        match branch_tags.iter().find(|t| t.name == tag.name) {
+            Some(t) if t.instant == tag.instant => continue,
+            Some(t) => {
+                return Err(BranchingError::refused(
+                    op,
+                    format!(
+                        "main's tag {} (instant {}) and the branch's tag {} (instant {}) differ; \
+                         publication would replace main's",
+                        tag.name, tag.instant, t.name, t.instant
+                    ),
+                ))
+            }
+            None => {}
         }
+        let instant = InstantTime::parse(&tag.instant)?;
+        if !branch_writes.contains(&instant) {
+            return Err(outside(format!("main's tag {}", tag.name), &tag.instant));
+        }
+        carried_tags.push(tag);
     }
+    let mut carried_savepoints = BTreeSet::new();
     for sp in main_history
         .active()
         .filter(&[Action::Savepoint], &[State::Completed])
     {
-        if !branch_savepoints.contains(&sp.requested_time) {
-            return Err(BranchingError::refused(
-                op,
-                format!(
-                    "main's savepoint {} is not on the branch; publication would drop it",
-                    sp.requested_time
-                ),
-            ));
+        let t = sp.requested_time;
+        if branch_savepoints.contains(&t) {
+            continue;
         }
+        if !branch_writes.contains(&t) {
+            return Err(outside(format!("main's savepoint {t}"), t.as_str()));
+        }
+        carried_savepoints.insert(t);
     }
 
     // Reserve p<N>, copy, then _SUCCESS.
@@ -278,10 +308,22 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         tags: Some(tags),
         skip_data_properties: true,
     };
-    let stats = copy_root(&storage, &spec).await?;
+    let mut stats = copy_root(&storage, &spec).await?;
+    // Main's tags and savepoints at instants of the branch's history, carried over from main.
+    for t in &carried_savepoints {
+        stats.objects += copy_savepoint(&storage, &main_root, &target, t).await?;
+    }
+    for tag in &carried_tags {
+        copy_key(&storage, &main_root, &target, &tag_key(&tag.name)).await?;
+        stats.objects += 1;
+    }
     // A tag that expired while copying would be published as if it still held: abort.
     let now = Utc::now();
-    if let Some(t) = branch_tags.iter().find(|t| t.is_expired(now)) {
+    if let Some(t) = branch_tags
+        .iter()
+        .chain(&carried_tags)
+        .find(|t| t.is_expired(now))
+    {
         remove_root_metadata(&storage, &target).await?;
         return Err(BranchingError::refused(
             op,
@@ -295,10 +337,20 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         )
         .await?;
     tracing::info!(branch = name, publication = n, "published");
+    // Lead branch-unaware readers to the new main (MDT side first, data side last). Main has
+    // moved already; a failure here is finished by the next state change of main.
+    let legacy_root = match sync_legacy_root(storage.as_ref(), &target).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, publication = n, "root hoodie.properties not repointed yet");
+            false
+        }
+    };
     Ok(PublishOutcome {
         publication: n,
         head,
         instants: stats.instants,
         objects: stats.objects + 2,
+        legacy_root,
     })
 }

@@ -3,13 +3,15 @@
 //! A tag is `tags/<name>.json` in the owning branch's data metadata. Creation (under the table
 //! lock) checks the name and instant, creates (or reuses) the savepoints on both timelines and
 //! writes the JSON last; a crash before that leaves at most a plain savepoint, which the retry
-//! reuses. Dropping removes the JSON first, then the savepoints (unless retained). Expired tags
+//! reuses. Several tags may name one instant: they share its one savepoint pair. Dropping
+//! removes the JSON first, then the savepoints (unless retained, or another tag definition,
+//! expired ones included, still names the instant: the last tag on an instant releases them). Expired tags
 //! serve no reads and are not listed by default; their name and instant stay reserved until
 //! [`expire_tags`] (or a drop) removes them.
 
 use std::sync::Arc;
 
-use arbor_cleaner::savepoint::{create_savepoint_locked, delete_savepoint_locked};
+use arbor_cleaner::savepoint::{create_savepoint_locked, delete_savepoint_locked, tags_naming};
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
@@ -32,7 +34,8 @@ pub enum TagFilter {
     Unexpired,
 }
 
-fn tag_key(name: &str) -> String {
+/// The key of tag `name`'s definition, as its root's view shows it.
+pub(crate) fn tag_key(name: &str) -> String {
     format!("{TAGS_DIR}/{name}.json")
 }
 
@@ -115,8 +118,9 @@ pub async fn tag_reader(
 
 /// Creates tag `name` on `table`'s root at completed write `instant` (default: the latest)
 /// under the table lock, expiring at `expires_at` (never when `None`). Expired tags of the root
-/// are processed first. Refused for a taken name, an instant that already has a tag, an
-/// instant that is not a completed write, or pending instants that could change its snapshot.
+/// are processed first. Refused for a taken name, an instant that is not a completed write, or
+/// pending instants that could change its snapshot. Another tag on the same instant is fine:
+/// the savepoints it created are reused.
 pub async fn create_tag(
     table: &Table,
     name: &str,
@@ -157,12 +161,6 @@ pub async fn create_tag(
                     format!("{time} is not a completed write of the active timeline"),
                 ));
             }
-            if let Some(other) = tags.iter().find(|t| t.instant == time.as_str()) {
-                return Err(BranchingError::refused(
-                    op,
-                    format!("instant {time} already has tag {}", other.name),
-                ));
-            }
             let blocking = blocking_pending(&tl, Some(&time));
             if !blocking.is_empty() {
                 return Err(BranchingError::refused(
@@ -196,7 +194,8 @@ pub async fn create_tag(
 }
 
 /// Drops tag `name` of `table`'s root under the table lock: the definition first, then its
-/// savepoints on both timelines unless `retain_savepoint`. Returns false when the tag was
+/// savepoints on both timelines unless `retain_savepoint` or another tag definition of the root
+/// (expired ones included) still names the instant. Returns false when the tag was
 /// absent and `if_exists` (a no-op); absent without `if_exists` is
 /// [`BranchingError::TagNotFound`]. A crash between the two steps leaves the savepoints as plain
 /// savepoints (never a tag without protection); `arbor_cleaner::delete_savepoint` removes them.
@@ -234,6 +233,10 @@ async fn drop_locked(
     view.delete(&key).await?;
     if !retain_savepoint {
         let t = InstantTime::parse(&tag.instant)?;
+        // The savepoints are shared by every tag on the instant: the last one releases them.
+        if !tags_naming(view, &t).await?.is_empty() {
+            return Ok(true);
+        }
         let tl = ActiveTimeline::load(view.clone(), table.layout().clone()).await?;
         if tl.get(&t, Action::Savepoint).is_some() {
             delete_savepoint_locked(table, &t).await?;

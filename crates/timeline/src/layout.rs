@@ -33,23 +33,27 @@ impl TableLayout {
         Self::v2_with_paths_unchecked(meta_dir, "timeline", "history")
     }
 
-    /// Layout 2 with the directory names from `hoodie.timeline.path` and
-    /// `hoodie.timeline.history.path`; each must be one plain path segment.
+    /// Layout 2 with the directories named by `hoodie.timeline.path` (relative to the meta
+    /// directory) and `hoodie.timeline.history.path` (relative to the timeline directory).
+    ///
+    /// Each must be a relative path of one or more plain segments separated by `/` (ASCII
+    /// letters, digits, `_`, `-`, `.`; no empty, `.` or `..` segment, no leading `/`, no `\`),
+    /// so the directories always stay below the meta directory. A multi-segment timeline path
+    /// is what the root `hoodie.properties` of a published table holds
+    /// (`branches/publications/p<N>/timeline`, see [`crate::legacy`]).
     pub fn v2_with_paths(meta_dir: &str, timeline: &str, history: &str) -> Result<Self> {
         for (key, v) in [
             ("hoodie.timeline.path", timeline),
             ("hoodie.timeline.history.path", history),
         ] {
-            let plain = !v.is_empty()
-                && v != "."
-                && v != ".."
-                && v.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-            if !plain {
+            if !is_plain_relative_path(v) {
                 return Err(TimelineError::InvalidConfig {
                     path: format!("{meta_dir}/hoodie.properties"),
                     key: Some(key.to_string()),
-                    reason: format!("{v:?} is not a plain directory name"),
+                    reason: format!(
+                        "{v:?} is not a relative path of plain directory names below the meta \
+                         directory"
+                    ),
                 });
             }
         }
@@ -119,6 +123,19 @@ impl TableLayout {
     }
 }
 
+/// True for a relative path of plain segments (see [`TableLayout::v2_with_paths`]).
+fn is_plain_relative_path(v: &str) -> bool {
+    !v.is_empty()
+        && v.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,7 +143,26 @@ mod tests {
     #[test]
     fn test_v2_with_paths_rejects_traversal() {
         assert!(TableLayout::v2_with_paths(".hoodie", "../x", "history").is_err());
-        assert!(TableLayout::v2_with_paths(".hoodie", "timeline", "a/b").is_err());
+        for bad in [
+            "../x", "a/../b", "/abs", "a//b", "a/", "./a", "", "a\\b", "a b", "..",
+        ] {
+            assert!(
+                TableLayout::v2_with_paths(".hoodie", bad, "history").is_err(),
+                "{bad:?}"
+            );
+            assert!(
+                TableLayout::v2_with_paths(".hoodie", "timeline", bad).is_err(),
+                "{bad:?}"
+            );
+        }
+        let p =
+            TableLayout::v2_with_paths(".hoodie", "branches/publications/p1/timeline", "history")
+                .unwrap();
+        assert_eq!(p.timeline_dir, ".hoodie/branches/publications/p1/timeline");
+        assert_eq!(
+            p.history_dir.as_deref(),
+            Some(".hoodie/branches/publications/p1/timeline/history")
+        );
         let l = TableLayout::v2(".hoodie");
         assert_eq!(l.timeline_dir, ".hoodie/timeline");
         assert_eq!(l.history_dir.as_deref(), Some(".hoodie/timeline/history"));

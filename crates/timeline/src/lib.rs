@@ -11,7 +11,9 @@
 //! - [`archive`]: the LSM archived timeline under `timeline/history/`, its reader and the
 //!   archiver;
 //! - [`metaroot`]: where main, publications and branches keep their metadata (RFC-116), and
-//!   main resolution.
+//!   main resolution;
+//! - [`legacy`]: the root `hoodie.properties` files that lead branch-unaware readers and
+//!   writers to main after a publication.
 //!
 //! All I/O goes through [`arbor_storage::Storage`]; keys are relative to the table's base path.
 
@@ -23,6 +25,7 @@ mod error;
 pub mod generator;
 pub mod instant;
 pub mod layout;
+pub mod legacy;
 pub mod metaroot;
 pub mod naming;
 pub mod rooted;

@@ -18,9 +18,18 @@
 //! 3. `published`: the branch is published (`publish`: main now resolves to the new `p<N>`).
 //!    arbor's main (`TableReader::open`) reads what arbor read from the branch before
 //!    publishing (`arbor_main_published`), hudi-rs reading a peer view of `p<N>` gives the same
-//!    rows (`peer_publication_view`), and main validates (`validate_main`).
+//!    rows (`peer_publication_view`), and main validates (`validate_main`). hudi-rs at the
+//!    table path itself (no view: the root `hoodie.properties` files now point at `p<N>`'s
+//!    timelines) reads exactly arbor's main and the model (`peer_main_published`).
+//! 4. `main writes after p<N>`: an upsert, a delete and an insert on main (they land in
+//!    `p<N>`'s timeline), then a clean of main; hudi-rs at the table path reads arbor's main and
+//!    the model (`peer_main_later_writes`), main validates.
+//! 5. `published p<M>`: branch `audit2` from main's head gets an upsert and is published
+//!    (`publish_again`: a greater number, both publications repointed the root); hudi-rs at
+//!    the table path reads arbor's main and the model (`peer_main_published_again`).
 //!
-//! hudi-rs knows nothing of branches: it reads `.hoodie/` and `.hoodie/metadata/.hoodie/`. A
+//! hudi-rs knows nothing of branches: it reads `.hoodie/` and `.hoodie/metadata/.hoodie/`,
+//! whose `hoodie.properties` lead it to main after a publication (`arbor_timeline::legacy`). A
 //! peer view ([`peer_view`]) is a directory whose `.hoodie/` holds the root's data-side
 //! `hoodie.properties` and `timeline/`, whose `.hoodie/metadata/` holds the table's real
 //! metadata-table partitions and, as `.hoodie/`, the root's MDT-side meta directory, and whose
@@ -598,20 +607,27 @@ async fn scenario(s: BranchScenario, dir: &Path, rec: &mut Recorder) -> Result<(
         .arbor(open_reader(storage.clone(), Some(BRANCH)).await)
         .await;
     let branch_model = rec.model(&branch);
+    // hudi-rs reads copies taken now: later steps change the table.
+    let at_branch = dir.join("main-after-branch-writes");
+    copy_dir(&base, &at_branch)?;
     let branch_view = dir.join(format!("view-{BRANCH}"));
-    let branch_view_side =
-        peer_view(&base, &MetaRoot::Branch(BRANCH.to_string()), &branch_view).map(|()| branch_view);
+    let branch_view_side = peer_view(
+        &at_branch,
+        &MetaRoot::Branch(BRANCH.to_string()),
+        &branch_view,
+    )
+    .map(|()| branch_view);
     rec.push(
         "peer_main_kept",
         Pending::Same(vec![
-            Reading::table("hudi-rs main after branch writes", hudi(&base)),
+            Reading::table("hudi-rs main after branch writes", hudi(&at_branch)),
             Reading::table("hudi-rs main before branch writes", hudi(&before)),
         ]),
     );
     rec.push(
         "peer_main_arbor",
         Pending::Same(vec![
-            Reading::table("hudi-rs main after branch writes", hudi(&base)),
+            Reading::table("hudi-rs main after branch writes", hudi(&at_branch)),
             Reading::table("arbor main after branch writes", arbor_main_after),
             Reading::table("arbor main before branch writes", arbor_main_before),
             Reading::model("model main", main_model),
@@ -664,8 +680,11 @@ async fn scenario(s: BranchScenario, dir: &Path, rec: &mut Recorder) -> Result<(
         }),
     );
     let arbor_main_published = rec.arbor(TableReader::open(storage.clone()).await).await;
+    let at_publish = dir.join(format!("main-after-p{n}"));
+    copy_dir(&base, &at_publish)?;
     let pub_view = dir.join(format!("view-p{n}"));
-    let pub_view_side = peer_view(&base, &MetaRoot::Publication(n), &pub_view).map(|()| pub_view);
+    let pub_view_side =
+        peer_view(&at_publish, &MetaRoot::Publication(n), &pub_view).map(|()| pub_view);
     rec.push(
         "arbor_main_published",
         Pending::Same(vec![
@@ -682,6 +701,120 @@ async fn scenario(s: BranchScenario, dir: &Path, rec: &mut Recorder) -> Result<(
                 pub_view_side.and_then(|d| hudi(&d)),
             ),
             Reading::table("arbor branch before publication", arbor_branch),
+        ]),
+    );
+    rec.push(
+        "validate_main",
+        Pending::Done(validate(&storage, None).await),
+    );
+    // hudi-rs at the table path itself follows the publication (the root hoodie.properties
+    // point at p<N>'s timelines): it reads exactly arbor's main.
+    let arbor_main_at_publish = rec.arbor(TableReader::open(storage.clone()).await).await;
+    let branch_model_again = rec.model(&branch);
+    rec.push(
+        "peer_main_published",
+        Pending::Same(vec![
+            Reading::table(&format!("hudi-rs main after p{n}"), hudi(&at_publish)),
+            Reading::table(&format!("arbor main after p{n}"), arbor_main_at_publish),
+            Reading::model("model branch", branch_model_again),
+        ]),
+    );
+
+    // 4. Three further writes on main (they land in p<N>'s timeline), then a clean of main.
+    let main_table = Table::open(storage.clone())
+        .await
+        .map_err(|e| format!("open main after publication: {e}"))?;
+    let mut model = branch.clone();
+    let rows = updates(&model, 5, |n| hash(n, 105) % 4 == 0);
+    let t = write(
+        &main_table,
+        WriteOperation::Upsert,
+        &rows,
+        "upsert on main after p1",
+    )
+    .await?;
+    model.upsert(&rows, t.as_str());
+    let rows = stored(&model, |n| hash(n, 79) % 11 == 0);
+    write(
+        &main_table,
+        WriteOperation::Delete,
+        &rows,
+        "delete on main after p1",
+    )
+    .await?;
+    model.delete(&keys(&rows));
+    let rows: Vec<Row> = (700..720).map(|n| row(n, 6)).collect();
+    let t = write(
+        &main_table,
+        WriteOperation::Upsert,
+        &rows,
+        "insert on main after p1",
+    )
+    .await?;
+    model.upsert(&rows, t.as_str());
+    arbor_branching::clean(
+        &main_table,
+        CleanOptions {
+            policy: CleanPolicy::KeepLatestCommits(1),
+            ..CleanOptions::default()
+        },
+    )
+    .await
+    .map_err(|e| format!("clean of main after p{n}: {e}"))?;
+    rec.at(&format!("4:main writes after p{n}"), &t);
+    let after_writes = dir.join(format!("main-writes-after-p{n}"));
+    copy_dir(&base, &after_writes)?;
+    let arbor_later = rec.arbor(TableReader::open(storage.clone()).await).await;
+    let model_later = rec.model(&model);
+    rec.push(
+        "peer_main_later_writes",
+        Pending::Same(vec![
+            Reading::table("hudi-rs main after writes and a clean", hudi(&after_writes)),
+            Reading::table("arbor main after writes and a clean", arbor_later),
+            Reading::model("model main", model_later),
+        ]),
+    );
+    rec.push(
+        "validate_main",
+        Pending::Done(validate(&storage, None).await),
+    );
+
+    // 5. A second publication: branch `audit2` from main's head, one upsert, published.
+    create_branch(&main_table, "audit2", BranchSource::MainHead)
+        .await
+        .map_err(|e| format!("create_branch audit2: {e}"))?;
+    let b2 = open_branch(storage.clone(), "audit2")
+        .await
+        .map_err(|e| format!("open_branch audit2: {e}"))?;
+    let rows = updates(&model, 7, |n| hash(n, 107) % 3 == 0);
+    let t = write(&b2, WriteOperation::Upsert, &rows, "upsert on audit2").await?;
+    model.upsert(&rows, t.as_str());
+    let second = publish(&b2)
+        .await
+        .map_err(|e| format!("publish audit2: {e}"))?;
+    let m = second.publication;
+    rec.at(&format!("5:published p{m}"), &t);
+    rec.push(
+        "publish_again",
+        Pending::Done(if m > n && second.legacy_root && published.legacy_root {
+            Ok(())
+        } else {
+            Err(format!(
+                "second publication p{m} after p{n} (root repointed: {}, {})",
+                published.legacy_root, second.legacy_root
+            ))
+        }),
+    );
+    let at_second = dir.join(format!("main-after-p{m}"));
+    copy_dir(&base, &at_second)?;
+    let arbor_second = rec.arbor(TableReader::open(storage.clone()).await).await;
+    let model_second = rec.model(&model);
+    rec.push(
+        "peer_main_published_again",
+        Pending::Same(vec![
+            Reading::table(&format!("hudi-rs main after p{m}"), hudi(&at_second)),
+            Reading::table(&format!("arbor main after p{m}"), arbor_second),
+            Reading::model("model main", model_second),
         ]),
     );
     rec.push(

@@ -117,9 +117,9 @@ async fn test_tags_read_as_of_instant_and_branch_from_tag_excludes_later_writes(
     at_c1.upsert(&r1);
     let tag = create_tag(&t.table, "v1", None, None).await.unwrap();
     assert_eq!(tag.instant, c1.as_str());
-    // Duplicate name and a second tag on the same instant are refused.
+    // A duplicate name is refused (several tags on one instant: see
+    // `test_several_tags_on_one_instant_share_one_savepoint_pair_released_by_the_last`).
     assert!(create_tag(&t.table, "v1", None, None).await.is_err());
-    assert!(create_tag(&t.table, "v1b", Some(&c1), None).await.is_err());
     t.write(WriteOperation::Upsert, &rows(5..15, 2, "b")).await;
     let (reader, instant) = tag_reader(t.storage.clone(), None, "v1").await.unwrap();
     assert_eq!(instant, c1);
@@ -399,4 +399,152 @@ async fn test_branch_clean_after_main_cleaned_by_file_versions_keeps_what_main_l
     arbor_branching::clean(&b, versions()).await.unwrap();
     t.assert_valid("main after the branch's clean").await;
     t.assert_branch_valid("b1", "branch after its clean").await;
+}
+
+/// The completed savepoints of main (resolved) as `data <time>` / `mdt <time>`.
+async fn main_savepoints(t: &crate::support::TestTable) -> Vec<String> {
+    use arbor_timeline::{Action, ActiveTimeline, State, TableConfig, TableLayout};
+    let view = resolve_main(t.storage.as_ref())
+        .await
+        .unwrap()
+        .view(t.storage.clone());
+    let mut out = Vec::new();
+    for (side, dir) in [("data", ".hoodie"), ("mdt", ".hoodie/metadata/.hoodie")] {
+        let config = TableConfig::load(view.as_ref(), dir).await.unwrap();
+        let layout = TableLayout::from_config(dir, &config).unwrap();
+        let tl = ActiveTimeline::load(view.clone(), layout).await.unwrap();
+        out.extend(
+            tl.filter(&[Action::Savepoint], &[State::Completed])
+                .iter()
+                .map(|i| format!("{side} {}", i.requested_time)),
+        );
+    }
+    out.sort();
+    out
+}
+
+fn names(tags: &[arbor_branching::TagInfo]) -> Vec<(String, String)> {
+    tags.iter()
+        .map(|t| (t.name.clone(), t.instant.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn test_several_tags_on_one_instant_share_one_savepoint_pair_released_by_the_last() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    let r1 = rows(0..10, 1, "a");
+    let c1 = t.write(WriteOperation::Upsert, &r1).await;
+    t.write(WriteOperation::Upsert, &rows(5..15, 2, "b")).await;
+    create_tag(&t.table, "a", Some(&c1), None).await.unwrap();
+    create_tag(&t.table, "b", Some(&c1), None).await.unwrap();
+    let pair = vec![format!("data {c1}"), format!("mdt {c1}")];
+    assert_eq!(main_savepoints(&t).await, pair);
+    // Dropping one keeps the pair for the other, which still reads as of c1.
+    assert!(drop_tag(&t.table, "a", false, false).await.unwrap());
+    assert_eq!(main_savepoints(&t).await, pair);
+    let (reader, at) = tag_reader(t.storage.clone(), None, "b").await.unwrap();
+    assert_eq!(at, c1);
+    let mut m = Model::default();
+    m.upsert(&r1);
+    assert_eq!(
+        rows_of(&reader.snapshot(Some(&at)).await.unwrap()),
+        m.sorted()
+    );
+    assert!(arbor_cleaner::delete_savepoint(&t.table, &c1)
+        .await
+        .is_err());
+    // The last one releases it on both timelines.
+    assert!(drop_tag(&t.table, "b", false, false).await.unwrap());
+    assert_eq!(main_savepoints(&t).await, Vec::<String>::new());
+    t.assert_valid("after the last tag").await;
+}
+
+#[tokio::test]
+async fn test_publish_carries_mains_tags_in_branch_history_and_refuses_one_outside_it() {
+    let t = create(TableType::MergeOnRead, true).await;
+    let r1 = rows(0..10, 1, "a");
+    let c1 = t.write(WriteOperation::Upsert, &r1).await;
+    let r2 = rows(5..15, 2, "b");
+    let c2 = t.write(WriteOperation::Upsert, &r2).await;
+    let mut at_c2 = Model::default();
+    at_c2.upsert(&r1);
+    at_c2.upsert(&r2);
+    create_tag(&t.table, "v1", Some(&c1), None).await.unwrap();
+    create_branch(&t.table, "audit", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let b = t.branch("audit").await;
+    let r3 = rows(0..4, 3, "c");
+    t.write_on(&b, WriteOperation::Upsert, &r3).await;
+    let mut branch_model = at_c2.clone();
+    branch_model.upsert(&r3);
+    // Tags made on main after the branch was cut, at instants the branch has: a second tag on
+    // c1 and one on the base c2.
+    create_tag(&t.table, "also1", Some(&c1), None)
+        .await
+        .unwrap();
+    create_tag(&t.table, "late", Some(&c2), None).await.unwrap();
+    // A compaction on main (not a logical write: no divergence) and a tag on it, which is
+    // outside the branch's history.
+    let k = t.table.compact().await.unwrap();
+    assert!(!k.is_empty(), "main's compaction compacted nothing");
+    let k = k[0].instant.clone();
+    create_tag(&t.table, "svc", Some(&k), None).await.unwrap();
+    let err = publish(&b).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, BranchingError::Refused { .. })
+            && msg.contains("main's tag svc")
+            && msg.contains(k.as_str())
+            && msg.contains("not in branch audit's history"),
+        "{msg}"
+    );
+    assert_eq!(
+        resolve_main(t.storage.as_ref()).await.unwrap(),
+        MetaRoot::Root
+    );
+    drop_tag(&t.table, "svc", false, false).await.unwrap();
+
+    let out = publish(&b).await.unwrap();
+    assert_eq!(
+        resolve_main(t.storage.as_ref()).await.unwrap(),
+        MetaRoot::Publication(out.publication)
+    );
+    assert_eq!(t.read(None).await, branch_model.sorted());
+    // Main's tags are all there with their savepoints (carried ones included).
+    let tags = list_tags(&t.storage, None, TagFilter::All).await.unwrap();
+    assert_eq!(
+        names(&tags),
+        vec![
+            ("also1".to_string(), c1.to_string()),
+            ("late".to_string(), c2.to_string()),
+            ("v1".to_string(), c1.to_string()),
+        ]
+    );
+    assert_eq!(
+        main_savepoints(&t).await,
+        vec![
+            format!("data {c1}"),
+            format!("data {c2}"),
+            format!("mdt {c1}"),
+            format!("mdt {c2}"),
+        ]
+    );
+    let (reader, at) = tag_reader(t.storage.clone(), None, "late").await.unwrap();
+    assert_eq!(at, c2);
+    assert_eq!(
+        rows_of(&reader.snapshot(Some(&at)).await.unwrap()),
+        at_c2.sorted()
+    );
+    t.assert_valid("main after carrying tags").await;
+    // Dropping the carried tags on the new main releases the savepoints as usual.
+    let main = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+    drop_tag(&main, "late", false, false).await.unwrap();
+    drop_tag(&main, "v1", false, false).await.unwrap();
+    assert_eq!(
+        main_savepoints(&t).await,
+        vec![format!("data {c1}"), format!("mdt {c1}")]
+    );
+    drop_tag(&main, "also1", false, false).await.unwrap();
+    assert_eq!(main_savepoints(&t).await, Vec::<String>::new());
 }

@@ -38,6 +38,12 @@
 //!   publication) runs on every state the crash left as after, and on every third (branch
 //!   creation) or sixth (publication) other distinct state; every other check runs on every
 //!   distinct state.
+//!
+//! The two publication sweeps also read every distinct crashed state, and the state after each
+//! retry, with hudi-rs at the table path itself (a reader that knows nothing of branches and
+//! follows only the root `hoodie.properties`): it must read exactly main before or main after
+//! the publication, the old main whenever arbor's main has not moved, and the new main after
+//! every retry ([`PeerSweep`]; one `peer_digest.py --batch` run per sweep).
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -59,6 +65,7 @@ use arbor_timeline::metaroot::parse_publication_id;
 use arbor_timeline::{
     resolve_main, Action, ActiveTimeline, InstantTime, MetaRoot, State, TableConfig, TableLayout,
 };
+use arrow::array::RecordBatch;
 
 use super::support::{batch, create, rows, rows_of, Model, Row, TestTable};
 
@@ -408,6 +415,95 @@ struct Scenario {
     usable_every: usize,
     /// The crash points run.
     sampling: Sampling,
+    /// hudi-rs (a reader that knows nothing of branches) reads the table path itself at every
+    /// distinct crashed state and after every retry ([`PeerSweep`]).
+    peer: bool,
+}
+
+/// What hudi-rs is asked at the end of a sweep (one `peer_digest.py --batch` run): the table
+/// path of copies of every distinct crashed state (before its retry) and of the state after the
+/// retry, and arbor's reads of main before and after the operation.
+struct PeerSweep {
+    python: std::path::PathBuf,
+    dir: tempfile::TempDir,
+    /// `(id, arbor's outcome, after the retry)` of every copied state.
+    states: Vec<(String, Outcome, bool)>,
+}
+
+impl PeerSweep {
+    fn new(s: &Scenario) -> Option<PeerSweep> {
+        if !s.peer {
+            return None;
+        }
+        let python = arbor_testkit::peer_python_or_skip("crash sweep with hudi-rs")?;
+        Some(PeerSweep {
+            python,
+            dir: tempfile::tempdir().unwrap(),
+            states: Vec::new(),
+        })
+    }
+
+    /// Keeps a copy of the table at `base` as state `id`.
+    fn keep(&mut self, base: &Path, id: String, outcome: Outcome, retried: bool) {
+        copy_dir(base, &self.dir.path().join(&id));
+        self.states.push((id, outcome, retried));
+    }
+
+    /// hudi-rs reads every kept copy as main before (`before`, arbor's batches of the template)
+    /// or after (`after`, the fault-free run's) the operation, never anything else: the old
+    /// main while arbor's main has not moved, the new main after every retry, and each at
+    /// least once. Returns how many crashed states hudi-rs read as before while arbor's main
+    /// had already moved (the window between `_SUCCESS` and the root repoint).
+    async fn check(self, before: Vec<RecordBatch>, after: Vec<RecordBatch>, label: &str) -> usize {
+        let write = |name: &str, batches: &[RecordBatch]| {
+            let path = self.dir.path().join(name);
+            arbor_testkit::write_arrow_ipc(&path, &batches[0].schema(), batches);
+            serde_json::json!({"id": name, "arrow": path})
+        };
+        let mut requests = vec![write("before.arrow", &before), write("after.arrow", &after)];
+        for (id, _, _) in &self.states {
+            requests.push(serde_json::json!({"id": id, "table": self.dir.path().join(id)}));
+        }
+        let docs = arbor_testkit::peer_digest_batch(&self.python, &requests);
+        let digest = |id: &str| {
+            let d = &docs[id];
+            assert!(d.get("error").is_none(), "{label}: hudi-rs on {id}: {d}");
+            (d["row_count"].clone(), d["data_sha256"].clone())
+        };
+        let (old, new) = (digest("before.arrow"), digest("after.arrow"));
+        assert_ne!(old, new, "{label}: the operation must change what is read");
+        let (mut seen_old, mut seen_new, mut lagging) = (false, false, 0);
+        for (id, arbor, retried) in &self.states {
+            let got = digest(id);
+            let is_old = got == old;
+            assert!(
+                is_old || got == new,
+                "{label}: hudi-rs reads {id} (arbor: {arbor:?}) as neither the old nor the new main: {got:?}"
+            );
+            if *retried || *arbor == Outcome::Before {
+                let want = if *retried {
+                    Outcome::After
+                } else {
+                    Outcome::Before
+                };
+                assert_eq!(
+                    if is_old {
+                        Outcome::Before
+                    } else {
+                        Outcome::After
+                    },
+                    want,
+                    "{label}: hudi-rs on {id} (arbor: {arbor:?}, after the retry: {retried})"
+                );
+            } else if is_old {
+                lagging += 1;
+            }
+            seen_old |= is_old;
+            seen_new |= !is_old;
+        }
+        assert!(seen_old && seen_new, "{label}: hudi-rs saw only one side");
+        lagging
+    }
 }
 
 #[derive(Debug, Default)]
@@ -424,6 +520,20 @@ struct Report {
     usable_checked: usize,
     /// Crash points not run ([`Sampling`]).
     skipped: usize,
+    /// States hudi-rs read ([`PeerSweep`]).
+    peer_checked: usize,
+    /// Crashed states hudi-rs read as before although arbor's main had moved.
+    peer_lagging: usize,
+}
+
+/// arbor's latest snapshot of main.
+async fn main_batches(storage: &Arc<dyn Storage>) -> Vec<RecordBatch> {
+    TableReader::open(storage.clone())
+        .await
+        .unwrap()
+        .snapshot(None)
+        .await
+        .unwrap()
 }
 
 /// Which crash points a sweep runs: the first `head` and the last `tail` operations of the
@@ -536,14 +646,17 @@ async fn check_usable(storage: &Arc<dyn Storage>, op: &Op, after: &Observed, lab
 
 /// Checks a crashed table as a restarted process, retries the operation, and checks the
 /// result. Returns the side the crash left.
+#[allow(clippy::too_many_arguments)]
 async fn check_crashed(
     s: &Scenario,
     storage: &Arc<dyn Storage>,
+    base: &Path,
     before: &Observed,
     after: &Observed,
     crashed_ok: bool,
     label: &str,
     report: &mut Report,
+    peer: &mut Option<PeerSweep>,
 ) -> Outcome {
     lapse_stale_lease(storage).await;
     let got = observe(storage, label).await;
@@ -553,6 +666,10 @@ async fn check_crashed(
              {before:#?}\n after {after:#?}"
         )
     });
+    let point = report.crash_points;
+    if let Some(p) = peer.as_mut() {
+        p.keep(base, format!("crash-{point}"), outcome, false);
+    }
     if crashed_ok {
         assert_eq!(
             outcome,
@@ -670,6 +787,9 @@ async fn check_crashed(
     let got = observe(storage, &label).await;
     assert_eq!(&got, after, "{label}: final state");
     assert_all_valid(storage, &got, &label).await;
+    if let Some(p) = peer.as_mut() {
+        p.keep(base, format!("retry-{point}"), Outcome::After, true);
+    }
     let distinct = report.crash_points - report.repeated - report.skipped;
     if outcome == Outcome::After || distinct % s.usable_every == 0 {
         check_usable(storage, &s.op, after, &label).await;
@@ -739,7 +859,9 @@ async fn sweep(s: Scenario) -> Report {
     assert_all_valid(&s.template.storage, &before, &setup).await;
 
     // The fault-free run on a copy: the state after, and the number of operations.
-    let (after, total_ops) = {
+    let mut peer = PeerSweep::new(&s);
+    let before_batches = main_batches(&s.template.storage).await;
+    let (after, total_ops, after_batches) = {
         let tmp = tempfile::tempdir().unwrap();
         let base = tmp.path().join("t");
         copy_dir(&s.template.base, &base);
@@ -763,7 +885,11 @@ async fn sweep(s: Scenario) -> Report {
         );
         let after = observe(&storage, &label).await;
         assert_all_valid(&storage, &after, &label).await;
-        (after, ops)
+        let batches = main_batches(&storage).await;
+        if let Some(p) = peer.as_mut() {
+            p.keep(&base, "fault-free".to_string(), Outcome::After, true);
+        }
+        (after, ops, batches)
     };
     assert_ne!(
         before, after,
@@ -809,11 +935,13 @@ async fn sweep(s: Scenario) -> Report {
         let outcome = check_crashed(
             &s,
             &fresh,
+            &base,
             &before,
             &after,
             result.is_ok(),
             &label,
             &mut report,
+            &mut peer,
         )
         .await;
         match outcome {
@@ -838,6 +966,19 @@ async fn sweep(s: Scenario) -> Report {
         "{}: {report:?}",
         s.label
     );
+    let peer_started = std::time::Instant::now();
+    let peer_states = peer.as_ref().map_or(0, |p| p.states.len());
+    if let Some(p) = peer {
+        report.peer_lagging = p.check(before_batches, after_batches, s.label).await;
+        report.peer_checked = peer_states;
+        println!(
+            "{}: hudi-rs read {peer_states} states (the old main at {} crashed states where \
+             arbor's main had moved) in {:.1?}",
+            s.label,
+            report.peer_lagging,
+            peer_started.elapsed()
+        );
+    }
     println!(
         "{}: swept {} crash points ({} distinct states: {} before, {} after, {} needing a \
          savepoint cleanup, {} checked for usability; {} points sampled out), in {:.1?}",
@@ -909,6 +1050,7 @@ async fn test_create_branch_crash_sweep_cow_from_main_head_branch_absent_or_usab
         },
         usable_every: 3,
         sampling: Sampling::ALL,
+        peer: false,
         rows_after: vec![(None, head.clone()), (Some("b"), head)],
     })
     .await;
@@ -930,6 +1072,7 @@ async fn test_create_branch_crash_sweep_mor_from_tag_branch_absent_or_usable_and
         },
         usable_every: 3,
         sampling: Sampling::ALL,
+        peer: false,
         rows_after: vec![
             (None, snapshots[2].clone()),
             (Some("fix"), snapshots[1].clone()),
@@ -951,6 +1094,7 @@ async fn test_create_tag_crash_sweep_mor_tag_absent_or_complete_and_retry_succee
         },
         usable_every: 1,
         sampling: Sampling::ALL,
+        peer: false,
         rows_after: vec![(None, snapshots[2].clone())],
     })
     .await;
@@ -972,6 +1116,7 @@ async fn test_drop_tag_crash_sweep_cow_tag_present_or_gone_and_retry_succeeds() 
         },
         usable_every: 1,
         sampling: Sampling::ALL,
+        peer: false,
         rows_after: vec![(None, snapshots[2].clone())],
     })
     .await;
@@ -990,12 +1135,23 @@ async fn test_publish_crash_sweep_cow_first_publication_main_before_or_after_and
     let b = t.branch("audit").await;
     let mut model = model_of(&snapshots[2]);
     branch_writes(&t, &b, &mut model).await;
+    // An insert overwrite of partition `eu` (a replacecommit): a legacy reader that took the
+    // branch's data timeline with main's old FILES partition would drop the replaced file
+    // groups without seeing their replacements (the crash ordering must prevent that mix).
+    let w: Vec<Row> = rows(40..50, 7, "ow")
+        .into_iter()
+        .filter(|r| r.1 == "eu")
+        .collect();
+    t.write_on(&b, WriteOperation::InsertOverwrite, &w).await;
+    model.rows.retain(|_, r| r.1 != "eu");
+    model.upsert(&w);
     sweep(Scenario {
         label: "publish (p1), COW",
         template: t,
         op: Op::Publish { branch: "audit" },
         usable_every: 6,
         sampling: Sampling::ALL,
+        peer: true,
         rows_after: vec![(None, model.sorted()), (Some("audit"), model.sorted())],
     })
     .await;
@@ -1042,6 +1198,7 @@ async fn test_publish_crash_sweep_mor_after_earlier_publication_main_before_or_a
             every: 2,
             tail: 4,
         },
+        peer: true,
         rows_after: vec![(None, model.sorted())],
     })
     .await;
@@ -1064,6 +1221,7 @@ async fn test_drop_branch_crash_sweep_mor_branch_present_or_gone_and_retry_succe
         op: Op::DropBranch { name: "tmp" },
         usable_every: 1,
         sampling: Sampling::ALL,
+        peer: false,
         rows_after: vec![(None, snapshots[2].clone())],
     })
     .await;

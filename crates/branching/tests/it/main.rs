@@ -9,6 +9,7 @@
 mod basics;
 mod concurrency;
 mod crash;
+mod legacy;
 mod model;
 mod schema;
 mod support;

@@ -10,9 +10,11 @@
 //! branch, its base instant. Publication follows `src/publish.rs`: expired tags of main and of
 //! the branch are processed first (even when the publication is then refused); it is
 //! divergent iff main has a logical write after the branch's base that the branch does not
-//! have; otherwise it is refused iff one of main's (unexpired) tags is not on the branch with
-//! the same name and instant (main's savepoints are exactly its tags' instants here, so the
-//! savepoint condition follows); otherwise main becomes a copy of the branch.
+//! have; otherwise it is refused iff one of main's (unexpired) tags is neither on the branch
+//! with the same name and instant nor at a completed write of the branch's history (main's
+//! savepoints are exactly its tags' instants here, so the savepoint condition follows);
+//! otherwise main becomes a copy of the branch plus main's tags carried over. Several tags may
+//! name one instant.
 //!
 //! After every step ([`Run::check`]):
 //! - main resolves to the root or the model's latest publication, and the working branches are
@@ -250,7 +252,8 @@ enum Expect {
         missing_on_branch: Vec<String>,
         branch_only: Vec<String>,
     },
-    /// Refused: main's tag of this name is not on the branch.
+    /// Refused: main's tag of this name is neither on the branch nor at an instant of the
+    /// branch's history (or the branch has another tag of that name).
     TagMissing(String),
 }
 
@@ -319,18 +322,25 @@ impl State {
                 branch_only,
             };
         }
+        // Main's tags on the branch are published with it; the others are carried over when
+        // their instant is in the branch's history, else they block.
+        let mut carried = BTreeMap::new();
         for (name, tag) in &self.main.tags {
-            if b.tags.get(name).is_none_or(|t| t.instant != tag.instant) {
-                return Expect::TagMissing(name.clone());
+            match b.tags.get(name) {
+                Some(t) if t.instant == tag.instant => {}
+                Some(_) => return Expect::TagMissing(name.clone()),
+                None if b.writes.contains(&tag.instant) => {
+                    carried.insert(name.clone(), tag.clone());
+                }
+                None => return Expect::TagMissing(name.clone()),
             }
         }
-        let old = std::mem::replace(
-            &mut self.main,
-            RootM {
-                base: None,
-                ..b.clone()
-            },
-        );
+        let mut published = RootM {
+            base: None,
+            ..b.clone()
+        };
+        published.tags.extend(carried);
+        let old = std::mem::replace(&mut self.main, published);
         self.retired.extend(old.cleaned);
         self.publications += 1;
         Expect::Published
@@ -517,8 +527,7 @@ impl Run {
                 let m = self.model.root_mut(b);
                 m.expire();
                 let latest = m.latest().cloned().unwrap();
-                let refused =
-                    m.tags.contains_key(name) || m.tags.values().any(|t| t.instant == latest);
+                let refused = m.tags.contains_key(name);
                 match got {
                     Ok(info) => {
                         assert!(

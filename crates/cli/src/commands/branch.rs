@@ -323,11 +323,18 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                     "head": head,
                     "instants": outcome.instants,
                     "objects": outcome.objects,
+                    "legacy_readers_follow": outcome.legacy_root,
                 }));
             }
+            let legacy = if outcome.legacy_root {
+                "readers that know nothing of branches (hudi-rs, Spark) read it at the table path"
+            } else {
+                "warning: the root hoodie.properties could not be repointed yet; readers that \
+                 know nothing of branches read the previous main until the next change of main"
+            };
             print_text(&format!(
                 "{table}: branch {name} published as publication p{}; main now ends at {} \
-                 ({} instant(s), {} object(s) copied)",
+                 ({} instant(s), {} object(s) copied); {legacy}",
                 outcome.publication,
                 head.unwrap_or_else(|| "no write".to_string()),
                 outcome.instants,

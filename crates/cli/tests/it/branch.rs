@@ -121,6 +121,20 @@ fn test_branch_create_write_publish_drop_round_trip() {
         let published = json(&["branch", "publish", s(&table), "audit", "--json"]);
         assert_eq!(published["publication"], 1, "{kind}");
         assert_eq!(published["head"], w.as_str());
+        assert_eq!(published["legacy_readers_follow"], true, "{kind}");
+        // The root properties lead branch-unaware readers to the publication's timelines.
+        for props in [".hoodie", ".hoodie/metadata/.hoodie"] {
+            let text = std::fs::read_to_string(
+                std::path::Path::new(&table)
+                    .join(props)
+                    .join("hoodie.properties"),
+            )
+            .unwrap();
+            assert!(
+                text.contains("hoodie.timeline.path=branches/publications/p1/timeline"),
+                "{kind} {props}: {text}"
+            );
+        }
         assert_eq!(rows_on(&table, "main"), rows_on(&table, "audit"), "{kind}");
         assert_eq!(write_times(&table, "main"), [base.clone(), w.clone()]);
         ok(&["validate", s(&table)]);
@@ -146,6 +160,20 @@ fn test_branch_create_write_publish_drop_round_trip() {
             "{kind}: dropping the branch leaves main alone"
         );
     }
+}
+
+#[test]
+fn test_branch_publish_text_says_branch_unaware_readers_follow() {
+    let (dir, table) = setup("cow");
+    ok(&["branch", "create", s(&table), "audit"]);
+    upsert_on(dir.path(), &table, "audit", "a", "sf", 9.5);
+    let out = ok(&["branch", "publish", s(&table), "audit"]);
+    assert!(out.contains("published as publication p1"), "{out}");
+    assert!(
+        out.contains("readers that know nothing of branches (hudi-rs, Spark) read it"),
+        "{out}"
+    );
+    assert!(!out.contains("warning"), "{out}");
 }
 
 #[test]
@@ -220,7 +248,7 @@ fn test_tag_create_list_read_drop_round_trip() {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }
 
-    // A tag with an expiry; a second tag at the same instant is refused.
+    // A tag with an expiry; a second tag at the same instant shares its savepoint.
     let v2 = json(&[
         "tag",
         "create",
@@ -232,8 +260,17 @@ fn test_tag_create_list_read_drop_round_trip() {
     ]);
     assert_eq!(v2["tag"]["instant"], t2.as_str());
     assert!(v2["tag"]["expires_at"].is_string());
-    let err = fails(&["tag", "create", s(&table), "v3"]);
-    assert!(err.contains("already has tag v2"), "{err}");
+    let v3 = json(&["tag", "create", s(&table), "v3", "--json"]);
+    assert_eq!(v3["tag"]["instant"], t2.as_str());
+    ok(&["tag", "drop", s(&table), "v3"]);
+    let sps = json(&["savepoint", "list", s(&table), "--json"]);
+    assert!(
+        sps.as_array()
+            .unwrap()
+            .iter()
+            .any(|sp| sp["instant"] == t2.as_str()),
+        "dropping v3 must keep the savepoint v2 still needs: {sps}"
+    );
     let err = fails(&["tag", "create", s(&table), "v3", "--expires-in", "7 days"]);
     assert!(err.contains("--expires-in"), "{err}");
 

@@ -472,6 +472,33 @@ impl Table {
                 now: now.to_string(),
             });
         }
+        self.sync_legacy_root(&now).await;
+        Ok(())
+    }
+
+    /// When `main` (resolved under the table lock) is a publication, makes the root
+    /// `hoodie.properties` files lead branch-unaware readers to it
+    /// ([`arbor_timeline::legacy::sync_legacy_root`]: finishes a publication interrupted after
+    /// `_SUCCESS`, mirrors main's property changes). A failure is logged, not returned: main's
+    /// own state is unaffected and the next state change retries.
+    async fn sync_legacy_root(&self, main: &MetaRoot) {
+        if !matches!(main, MetaRoot::Publication(_)) {
+            return;
+        }
+        if let Err(e) =
+            arbor_timeline::legacy::sync_legacy_root(self.table_storage.as_ref(), main).await
+        {
+            tracing::warn!(error = %e, "root hoodie.properties not yet pointing at {main}");
+        }
+    }
+
+    /// After a change of main's properties: mirrors them into the root files when main is a
+    /// publication (see [`Table::sync_legacy_root`]).
+    async fn mirror_properties(&self) -> Result<()> {
+        let main = resolve_main(self.table_storage.as_ref()).await?;
+        if main == self.root {
+            self.sync_legacy_root(&main).await;
+        }
         Ok(())
     }
 
@@ -1308,7 +1335,9 @@ impl Table {
                 self.options.heartbeat_timeout,
             )
             .await?;
-            mdt_sync::init(&self.storage, &self.layout, &self.generator).await
+            let out = mdt_sync::init(&self.storage, &self.layout, &self.generator).await?;
+            self.mirror_properties().await?;
+            Ok(out)
         })
         .await
     }
@@ -1335,7 +1364,10 @@ impl Table {
                 self.options.heartbeat_timeout,
             )
             .await?;
-            mdt_sync::init_record_index(&self.storage, &self.layout, &self.generator).await
+            let out =
+                mdt_sync::init_record_index(&self.storage, &self.layout, &self.generator).await?;
+            self.mirror_properties().await?;
+            Ok(out)
         })
         .await
     }
@@ -1358,7 +1390,7 @@ impl Table {
                 self.options.heartbeat_timeout,
             )
             .await?;
-            secondary_index::init_secondary_index(
+            let out = secondary_index::init_secondary_index(
                 &self.storage,
                 &self.layout,
                 &self.generator,
@@ -1366,7 +1398,9 @@ impl Table {
                 name,
                 column,
             )
-            .await
+            .await?;
+            self.mirror_properties().await?;
+            Ok(out)
         })
         .await
     }
