@@ -373,7 +373,9 @@ pub async fn run(args: CreateArgs, options: &StorageOptions) -> CliResult<()> {
         partition_fields: config.partition_fields(),
         hive_style_partitioning: config.hive_style_partitioning(),
         ordering_field: config.ordering_fields().into_iter().next(),
-        columns: schema
+        // The columns as the table stores them (see arbor_table::storage_type).
+        columns: table
+            .schema()
             .fields()
             .iter()
             .map(|f| Column {
