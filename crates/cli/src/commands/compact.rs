@@ -2,8 +2,11 @@
 //! run).
 
 use arbor_storage::StorageOptions;
-use arbor_table::{CommitResult, TableError};
+use arbor_table::{CommitResult, Table, TableError};
+use arbor_timeline::avro::{decode_instant, InstantContent};
 use arbor_timeline::config::TableType;
+use arbor_timeline::naming::LayoutVersion;
+use arbor_timeline::ActiveTimeline;
 use clap::Args;
 use serde::Serialize;
 
@@ -43,16 +46,57 @@ pub struct CompactionReport {
     pub completion_time: String,
     /// File groups compacted (one new base file each).
     pub file_groups: usize,
+    /// Each compacted file group, from the compaction's commit metadata.
+    pub groups: Vec<CompactedGroup>,
 }
 
-impl From<&CommitResult> for CompactionReport {
-    fn from(r: &CommitResult) -> Self {
-        CompactionReport {
-            instant: r.instant.to_string(),
-            completion_time: r.completion_time.to_string(),
-            file_groups: r.files_written,
-        }
-    }
+/// One file group a compaction rewrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactedGroup {
+    /// The partition path.
+    pub partition: String,
+    /// The file group id.
+    pub file_id: String,
+    /// Records in the new base file.
+    pub records: i64,
+    /// The new base file (path in the table).
+    pub base_file: String,
+}
+
+/// The report of compaction `r`, with its file groups read from its completed commit.
+async fn report(table: &Table, r: &CommitResult) -> CliResult<CompactionReport> {
+    let tl = ActiveTimeline::load(table.storage().clone(), table.layout().clone()).await?;
+    let instant = tl
+        .completed()
+        .into_iter()
+        .find(|i| i.requested_time == r.instant)
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "compaction {} completed but is not on the timeline",
+                r.instant
+            ))
+        })?;
+    let bytes = tl.read(&instant).await?;
+    let legacy = table.layout().layout == LayoutVersion::V1;
+    let path = format!("compaction {}", r.instant);
+    let groups = match decode_instant(&instant, &bytes, &path, legacy)? {
+        InstantContent::Commit(meta) => meta
+            .write_stats()
+            .map(|(p, s)| CompactedGroup {
+                partition: p.to_string(),
+                file_id: s.file_id.clone().unwrap_or_default(),
+                records: s.num_writes.unwrap_or(0),
+                base_file: s.path.clone().unwrap_or_default(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(CompactionReport {
+        instant: r.instant.to_string(),
+        completion_time: r.completion_time.to_string(),
+        file_groups: r.files_written,
+        groups,
+    })
 }
 
 /// Runs the command: [`arbor_table::Table::compact`] on the branch; a copy-on-write table is
@@ -70,13 +114,18 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
             ),
         ));
     }
-    let done: Vec<CompactionReport> = table
+    let results = table
         .compact()
         .await
-        .map_err(|e: TableError| CliError::at(&args.table, e))?
-        .iter()
-        .map(CompactionReport::from)
-        .collect();
+        .map_err(|e: TableError| CliError::at(&args.table, e))?;
+    let mut done = Vec::with_capacity(results.len());
+    for r in &results {
+        done.push(
+            report(&table, r)
+                .await
+                .map_err(|e| CliError::at(&args.table, e))?,
+        );
+    }
     if args.json {
         return print_json(&serde_json::json!({
             "table": args.table,
@@ -90,14 +139,21 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
         ));
     }
     print_table(
-        &["INSTANT", "COMPLETED", "FILE GROUPS"],
+        &["INSTANT", "PARTITION", "FILE GROUP", "RECORDS"],
         done.iter()
-            .map(|c| {
-                vec![
-                    c.instant.clone(),
-                    c.completion_time.clone(),
-                    c.file_groups.to_string(),
-                ]
+            .flat_map(|c| {
+                c.groups.iter().map(|g| {
+                    vec![
+                        c.instant.clone(),
+                        if g.partition.is_empty() {
+                            "(none)".to_string()
+                        } else {
+                            g.partition.clone()
+                        },
+                        g.file_id.clone(),
+                        g.records.to_string(),
+                    ]
+                })
             })
             .collect(),
     )?;

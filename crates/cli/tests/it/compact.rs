@@ -36,11 +36,26 @@ fn test_compact_mor_merges_logs_and_keeps_rows() {
         out.contains("compacted 2 file group(s) in 1 compaction(s)"),
         "{out}"
     );
+    for needle in ["PARTITION", "FILE GROUP", "RECORDS", "sf", "nyc"] {
+        assert!(out.contains(needle), "{needle} in {out}");
+    }
     assert_eq!(log_files(&table), 0, "the latest slices have no log files");
     assert_eq!(id_fares(&read_jsonl(&table, &[])), before);
     let last = instants(&table).last().cloned().unwrap();
     assert_eq!(last["action"], "commit", "{last}");
     assert!(out.contains(last["timestamp"].as_str().unwrap()), "{out}");
+
+    let groups: Value = serde_json::from_str(&ok(&["files", s(&table), "--json"])).unwrap();
+    let ids: Vec<&str> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["file_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.iter().all(|id| out.contains(id)),
+        "every file group named: {out}"
+    );
 
     // Nothing left: said so, nothing written.
     let n = instants(&table).len();
@@ -62,4 +77,23 @@ fn test_compact_cow_is_refused_clearly() {
     assert_eq!(instants(&table).len(), n);
     let err = fails(&["compact", s(&dir.path().join("nowhere"))]);
     assert!(err.contains("no such directory"), "{err}");
+}
+
+#[test]
+fn test_compact_json_lists_file_groups_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "mor");
+    let changes = file(dir.path(), "changes.csv", "id,city,fare,n\nb,sf,20.0,9\n");
+    ok(&["write", s(&table), s(&changes)]);
+    let json: Value = serde_json::from_str(&ok(&["compact", s(&table), "--json"])).unwrap();
+    let compactions = json["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), 1, "{json}");
+    let groups = compactions[0]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "only the group with a log file: {json}");
+    assert_eq!(groups[0]["partition"], "sf");
+    assert_eq!(groups[0]["records"], 2, "a and b: {json}");
+    assert!(groups[0]["base_file"]
+        .as_str()
+        .unwrap()
+        .ends_with(".parquet"));
 }

@@ -87,6 +87,10 @@ fn check_two_level(table: &Path) {
     assert_eq!(ids_where(table, &["city!=a/b", "region=us"]), ["a", "b"]);
     assert_eq!(ids_where(table, &["city IN sf,paris"]), ["a", "c"]);
     assert_eq!(ids_where(table, &["city=a"]), Vec::<String>::new());
+    // The filtered column need not be output.
+    let rows = read_jsonl(table, &["--where", "city=a/b", "--columns", "id"]);
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.as_object().unwrap().len() == 1), "{rows:?}");
 }
 
 #[test]

@@ -19,8 +19,9 @@ use std::cmp::Ordering;
 use arbor_format::log::OrderingValue;
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
-    Int64Type, Int8Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    DataType, Date32Type, Date64Type, Decimal128Type, Float32Type, Float64Type, Int16Type,
+    Int32Type, Int64Type, Int8Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt8Type,
 };
 
 /// A comparable ordering value, in the classes hudi-rs 0.5.0 compares: every integer-backed
@@ -149,6 +150,24 @@ impl OrderKey {
             DataType::Timestamp(TimeUnit::Microsecond, _) => {
                 OrderKey::Long(column.as_primitive::<TimestampMicrosecondType>().value(row))
             }
+            // One column has one unit, so raw values compare (as hudi-rs compares rows).
+            DataType::Timestamp(TimeUnit::Second, _) => {
+                OrderKey::Long(column.as_primitive::<TimestampSecondType>().value(row))
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                OrderKey::Long(column.as_primitive::<TimestampNanosecondType>().value(row))
+            }
+            DataType::Date64 => OrderKey::Long(column.as_primitive::<Date64Type>().value(row)),
+            DataType::UInt8 => {
+                OrderKey::Long(i64::from(column.as_primitive::<UInt8Type>().value(row)))
+            }
+            DataType::UInt16 => {
+                OrderKey::Long(i64::from(column.as_primitive::<UInt16Type>().value(row)))
+            }
+            DataType::UInt32 => {
+                OrderKey::Long(i64::from(column.as_primitive::<UInt32Type>().value(row)))
+            }
+            DataType::LargeBinary => OrderKey::Bytes(column.as_binary::<i64>().value(row).to_vec()),
             DataType::Float32 => {
                 OrderKey::Double(f64::from(column.as_primitive::<Float32Type>().value(row)))
             }
@@ -229,6 +248,30 @@ mod tests {
         assert!(
             newer_wins(&long(6), &OrderKey::Double(1.0)),
             "classes differ: newer"
+        );
+    }
+
+    #[test]
+    fn test_from_column_nanos_seconds_and_unsigned_compare_by_value() {
+        use arrow::array::{TimestampNanosecondArray, TimestampSecondArray, UInt32Array};
+        use std::sync::Arc;
+        let ns: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![Some(5), Some(7), None]));
+        assert_eq!(OrderKey::from_column(&ns, 1), OrderKey::Long(7));
+        assert!(OrderKey::from_column(&ns, 2).is_default());
+        assert!(newer_wins(
+            &OrderKey::from_column(&ns, 0),
+            &OrderKey::from_column(&ns, 1)
+        ));
+        assert!(!newer_wins(
+            &OrderKey::from_column(&ns, 1),
+            &OrderKey::from_column(&ns, 0)
+        ));
+        let s: ArrayRef = Arc::new(TimestampSecondArray::from(vec![3]));
+        assert_eq!(OrderKey::from_column(&s, 0), OrderKey::Long(3));
+        let u: ArrayRef = Arc::new(UInt32Array::from(vec![u32::MAX]));
+        assert_eq!(
+            OrderKey::from_column(&u, 0),
+            OrderKey::Long(i64::from(u32::MAX))
         );
     }
 
