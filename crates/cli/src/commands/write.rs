@@ -163,6 +163,9 @@ pub struct CommitReport {
     pub updated: u64,
     /// Records deleted.
     pub deleted: u64,
+    /// Input records not written because the stored record of their key is newer (event-time
+    /// ordering).
+    pub kept: u64,
     /// Data files written.
     pub files_written: usize,
     /// File groups replaced.
@@ -186,6 +189,7 @@ impl CommitReport {
             inserted: r.inserted,
             updated: r.updated,
             deleted: r.deleted,
+            kept: r.skipped_stale,
             files_written: r.files_written,
             file_groups_replaced: r.file_groups_replaced,
             schema_changes: r.schema_changes.iter().map(ToString::to_string).collect(),
@@ -219,8 +223,13 @@ impl CommitReport {
         if let Some(n) = self.input_rows {
             out.push_str(&format!("  input rows:  {n}\n"));
         }
+        let kept = if self.kept > 0 {
+            format!(", {} kept (stored record newer)", self.kept)
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  records:     {} inserted, {} updated, {} deleted\n",
+            "  records:     {} inserted, {} updated, {} deleted{kept}\n",
             self.inserted, self.updated, self.deleted
         ));
         out.push_str(&format!(

@@ -90,7 +90,10 @@ fn check_two_level(table: &Path) {
     // The filtered column need not be output.
     let rows = read_jsonl(table, &["--where", "city=a/b", "--columns", "id"]);
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r.as_object().unwrap().len() == 1), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.as_object().unwrap().len() == 1),
+        "{rows:?}"
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn test_write_upsert_counts_only_replacements_with_null_and_older_ordering() {
         );
         let out = ok(&["write", s(&table), s(&input), "--op", "upsert"]);
         assert!(
-            out.contains("0 inserted, 1 updated, 0 deleted"),
+            out.contains("0 inserted, 1 updated, 0 deleted, 2 kept (stored record newer)"),
             "{kind}: {out}"
         );
         assert_eq!(
