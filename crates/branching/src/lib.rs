@@ -11,7 +11,10 @@
 //!   [`open_reader`] to write and read one.
 //! - **Tags** ([`tag`]): [`create_tag`], [`drop_tag`], [`expire_tags`], [`list_tags`], and
 //!   [`tag_reader`] for reads as of the tag.
-//! - **Publication** ([`publish()`]): strict fast-forward of main to a branch's state.
+//! - **Publication** ([`publish()`]): strict fast-forward of main to a branch's state; main's
+//!   tags at instants of the branch's history are carried over; afterwards the root
+//!   `hoodie.properties` files lead branch-unaware readers to the new main
+//!   (`arbor_timeline::legacy`).
 //! - **Validation** ([`validate()`]): one root's metadata table against storage, excusing
 //!   shared files another root released.
 //! - **Cleaning and restore across branches** ([`protect`]): [`clean`] keeps every file another

@@ -122,7 +122,9 @@ fn pairs(config: &TableConfig) -> BTreeMap<String, String> {
 /// Makes the root `hoodie.properties` files (MDT side first, data side last) lead legacy
 /// readers to `main`, the root [`resolve_main`](crate::resolve_main) returned (the caller holds
 /// the table lock, so main cannot move meanwhile). Idempotent: a file already as wanted is not
-/// written, so a call after an interrupted one finishes its work. Nothing is done for
+/// written, so a call after an interrupted one finishes its work. When the root data file is
+/// already as wanted the call costs two reads and checks nothing else (the data side is
+/// written last; arbor never changes main's MDT properties after creation). Nothing is done for
 /// [`MetaRoot::Root`] (main's metadata is the root's own) or a working branch (never main).
 ///
 /// Guarantees: each file is replaced atomically ([`TableConfig::update`], compare-and-swap on
@@ -133,6 +135,19 @@ fn pairs(config: &TableConfig) -> BTreeMap<String, String> {
 pub async fn sync_legacy_root(storage: &dyn Storage, main: &MetaRoot) -> Result<LegacyRootSync> {
     let mut done = LegacyRootSync::default();
     if !matches!(main, MetaRoot::Publication(_)) {
+        return Ok(done);
+    }
+    let data_wanted = legacy_root_config(
+        &TableConfig::load(storage, &main.data_meta_dir()).await?,
+        main,
+        Side::Data,
+    )?;
+    // Fast path (two reads): the data side is written last, so when it is as wanted an
+    // earlier call finished both sides.
+    if matches!(
+        TableConfig::load(storage, DEFAULT_META_DIR).await,
+        Ok(current) if pairs(&current) == pairs(&data_wanted)
+    ) {
         return Ok(done);
     }
     let main_mdt = main.mdt_meta_dir();
@@ -147,12 +162,7 @@ pub async fn sync_legacy_root(storage: &dyn Storage, main: &MetaRoot) -> Result<
         )?;
         done.mdt = replace_root(storage, Side::Mdt, &wanted).await?;
     }
-    let wanted = legacy_root_config(
-        &TableConfig::load(storage, &main.data_meta_dir()).await?,
-        main,
-        Side::Data,
-    )?;
-    done.data = replace_root(storage, Side::Data, &wanted).await?;
+    done.data = replace_root(storage, Side::Data, &data_wanted).await?;
     Ok(done)
 }
 
