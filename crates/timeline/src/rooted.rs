@@ -27,6 +27,19 @@ const META: &str = ".hoodie";
 const MDT_BASE: &str = ".hoodie/metadata";
 /// The lock directory: one table lock for every root.
 const LOCKS: &str = ".hoodie/.locks";
+/// Writers' heartbeats, one object per pending instant named by its time: shared by every root
+/// (instant times are unique table-wide), so a writer that opened the root metadata (a
+/// branch-unaware writer following the root `hoodie.timeline.path` into a publication) and
+/// arbor's handle of that publication see each other's heartbeats and never roll back each
+/// other's live writes.
+const HEARTBEATS: &str = ".hoodie/.heartbeat";
+
+/// True for keys below a directory every root shares.
+fn is_shared_meta(key: &str) -> bool {
+    [MDT_BASE, LOCKS, HEARTBEATS]
+        .iter()
+        .any(|d| strip_dir(key, d).is_some())
+}
 
 /// Where a caller's key lives.
 enum Place {
@@ -43,9 +56,9 @@ enum Place {
 /// Guarantees, for a root other than [`MetaRoot::Root`] (whose view is the table itself):
 /// - a key below `.hoodie/metadata/.hoodie/` is stored below the root's
 ///   [`mdt_meta_dir`](MetaRoot::mdt_meta_dir); any other key below `.hoodie/` except
-///   `.hoodie/metadata/` and `.hoodie/.locks/` is stored below the root's
+///   `.hoodie/metadata/`, `.hoodie/.locks/` and `.hoodie/.heartbeat/` is stored below the root's
 ///   [`data_meta_dir`](MetaRoot::data_meta_dir); every other key (data files, metadata-table
-///   partitions, the table lock) is the table's own key;
+///   partitions, the table lock, writers' heartbeats) is the table's own key;
 /// - listings show exactly the keys of this view: other roots' metadata (main's root metadata,
 ///   other branches, publications) never appears, and pages are in ascending key order of this
 ///   view with cursors valid for the next call;
@@ -159,7 +172,7 @@ impl KeyMap {
         if let Some(rest) = strip_dir(key, MDT_ROOT_META_DIR) {
             return Place::MdtMeta(rest.to_string());
         }
-        if strip_dir(key, MDT_BASE).is_some() || strip_dir(key, LOCKS).is_some() {
+        if is_shared_meta(key) {
             return Place::Shared;
         }
         match strip_dir(key, META) {
@@ -186,7 +199,7 @@ impl KeyMap {
         if strip_dir(key, MDT_ROOT_META_DIR).is_some() {
             return None;
         }
-        if strip_dir(key, MDT_BASE).is_some() || strip_dir(key, LOCKS).is_some() {
+        if is_shared_meta(key) {
             return Some(key.to_string());
         }
         if let Some(rest) = strip_dir(key, &self.data_meta) {
@@ -341,7 +354,7 @@ impl Storage for RootedStorage {
             dirs.extend(
                 shared
                     .into_iter()
-                    .filter(|d| d.as_str() == MDT_BASE || d.as_str() == LOCKS),
+                    .filter(|d| [MDT_BASE, LOCKS, HEARTBEATS].contains(&d.as_str())),
             );
             dirs.sort();
             dirs.dedup();
@@ -430,6 +443,7 @@ mod tests {
             ".hoodie/metadata/.hoodie/hoodie.properties",
             ".hoodie/metadata/files/f.log",
             ".hoodie/.locks/table_lock.json",
+            ".hoodie/.heartbeat/20250101000000000",
             "p=1/f.parquet",
         ] {
             put(b.as_ref(), k).await;
@@ -444,6 +458,7 @@ mod tests {
         assert_eq!(
             real,
             vec![
+                ".hoodie/.heartbeat/20250101000000000",
                 ".hoodie/.locks/table_lock.json",
                 ".hoodie/branches/audit/hoodie.properties",
                 ".hoodie/branches/audit/timeline/1.commit",
@@ -471,6 +486,7 @@ mod tests {
         assert_eq!(
             seen,
             vec![
+                ".hoodie/.heartbeat/20250101000000000",
                 ".hoodie/.locks/table_lock.json",
                 ".hoodie/hoodie.properties",
                 ".hoodie/metadata/.hoodie/hoodie.properties",
@@ -494,7 +510,12 @@ mod tests {
         );
         assert_eq!(
             dirs,
-            vec![".hoodie/.locks", ".hoodie/metadata", ".hoodie/timeline"]
+            vec![
+                ".hoodie/.heartbeat",
+                ".hoodie/.locks",
+                ".hoodie/metadata",
+                ".hoodie/timeline"
+            ]
         );
         let got = b.get(".hoodie/hoodie.properties").await.unwrap();
         assert_eq!(got.1.key, ".hoodie/hoodie.properties");

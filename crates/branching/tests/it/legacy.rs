@@ -160,3 +160,37 @@ async fn test_interrupted_repoint_is_finished_by_the_next_write_to_main() {
     t.assert_peer_agrees("hudi-rs after the repoint was finished")
         .await;
 }
+
+/// A branch-unaware writer's write in flight while arbor writes main: heartbeats are shared by
+/// every root, so arbor's main sees the legacy writer's heartbeat and does not roll its write
+/// back as failed; both writes land in main.
+#[tokio::test]
+async fn test_legacy_writer_in_flight_survives_a_concurrent_arbor_write_to_main() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    let mut model = published(&t).await;
+    let legacy = Table::open_at(t.storage.clone(), MetaRoot::Root)
+        .await
+        .unwrap();
+    let r = rows(60..63, 7, "legacy");
+    let prepared = legacy
+        .prepare(WriteOperation::Upsert, vec![crate::support::batch(&r)])
+        .await
+        .unwrap();
+    // arbor's main rolls back failed writes (no live heartbeat) before its own.
+    let main = Table::open(t.storage.clone()).await.unwrap();
+    // (In another partition, so the two writes touch no common file group.)
+    let m: Vec<_> = rows(70..72, 8, "main")
+        .into_iter()
+        .map(|(id, _, ts, name)| (id, "ap".to_string(), ts, name))
+        .collect();
+    t.write_on(&main, WriteOperation::Upsert, &m).await;
+    model.upsert(&m);
+    legacy
+        .commit(prepared)
+        .await
+        .expect("the legacy writer's write was rolled back by arbor's main");
+    model.upsert(&r);
+    assert_eq!(t.read(None).await, model.sorted());
+    t.assert_valid("after both writes").await;
+    t.assert_peer_agrees("hudi-rs after both writes").await;
+}
