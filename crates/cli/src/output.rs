@@ -24,12 +24,14 @@ pub fn print_json<T: Serialize>(value: &T) -> CliResult<()> {
     print_text(&text)
 }
 
-/// Prints rows as a table with a header on stdout.
+/// Prints rows as a table with a header on stdout, at most [`terminal_width`] wide (cells
+/// wrap inside their column when a row would be wider).
 pub fn print_table(header: &[&str], rows: Vec<Vec<String>>) -> CliResult<()> {
     let mut table = Table::new();
     table
         .load_preset(UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(u16::try_from(terminal_width()).unwrap_or(u16::MAX))
         .set_header(header.to_vec());
     for r in rows {
         table.add_row(r);

@@ -260,3 +260,29 @@ fn test_read_as_of_iso_times_and_before_first_commit_is_an_error() {
     .unwrap();
     assert_eq!(files.as_array().unwrap().len(), 2, "{files}");
 }
+
+/// The other human tables (files, timeline) fit `COLUMNS` too: cells wrap inside their column
+/// instead of a line running past the terminal.
+#[test]
+fn test_files_and_timeline_tables_fit_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = crate::create_write::trips_table(dir.path(), "cow");
+    for cmd in ["files", "timeline"] {
+        let wide = ok_cols("400", &[cmd, s(&table)]);
+        let widest = wide.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(
+            widest > 60,
+            "{cmd}: the test needs a table wider than 60: {wide}"
+        );
+        let narrow = ok_cols("60", &[cmd, s(&table)]);
+        for line in narrow
+            .lines()
+            .filter(|l| l.starts_with(['│', '┌', '└', '╞']))
+        {
+            assert!(
+                line.chars().count() <= 60,
+                "{cmd}: {line:?} is wider than 60"
+            );
+        }
+    }
+}
