@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, DictionaryArray, Int64Array, ListArray, StringArray};
+use arrow::array::{ArrayRef, DictionaryArray, Int64Array, ListArray, StringArray};
 use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::{DataType, Field, Int32Type, Schema};
-use arrow::record_batch::RecordBatch;
+use arrow::datatypes::{DataType, Field, Int32Type};
 use serde_json::Value;
 
 use super::create_write::{fails, file, ok, read_jsonl, s, tree};
@@ -158,13 +157,6 @@ fn test_write_new_columns_evolve_schema_mor_old_rows_read_null_in_arbor_and_hudi
     evolve("mor");
 }
 
-fn write_parquet(path: &Path, batch: &RecordBatch) {
-    let f = std::fs::File::create(path).unwrap();
-    let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None).unwrap();
-    w.write(batch).unwrap();
-    w.close().unwrap();
-}
-
 #[test]
 fn test_write_categorical_and_list_columns_create_then_write_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -176,21 +168,19 @@ fn test_write_categorical_and_list_columns_create_then_write_again() {
         Arc::new(Int64Array::from(vec![1, 2, 3])),
         None,
     );
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, true),
-        Field::new("ts", DataType::Int64, true),
-        Field::new("cat", cat.data_type().clone(), true),
-        Field::new("nums", list.data_type().clone(), true),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from(vec!["a", "b", "c"])),
-        Arc::new(Int64Array::from(vec![1, 1, 1])),
-        Arc::new(cat),
-        Arc::new(list),
-    ];
-    let batch = RecordBatch::try_new(schema, columns).unwrap();
-    let p = dir.path().join("in.parquet");
-    write_parquet(&p, &batch);
+    let p = crate::read_output::parquet_file(
+        dir.path(),
+        "in.parquet",
+        vec![
+            (
+                "id",
+                Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef,
+            ),
+            ("ts", Arc::new(Int64Array::from(vec![1, 1, 1]))),
+            ("cat", Arc::new(cat)),
+            ("nums", Arc::new(list)),
+        ],
+    );
     ok(&[
         "write",
         s(&table),

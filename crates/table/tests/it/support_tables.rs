@@ -356,7 +356,8 @@ impl TestTable {
     }
 }
 
-fn list_files(root: &Path) -> Vec<String> {
+/// Every file under `root` (relative paths, sorted).
+pub fn list_files(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -20,6 +20,7 @@ use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{concat_batches, sort_to_indices, take_record_batch};
 use arrow::datatypes::{DataType, Field, Fields, Int32Type, Schema, SchemaRef, TimeUnit};
 
+use crate::support_tables::list_files;
 use crate::write_support::peer_python;
 
 const ROWS: usize = 4;
@@ -542,15 +543,7 @@ async fn test_naive_timestamps_round_trip_in_arbor_and_hudi_rs_refuses_them() {
         let json = std::fs::read_to_string(dir.join(".hoodie/hoodie.properties")).unwrap();
         assert!(json.contains("local-timestamp-micros"), "{json}");
         if let Some(python) = peer_python() {
-            let out = std::process::Command::new(&python)
-                .arg(arbor_testkit::repo_root().join("scripts/peer_reader.py"))
-                .arg(&dir)
-                .output()
-                .unwrap();
-            assert!(
-                !out.status.success(),
-                "hudi-rs now reads TIMESTAMP_NTZ columns: update README (types) and this test"
-            );
+            assert_peer_cannot_read(&python, &dir, "TIMESTAMP_NTZ columns");
         }
     }
 }
@@ -717,7 +710,7 @@ async fn test_lossy_values_refused_naming_column_and_row() {
     let dir = tmp.path().join("lossy");
     let (storage, table) = create(&dir, TableType::MergeOnRead, schema).await;
     let table = table.unwrap();
-    let listing_before = walk(&dir);
+    let listing_before = list_files(&dir);
     for (evolve, col, array, row) in cases {
         let fields: Vec<Field> = names
             .iter()
@@ -758,7 +751,7 @@ async fn test_lossy_values_refused_naming_column_and_row() {
     }
     assert_eq!(
         listing_before,
-        walk(&dir),
+        list_files(&dir),
         "a refused write changed the table"
     );
     let reader = TableReader::open(storage).await.unwrap();
@@ -770,25 +763,18 @@ async fn test_lossy_values_refused_naming_column_and_row() {
         .all(|b| b.num_rows() == 0));
 }
 
-/// Every file under `dir` (relative paths, sorted), skipping lock and heartbeat files.
-pub fn walk(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                if !rel.contains(".locks") && !rel.contains(".heartbeat") {
-                    out.push(rel);
-                }
-            }
-        }
-    }
-    out.sort();
-    out
+/// Asserts that hudi-rs fails to read the table at `dir` (a known hudi-rs 0.5.0 limit that
+/// README documents as `what`): the day it reads it, README and the test must change.
+fn assert_peer_cannot_read(python: &std::path::Path, dir: &std::path::Path, what: &str) {
+    let out = std::process::Command::new(python)
+        .arg(arbor_testkit::repo_root().join("scripts/peer_reader.py"))
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "hudi-rs now reads {what}: update README (types) and this test"
+    );
 }
 
 fn evolution_batch(
@@ -1008,7 +994,7 @@ async fn test_schema_evolution_off_refuses_new_and_wider_columns() {
         .write(WriteOperation::Insert, vec![first])
         .await
         .unwrap();
-    let before = walk(&dir);
+    let before = list_files(&dir);
     let added = evolution_batch(
         &["a"],
         2,
@@ -1039,7 +1025,7 @@ async fn test_schema_evolution_off_refuses_new_and_wider_columns() {
         matches!(&err, TableError::InvalidInput { column: Some(c), row: Some(0), .. } if c == "n"),
         "{err}"
     );
-    assert_eq!(before, walk(&dir));
+    assert_eq!(before, list_files(&dir));
     // Values of a wider type that fit the column are written without changing the schema.
     let fits = evolution_batch(
         &["a"],
@@ -1130,15 +1116,7 @@ async fn test_nested_timestamps_round_trip_and_hudi_rs_mor_log_limit() {
             arbor_testkit::assert_peer_snapshot_matches(&python, &dir, &schema, &all, "cow");
             continue;
         }
-        let out = std::process::Command::new(&python)
-            .arg(arbor_testkit::repo_root().join("scripts/peer_reader.py"))
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            !out.status.success(),
-            "hudi-rs now reads nested timestamps in MOR logs: update README (types) and this test"
-        );
+        assert_peer_cannot_read(&python, &dir, "nested timestamps in MOR logs");
         table.compact().await.unwrap();
         let (schema, after, all) = arbor_rows(&storage).await;
         assert_eq!(after, got);
