@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arbor_storage::{Storage, StorageExt};
-use arbor_table::Table;
+use arbor_table::{Table, Transaction};
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::metaroot::validate_branch_name;
@@ -97,12 +97,15 @@ pub async fn create_branch(
     source: BranchSource<'_>,
 ) -> Result<BranchInfo> {
     validate_branch_name(name)?;
-    table
-        .with_table_lock(create_locked(table, name, source))
-        .await
+    table.transact(|txn| create_locked(txn, name, source)).await
 }
 
-async fn create_locked(table: &Table, name: &str, source: BranchSource<'_>) -> Result<BranchInfo> {
+async fn create_locked(
+    txn: Transaction<'_>,
+    name: &str,
+    source: BranchSource<'_>,
+) -> Result<BranchInfo> {
+    let table = txn.table();
     let storage = table.table_storage().clone();
     let op = format!("create branch {name}");
     if read_identity(&storage, name).await?.is_some() {
@@ -211,7 +214,7 @@ async fn create_locked(table: &Table, name: &str, source: BranchSource<'_>) -> R
     };
     let stats = copy_root(&storage, &spec).await?;
     if from_tag.is_some() {
-        start_at_tag(table, &spec.to).await?;
+        start_at_tag(txn, &spec.to).await?;
     }
     let info = BranchInfo::new(name, base.map(|b| b.to_string()), from_tag)?;
     let json = Bytes::from(info.to_json()?);
@@ -232,7 +235,8 @@ async fn create_locked(table: &Table, name: &str, source: BranchSource<'_>) -> R
 /// its latest commit (the tag's snapshot, also kept by its savepoint) records that in the
 /// branch's own timeline and MDT, and deletes only files no other branch keeps
 /// ([`BranchProtection`]). Runs before the branch is activated, under the caller's lock.
-async fn start_at_tag(table: &Table, root: &MetaRoot) -> Result<()> {
+async fn start_at_tag(txn: Transaction<'_>, root: &MetaRoot) -> Result<()> {
+    let table = txn.table();
     let branch = table.reopen_at(root.clone()).await?;
     let policy = CleanPolicy::KeepLatestCommits(1);
     let options = CleanOptions {
@@ -244,7 +248,7 @@ async fn start_at_tag(table: &Table, root: &MetaRoot) -> Result<()> {
             root.clone(),
         ))],
     };
-    let out = clean_locked(&branch, &options).await?;
+    let out = clean_locked(txn.on(&branch)?, &options).await?;
     tracing::debug!(files = out.planned(), "branch from a tag starts at the tag");
     Ok(())
 }
@@ -287,7 +291,7 @@ pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
             if exists {
                 let branch = table.reopen_at(root.clone()).await?;
                 branch.rollback_failed_locked().await?;
-                let view = branch.storage().clone();
+                let view = branch.view_storage().clone();
                 let mut pending: Vec<String> = Vec::new();
                 let tl = ActiveTimeline::load(view.clone(), branch.layout().clone()).await?;
                 pending.extend(tl.pending().iter().map(ToString::to_string));

@@ -129,10 +129,10 @@ pub async fn clean(table: &Table, mut options: CleanOptions) -> Result<CleanOutc
 /// that root reads (for a branch, every instant up to its base is shared with main).
 pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
     table
-        .with_table_lock(async {
+        .transact(|txn| async move {
             let storage = table.table_storage().clone();
             let own =
-                TimelineHistory::load(table.storage().clone(), table.layout().clone()).await?;
+                TimelineHistory::load(table.view_storage().clone(), table.layout().clone()).await?;
             let rolled: BTreeSet<InstantTime> = own
                 .active()
                 .instants()
@@ -166,7 +166,7 @@ pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> 
                     ));
                 }
             }
-            Ok(arbor_cleaner::restore_locked(table, to).await?)
+            Ok(arbor_cleaner::restore_locked(txn, to).await?)
         })
         .await
 }

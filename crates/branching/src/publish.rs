@@ -120,11 +120,11 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
     expire_locked(&main).await?;
     expire_locked(branch).await?;
 
-    let main_view = main.storage().clone();
+    let main_view = main.view_storage().clone();
     let main_config = TableConfig::load(main_view.as_ref(), DEFAULT_META_DIR).await?;
     let main_layout = TableLayout::from_config(DEFAULT_META_DIR, &main_config)?;
     let main_history = TimelineHistory::load(main_view.clone(), main_layout).await?;
-    let branch_view = branch.storage().clone();
+    let branch_view = branch.view_storage().clone();
     let branch_config = TableConfig::load(branch_view.as_ref(), DEFAULT_META_DIR).await?;
     require_mdt(&branch_config, &op)?;
     let branch_history =

@@ -138,7 +138,7 @@ pub async fn create_tag(
                 ));
             }
             expire_locked(table).await?;
-            let view = table.storage();
+            let view = table.view_storage();
             let tags = list_tags_at(view, TagFilter::All).await?;
             if tags.iter().any(|t| t.name == name) {
                 return Err(BranchingError::refused(op, "a tag of this name exists"));
@@ -217,7 +217,7 @@ async fn drop_locked(
     retain_savepoint: bool,
     if_exists: bool,
 ) -> Result<bool> {
-    let view = table.storage();
+    let view = table.view_storage();
     let key = tag_key(name);
     let Some((bytes, _)) = view.get_opt(&key).await? else {
         if if_exists {
@@ -255,7 +255,7 @@ pub async fn expire_tags(table: &Table) -> Result<Vec<String>> {
 pub(crate) async fn expire_locked(table: &Table) -> Result<Vec<String>> {
     let now = Utc::now();
     let mut out = Vec::new();
-    for tag in list_tags_at(table.storage(), TagFilter::All).await? {
+    for tag in list_tags_at(table.view_storage(), TagFilter::All).await? {
         if tag.is_expired(now) {
             drop_locked(table, &tag.name, false, true).await?;
             out.push(tag.name);

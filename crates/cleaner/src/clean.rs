@@ -25,8 +25,7 @@ use arbor_fsview::{parse_data_file_name, FileSystemView};
 use arbor_mdt::FilesDelta;
 use arbor_storage::{Storage, MAX_DELETE_BATCH};
 use arbor_table::read::TableReader;
-use arbor_table::write::mdt_sync;
-use arbor_table::Table;
+use arbor_table::{Table, Transaction};
 use arbor_timeline::archive::{ArchivalPolicy, Archiver};
 use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieActionInstant, HoodieCleanFileInfo, HoodieCleanMetadata,
@@ -224,7 +223,7 @@ fn plan_of(record: &HoodieCleanerPlan, path: &str) -> Result<CleanPlan> {
 /// Executes a planned clean `requested` (steps 3–6 of the module doc). `protected` are files
 /// that must survive whatever the plan says.
 async fn execute(
-    table: &Table,
+    txn: Transaction<'_>,
     tl: &mut ActiveTimeline,
     requested: &Instant,
     plan: &CleanPlan,
@@ -232,7 +231,7 @@ async fn execute(
     policy_name: &str,
     earliest: Option<&InstantTime>,
 ) -> Result<usize> {
-    let storage = table.storage();
+    let storage = txn.view_storage();
     let started = StdInstant::now();
     let inflight = match tl.get(&requested.requested_time, Action::Clean) {
         Some(f) if f.inflight.is_some() => requested.with_state(State::Inflight),
@@ -266,13 +265,8 @@ async fn execute(
             keys.push(key);
         }
     }
-    mdt_sync::record_files_delta(
-        storage,
-        &requested.requested_time,
-        &delta,
-        table.generator(),
-    )
-    .await?;
+    txn.record_files_delta(&requested.requested_time, &delta)
+        .await?;
     for chunk in keys.chunks(MAX_DELETE_BATCH) {
         for r in storage.delete_batch(chunk).await? {
             match r {
@@ -300,7 +294,7 @@ async fn execute(
         version: Some(2),
         bootstrap_partition_metadata: Some(BTreeMap::new()),
     };
-    let completion = tl.next_instant_time(table.generator()).await?;
+    let completion = tl.next_instant_time(txn.generator()).await?;
     let mut completed = inflight.with_state(State::Completed);
     completed.completion_time = Some(completion.clone());
     let bytes = encode_instant_for(&completed, &InstantContent::Clean(Box::new(metadata)))?;
@@ -313,18 +307,19 @@ async fn execute(
 
 /// Opens the reader the cleaner plans with (the metadata table's listing when there is one).
 async fn open_view(table: &Table) -> Result<TableReader> {
-    Ok(TableReader::open_view(table.storage().clone()).await?)
+    Ok(TableReader::open_view(table.view_storage().clone()).await?)
 }
 
 /// Cleans the table (module doc) under the table lock. With `dry_run` nothing is written and
 /// the outcome holds the plan.
 pub async fn clean(table: &Table, options: &CleanOptions) -> Result<CleanOutcome> {
-    table.with_table_lock(clean_locked(table, options)).await
+    table.transact(|txn| clean_locked(txn, options)).await
 }
 
-/// [`clean`] for a caller that already holds the table lock.
-pub async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<CleanOutcome> {
-    let storage = table.storage();
+/// [`clean`] as a step of transaction `txn` (which holds the table lock) on its handle.
+pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Result<CleanOutcome> {
+    let table = txn.table();
+    let storage = table.view_storage();
     let mut outcome = CleanOutcome::default();
     let mut tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     if !options.dry_run {
@@ -345,7 +340,7 @@ pub async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<Clean
                 .as_ref()
                 .and_then(|e| InstantTime::parse(&e.timestamp).ok());
             execute(
-                table,
+                txn,
                 &mut tl,
                 &requested,
                 &plan,
@@ -387,7 +382,7 @@ pub async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<Clean
         .await?;
     // Nothing changed since the plan (the lock is held): the plan's files are unprotected.
     outcome.deleted = execute(
-        table,
+        txn,
         &mut tl,
         &requested,
         &outcome.plan,
@@ -408,7 +403,7 @@ pub async fn clean_locked(table: &Table, options: &CleanOptions) -> Result<Clean
 /// The caller holds the table lock. Returns the number of instants archived.
 pub async fn archive(table: &Table) -> Result<usize> {
     let outcome = Archiver::new(
-        table.storage().clone(),
+        table.view_storage().clone(),
         table.layout().clone(),
         ArchivalPolicy::default(),
     )?

@@ -22,7 +22,7 @@
 //!    really removes its entries from FILES and the indexes.
 //! 5. **Rollbacks**, newest first: a completed instant is made pending (its completed file is
 //!    deleted: its files and its MDT blocks stop being visible at once), then rolled back like a
-//!    failed write ([`arbor_table::write::rollback::rollback_instant`]: its data files, its MDT
+//!    failed write ([`Transaction::rollback_instant`]: its data files, its MDT
 //!    deltacommit, a `rollback` instant, its timeline files). An instant no longer on the
 //!    timeline was rolled back already and is skipped.
 //! 6. `R_<c>.restore` with the `HoodieRestoreMetadata` (the rollback metadata of every instant).
@@ -46,8 +46,7 @@ use arbor_mdt::compaction::rollback_pending_compactions;
 use arbor_mdt::validity::is_init_instant;
 use arbor_mdt::{MdtWriter, MDT_BASE};
 use arbor_storage::{Storage, StorageError, StorageExt};
-use arbor_table::write::rollback::rollback_instant;
-use arbor_table::Table;
+use arbor_table::{Table, Transaction};
 use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieInstantInfo, HoodieRestoreMetadata, HoodieRestorePlan,
     HoodieRollbackMetadata, InstantContent,
@@ -90,13 +89,14 @@ pub struct RestoreOutcome {
 /// pending, a write after `to` is still running, or the metadata table cannot be restored with
 /// it. A restore a crash left pending is finished first.
 pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
-    table.with_table_lock(restore_locked(table, to)).await
+    table.transact(|txn| restore_locked(txn, to)).await
 }
 
-/// [`restore`] for a caller that already holds the table lock (branch-aware restores check
-/// other branches first, under the same lock).
-pub async fn restore_locked(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
-    let storage = table.storage();
+/// [`restore`] as a step of transaction `txn` (which holds the table lock) on its handle
+/// (branch-aware restores check other branches first, in the same transaction).
+pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<RestoreOutcome> {
+    let table = txn.table();
+    let storage = table.view_storage();
     let tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let mut finished = None;
     for pending in tl.filter(&[Action::Restore], &[State::Requested, State::Inflight]) {
@@ -105,7 +105,7 @@ pub async fn restore_locked(table: &Table, to: &InstantTime) -> Result<RestoreOu
         let plan: HoodieRestorePlan = decode(&tl.read(&requested).await?, &key)?;
         let savepoint = savepoint_of(&plan, &key)?;
         tracing::info!(restore = %pending.requested_time, to = %savepoint, "finishing a pending restore");
-        let outcome = execute(table, &pending, &plan, &savepoint).await?;
+        let outcome = execute(txn, &pending, &plan, &savepoint).await?;
         if savepoint == *to {
             finished = Some(outcome);
         }
@@ -197,7 +197,7 @@ pub async fn restore_locked(table: &Table, to: &InstantTime) -> Result<RestoreOu
     let requested = tl
         .create_requested(time, Action::Restore, Bytes::from(bytes))
         .await?;
-    execute(table, &requested, &plan, to).await
+    execute(txn, &requested, &plan, to).await
 }
 
 /// The savepoint a stored restore plan restores to.
@@ -395,12 +395,13 @@ async fn rollback_metadata(
 
 /// Executes restore `restore` (requested or inflight) with `plan`: module doc steps 4–6.
 async fn execute(
-    table: &Table,
+    txn: Transaction<'_>,
     restore: &Instant,
     plan: &HoodieRestorePlan,
     to: &InstantTime,
 ) -> Result<RestoreOutcome> {
-    let storage = table.storage();
+    let table = txn.table();
+    let storage = table.view_storage();
     let layout = table.layout();
     let started = StdInstant::now();
     let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
@@ -434,7 +435,7 @@ async fn execute(
             storage.delete(&tl.key_of(done)?).await?;
         }
         let target = Instant::requested(time.clone(), files.pending_action);
-        let r = rollback_instant(storage, layout, &target, table.generator()).await?;
+        let r = txn.rollback_instant(&target).await?;
         tracing::info!(instant = %time, rollback = %r, "rolled back for a restore");
     }
 

@@ -139,7 +139,7 @@ pub async fn create_savepoint_locked(
     instant: Option<&InstantTime>,
     comment: &str,
 ) -> Result<SavepointInfo> {
-    let storage = table.storage();
+    let storage = table.view_storage();
     let tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let op = |t: &dyn std::fmt::Display| format!("savepoint {t}");
     if let Some(c) = tl
@@ -342,7 +342,7 @@ pub async fn tags_naming(storage: &Arc<dyn Storage>, instant: &InstantTime) -> R
 
 /// [`delete_savepoint`] for a caller that already holds the table lock.
 pub async fn delete_savepoint_locked(table: &Table, instant: &InstantTime) -> Result<()> {
-    let storage = table.storage();
+    let storage = table.view_storage();
     let tags = tags_naming(storage, instant).await?;
     if !tags.is_empty() {
         return Err(CleanerError::refused(

@@ -1,20 +1,26 @@
 //! `arbor-table`: opening, creating, writing and reading Hudi tables.
 //!
-//! Built so far: key generation ([`keygen`]: record keys and partition paths from Arrow
-//! batches) and the readers ([`read`]). The write client, indexes, optimistic concurrency,
-//! rollback and compaction follow (issue 3).
+//! [`Table`] is the handle writers use: every state change is an operation of [`txn`] that
+//! runs its locked steps through one [`Transaction`] (the commit protocol: lock, rollback of
+//! failed writes, main-moved check, instant and heartbeat, MDT deltacommit, conflict check,
+//! completion). [`write`] holds the write path's building blocks (options, schema
+//! conformance, indexes, planner, file writers, rollback, compaction), [`read`] the readers,
+//! [`keygen`] record keys and partition paths from Arrow batches.
 
 mod error;
 pub mod keygen;
 pub mod read;
+mod table;
+pub mod txn;
 pub mod validate_indexes;
 pub mod write;
 
 pub use error::{Result, TableError};
 pub use read::ListingSource;
+pub use table::Table;
+pub use txn::{PreparedWrite, Transaction};
 pub use validate_indexes::validate_indexes;
 pub use write::{
     cast_exact, secondary_lookup, storage_notes, storage_type, CommitResult, ConformOptions,
-    CreateOptions, KeyMove, RecordIndex, SchemaChange, StorageNote, Table, WriteOperation,
-    WriteOptions,
+    CreateOptions, KeyMove, RecordIndex, SchemaChange, StorageNote, WriteOperation, WriteOptions,
 };

@@ -300,7 +300,7 @@ fn build(rt: &Runtime, files: u32, instants: u32, dir: &Path) -> Result<Built, S
         let table = Table::open(storage.clone())
             .await
             .map_err(|e| format!("bench: opening {}: {e}", dir.display()))?;
-        let history = TimelineHistory::load(table.storage().clone(), table.layout().clone())
+        let history = TimelineHistory::load(table.view_storage().clone(), table.layout().clone())
             .await
             .map_err(|e| format!("bench: timeline of {}: {e}", dir.display()))?;
         b.writes = history.completed_writes().len();

@@ -70,10 +70,12 @@ async fn test_writer_at_the_root_after_publication_writes_into_main_seen_by_arbo
         assert_eq!(t.read(None).await, model.sorted(), "{tt:?}");
         let main = Table::open(t.storage.clone()).await.unwrap();
         assert_eq!(main.root(), &MetaRoot::Publication(1));
-        let tl =
-            arbor_timeline::ActiveTimeline::load(main.storage().clone(), main.layout().clone())
-                .await
-                .unwrap();
+        let tl = arbor_timeline::ActiveTimeline::load(
+            main.view_storage().clone(),
+            main.layout().clone(),
+        )
+        .await
+        .unwrap();
         assert!(tl.completed_writes().iter().any(|i| i.requested_time == c));
         assert_eq!(root_own_timeline(&t).await, own, "{tt:?}");
         t.assert_valid("after the legacy write").await;

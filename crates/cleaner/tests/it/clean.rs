@@ -105,7 +105,7 @@ async fn test_clean_savepoint_protects_its_snapshot_until_deleted() {
         .unwrap();
     assert_eq!(sp.instant, instants[1]);
     assert!(sp.files > 0);
-    let listed = list_savepoints(t.table.storage(), t.table.layout())
+    let listed = list_savepoints(t.table.view_storage(), t.table.layout())
         .await
         .unwrap();
     assert_eq!(listed.len(), 1);
@@ -143,7 +143,7 @@ async fn test_clean_savepoint_protects_its_snapshot_until_deleted() {
     assert!(err.contains("has been cleaned"), "{err}");
 
     delete_savepoint(&t.table, &instants[1]).await.unwrap();
-    assert!(list_savepoints(t.table.storage(), t.table.layout())
+    assert!(list_savepoints(t.table.view_storage(), t.table.layout())
         .await
         .unwrap()
         .is_empty());
@@ -180,7 +180,7 @@ async fn test_clean_pending_compaction_inputs_are_protected() {
     let t = create(TableType::MergeOnRead, true).await;
     let (_instants, snapshots) = history(&t).await;
     let scheduled = arbor_table::write::compaction::schedule_compaction(
-        t.table.storage(),
+        t.table.view_storage(),
         t.table.layout(),
         t.table.generator(),
     )
@@ -195,7 +195,7 @@ async fn test_clean_pending_compaction_inputs_are_protected() {
     assert_eq!(out.deleted, 0, "{:?}", out.plan);
     assert_eq!(t.data_files().await, before);
     let done = arbor_table::write::compaction::run_compaction(
-        t.table.storage(),
+        t.table.view_storage(),
         t.table.layout(),
         &scheduled,
         t.table.generator(),

@@ -357,7 +357,7 @@ impl Run {
                     return;
                 }
                 let (storage, layout, generator) = (
-                    self.table.storage(),
+                    self.table.view_storage(),
                     self.table.layout(),
                     self.table.generator(),
                 );
@@ -407,7 +407,7 @@ impl Run {
     /// passes the metadata table's latest compaction), then the data timeline is archived
     /// keeping one commit, under the table lock.
     async fn archive(&self) {
-        let storage = self.table.storage();
+        let storage = self.table.view_storage();
         let layout = self.table.layout();
         let generator = self.table.generator();
         self.table
@@ -462,7 +462,7 @@ impl Run {
             );
         }
         let listed: BTreeSet<InstantTime> =
-            list_savepoints(self.table.storage(), self.table.layout())
+            list_savepoints(self.table.view_storage(), self.table.layout())
                 .await
                 .unwrap()
                 .into_iter()

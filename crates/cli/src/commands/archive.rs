@@ -40,7 +40,7 @@ fn active(instants: &[InstantSummary]) -> BTreeSet<(String, String)> {
 pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
     let table = open_table_on(&args.table, options, &args.branch).await?;
     // The branch's view: its own timeline, and main's as publications moved it.
-    let storage = table.storage().clone();
+    let storage = table.view_storage().clone();
     let archived: Vec<InstantSummary> = table
         .with_table_lock(async {
             let before = list_instants(storage.clone(), ListScope::All).await?;

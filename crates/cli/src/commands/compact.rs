@@ -65,7 +65,7 @@ pub struct CompactedGroup {
 
 /// The report of compaction `r`, with its file groups read from its completed commit.
 async fn report(table: &Table, r: &CommitResult) -> CliResult<CompactionReport> {
-    let tl = ActiveTimeline::load(table.storage().clone(), table.layout().clone()).await?;
+    let tl = ActiveTimeline::load(table.view_storage().clone(), table.layout().clone()).await?;
     let instant = tl
         .completed()
         .into_iter()

@@ -135,7 +135,7 @@ pub async fn run(args: SavepointArgs, options: &StorageOptions) -> CliResult<()>
             json,
         } => {
             let t = open_table_on(&table, options, &branch).await?;
-            let savepoints = list_savepoints(t.storage(), t.layout())
+            let savepoints = list_savepoints(t.view_storage(), t.layout())
                 .await
                 .map_err(|e| cleaner_error(&table, e))?;
             if json {

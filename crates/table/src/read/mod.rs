@@ -86,7 +86,7 @@ impl TableReader {
     }
 
     /// Opens the metadata at `.hoodie/` of `storage` exactly as given, without resolving main:
-    /// for a view of one metadata root ([`arbor_timeline::MetaRoot::view`], [`crate::Table::storage`]).
+    /// for a view of one metadata root ([`arbor_timeline::MetaRoot::view`], [`crate::Table::view_storage`]).
     pub async fn open_view(storage: Arc<dyn Storage>) -> Result<Self> {
         Self::open_view_with(storage, ListingSource::Auto).await
     }

@@ -1,33 +1,43 @@
-//! The write path: creating tables, writing Arrow batches as Hudi commits, optimistic
-//! concurrency, rollback of failed writes, compaction.
+//! The write path's building blocks, used by the operations of [`crate::txn`]: options and
+//! results, schema conformance, indexes, planning, file writers, the instant lifecycle,
+//! rollback, compaction, and keeping the metadata table in step.
 //!
 //! Module map (each file one concept): `options.rs` (CreateOptions, WriteOptions,
-//! WriteOperation, CommitResult), `table.rs` (Table: create/open/write/delete_partitions),
-//! `index.rs` (the Index trait and the simple index), `planner.rs` (assigning records to file
-//! groups, small-file packing), `cow.rs` / `mor.rs` (writing base files / log files),
-//! `commit.rs` (instant lifecycle, commit metadata, conflict check under the lock),
-//! `rollback.rs`, `compaction.rs`.
+//! WriteOperation, KeyMove, CommitResult), `schema.rs` / `convert.rs` (conforming input to the
+//! table schema, exact casts), `partial.rs` (partial updates), `index.rs` (the Index trait and
+//! the simple index), `record_index.rs` (the record index as an Index, key moves),
+//! `secondary_index.rs`, `planner.rs` (assigning records to file groups, small-file
+//! packing), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
+//! helpers, heartbeats, ownership, commit metadata, the conflict check), `mdt_sync.rs`
+//! (metadata-table deltacommits, initialisation, repair), `rollback.rs`, `compaction.rs`.
+//!
+//! Public here are the types of the write API and two low-level table services, [`compaction`]
+//! and [`rollback`], for tools that drive a service step by step (the interop harness, crash
+//! tests); their functions expect the caller to hold the table lock. Everything else is
+//! internal: state changes go through [`crate::Table`] and [`crate::Transaction`].
 
-pub mod commit;
+pub(crate) mod commit;
 pub mod compaction;
-pub mod convert;
-pub mod cow;
-pub mod index;
-pub mod mdt_sync;
-pub mod mor;
-pub mod options;
-mod partial;
-pub mod planner;
-pub mod record_index;
+pub(crate) mod convert;
+pub(crate) mod cow;
+pub(crate) mod index;
+pub(crate) mod mdt_sync;
+pub(crate) mod mor;
+pub(crate) mod options;
+pub(crate) mod partial;
+pub(crate) mod planner;
+pub(crate) mod record_index;
 pub mod rollback;
-pub mod schema;
-pub mod secondary_index;
-pub mod table;
+pub(crate) mod schema;
+pub(crate) mod secondary_index;
 
+pub use crate::table::Table;
+pub use crate::txn::PreparedWrite;
 pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};
-pub use options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
-pub use record_index::{KeyMove, RecordIndex};
+pub use mdt_sync::files_delta;
+pub use options::{CommitResult, CreateOptions, KeyMove, WriteOperation, WriteOptions};
+pub use planner::Input;
+pub use record_index::RecordIndex;
 pub use schema::{storage_notes, storage_type, ConformOptions, SchemaChange, StorageNote};
-pub use secondary_index::secondary_lookup;
-pub use table::{PreparedWrite, Table};
+pub use secondary_index::{secondary_lookup, table_entries};

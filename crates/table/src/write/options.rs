@@ -49,7 +49,7 @@ pub struct WriteOptions {
     pub heartbeat_timeout: std::time::Duration,
     /// With a record index (global keys): what an upsert does with a key that exists in
     /// another partition than the row's; default update in place.
-    pub key_move: super::record_index::KeyMove,
+    pub key_move: KeyMove,
     /// Hudi's schema evolution on write: input columns the table lacks are added (nullable;
     /// older rows read null) and wider input types promote a column when no stored value
     /// changes (`int -> long`, `int -> double`, `float -> double`, wider decimals); default
@@ -70,7 +70,7 @@ impl Default for WriteOptions {
             inline_compact_every: None,
             lock_timeout: std::time::Duration::from_secs(60),
             heartbeat_timeout: std::time::Duration::from_secs(60),
-            key_move: super::record_index::KeyMove::default(),
+            key_move: KeyMove::default(),
             schema_evolution: true,
             partial_updates: false,
         }
@@ -139,4 +139,16 @@ pub struct CommitResult {
     /// How the write changed the table's schema (columns added, types widened); empty when
     /// it did not.
     pub schema_changes: Vec<super::schema::SchemaChange>,
+}
+
+/// What an upsert does with a key the (global) record index finds in another partition than
+/// the input row's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyMove {
+    /// Update the record where it is: the row is written to the key's current partition and
+    /// file group (Java's default, `hoodie.record.index.update.partition.path=false`).
+    #[default]
+    UpdateInPlace,
+    /// Delete the record from its current partition and insert the row into the new one.
+    DeleteAndInsert,
 }

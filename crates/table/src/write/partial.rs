@@ -15,10 +15,10 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take};
 use arrow::datatypes::{Field, Schema};
 
-use super::table::Table;
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::TableReader;
+use crate::txn::context::TableContext;
 
 fn invalid(column: Option<&str>, reason: impl Into<String>) -> TableError {
     TableError::InvalidInput {
@@ -31,15 +31,16 @@ fn invalid(column: Option<&str>, reason: impl Into<String>) -> TableError {
 /// `batches` with every table column they lack, holding the stored value of the row's key
 /// (null for keys not in the table). Batches that lack no column are returned as they are.
 pub(crate) async fn fill_missing_columns(
-    table: &Table,
+    ctx: &TableContext,
     batches: Vec<RecordBatch>,
 ) -> Result<Vec<RecordBatch>> {
     let Some(first) = batches.first() else {
         return Ok(batches);
     };
     let input_schema = first.schema();
-    let missing: Vec<Arc<Field>> = table
-        .schema()
+    let missing: Vec<Arc<Field>> = ctx
+        .schema
+        .arrow
         .fields()
         .iter()
         .filter(|f| input_schema.field_with_name(f.name()).is_err())
@@ -50,10 +51,10 @@ pub(crate) async fn fill_missing_columns(
     }
     let input = concat_batches(&input_schema, &batches)
         .map_err(|e| invalid(None, format!("input batches differ in schema: {e}")))?;
-    let keygen = KeyGenerator::from_table_config(table.config())?;
+    let keygen = KeyGenerator::from_table_config(&ctx.config)?;
     let keys = keygen.keys(&input)?;
 
-    let reader = TableReader::open_view(table.storage().clone()).await?;
+    let reader = TableReader::open_view(ctx.storage.clone()).await?;
     let stored = reader.snapshot(None).await?;
     let stored = concat_batches(reader.schema(), &stored)
         .map_err(|e| invalid(None, format!("cannot assemble the stored rows: {e}")))?;

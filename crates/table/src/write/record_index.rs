@@ -1,5 +1,5 @@
 //! [`RecordIndex`]: the metadata table's RECORD_INDEX partition as an [`Index`], and the
-//! global-key handling it enables ([`KeyMove`]).
+//! global-key handling it enables ([`KeyMove`], defined with the write options).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use arbor_timeline::{InstantTime, TableConfig};
 use async_trait::async_trait;
 
 use super::index::{Index, RecordLocation, SimpleIndex};
+pub use super::options::KeyMove;
 use super::planner::WritePlan;
 use crate::error::Result;
 use crate::keygen::HoodieKey;
@@ -23,18 +24,6 @@ pub fn has_record_index(config: &TableConfig) -> bool {
         .metadata_partitions()
         .iter()
         .any(|p| p == RECORD_INDEX)
-}
-
-/// What an upsert does with a key the (global) record index finds in another partition than
-/// the input row's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KeyMove {
-    /// Update the record where it is: the row is written to the key's current partition and
-    /// file group (Java's default, `hoodie.record.index.update.partition.path=false`).
-    #[default]
-    UpdateInPlace,
-    /// Delete the record from its current partition and insert the row into the new one.
-    DeleteAndInsert,
 }
 
 /// The record index of a table state: key lookups read only the MDT file groups the keys hash

@@ -17,7 +17,7 @@ use arbor_mdt::validate::{validate_table, FilesDiscrepancy};
 use arbor_mdt::{MdtWriter, MDT_BASE, MDT_META_DIR};
 use arbor_storage::{FaultInjectingStorage, ObjectStoreStorage, OpKind, Storage, StorageExt};
 use arbor_table::read::TableReader;
-use arbor_table::write::mdt_sync::files_delta;
+use arbor_table::write::files_delta;
 use arbor_table::{CreateOptions, ListingSource, Table, TableError, WriteOperation, WriteOptions};
 use arbor_timeline::config::{keys, RecordMergeMode, TableType};
 use arbor_timeline::layout::DEFAULT_META_DIR;

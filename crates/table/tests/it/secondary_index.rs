@@ -10,7 +10,7 @@ use arbor_mdt::validate::IndexDiscrepancy;
 use arbor_mdt::{read_secondary_index, MetadataTable};
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::read::TableReader;
-use arbor_table::write::secondary_index::table_entries;
+use arbor_table::write::table_entries;
 use arbor_table::{secondary_lookup, validate_indexes, Table, WriteOperation};
 use arbor_testkit::fixtures::{fixtures_root_or_skip, unzip_table};
 use arbor_timeline::config::TableType;

@@ -1,0 +1,288 @@
+//! [`Table`]: the handle writers use. Each state change is an operation of [`crate::txn`]
+//! (one file each) that runs its locked steps through a [`Transaction`]; this file only
+//! opens handles and forwards to them.
+
+use std::sync::Arc;
+
+use arbor_storage::{LockProvider, Storage};
+use arbor_timeline::{
+    resolve_main, InstantTime, InstantTimeGenerator, MetaRoot, TableConfig, TableLayout,
+};
+use arrow::record_batch::RecordBatch;
+
+use crate::error::{Result, TableError};
+use crate::read::TableReader;
+use crate::txn::context::TableContext;
+use crate::txn::transaction::{Entry, Transaction};
+use crate::txn::{
+    compact, create, create_index, delete_partitions, init_metadata_table, prepared, write,
+};
+use crate::write::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
+use crate::write::planner::Input;
+use crate::PreparedWrite;
+
+/// A Hudi table opened for writing: main (resolved as RFC-116 says) or one metadata root, such
+/// as a working branch ([`Table::open_at`]).
+///
+/// Cloning is cheap; clones share the instant time generator. Several handles (in one process
+/// or many, on any branch) may write concurrently: the table lock, the table-wide instant clock
+/// and the conflict check keep commits consistent (protocol: [`crate::txn`]).
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub(crate) ctx: TableContext,
+}
+
+impl Table {
+    /// Creates a new version-8 table at the storage root (fails if one exists).
+    ///
+    /// Validates `options` against the schema: record key, partition and ordering columns must
+    /// exist, data columns must not be `_hoodie_*` meta columns; event-time ordering needs an
+    /// ordering field; CUSTOM merging is unsupported. Writes `.hoodie/hoodie.properties` with
+    /// the key generator (SIMPLE, COMPLEX or NON_PARTITION), explicit merge mode, UTC timeline,
+    /// and `hoodie.table.create.schema` (the Avro schema of the data columns, record
+    /// `<name>_record` in namespace `hoodie.<name>`; every column nullable). With
+    /// `options.metadata_table` the metadata table is created next and `files` then listed in
+    /// `hoodie.table.metadata.partitions` (a crash in between leaves a valid table without
+    /// one; `arbor mdt init` adds it). Errors: `InvalidInput` naming the column,
+    /// `Storage(AlreadyExists)` for an existing table.
+    pub async fn create(storage: Arc<dyn Storage>, options: CreateOptions) -> Result<Table> {
+        Ok(Table {
+            ctx: create::create(storage, options).await?,
+        })
+    }
+
+    /// Opens main of an existing table (version 8; older or newer versions are `Unsupported`
+    /// for writing): main is resolved first ([`resolve_main`]: the root metadata until a
+    /// publication, then the latest completed publication), so every writer follows it. The
+    /// data schema is the latest completed write's `extraMetadata.schema`, else
+    /// `hoodie.table.create.schema`, else what readers resolve.
+    pub async fn open(storage: Arc<dyn Storage>) -> Result<Table> {
+        let root = resolve_main(storage.as_ref()).await?;
+        let mut table = Self::open_at(storage, root).await?;
+        table.ctx.follows_main = true;
+        Ok(table)
+    }
+
+    /// Opens the table as metadata root `root` sees it (main's root, a publication, or a
+    /// working branch: `arbor-branching` checks a branch's identity before calling this).
+    /// Writes and table services of the returned handle land only in that root's timelines.
+    pub async fn open_at(table_storage: Arc<dyn Storage>, root: MetaRoot) -> Result<Table> {
+        Ok(Table {
+            ctx: TableContext::open_at(table_storage, root).await?,
+        })
+    }
+
+    /// Uses `lock` as the table lock (default: an object-store lock under `.hoodie/.locks`).
+    pub fn with_lock_provider(mut self, lock: Arc<dyn LockProvider>) -> Self {
+        self.ctx.lock = Some(lock);
+        self
+    }
+
+    /// Replaces the write options.
+    pub fn with_write_options(mut self, options: WriteOptions) -> Self {
+        self.ctx.options = options;
+        self
+    }
+
+    /// Uses `generator` for instant and completion times (e.g. one on a manual clock in tests).
+    /// The generator follows the table's shared instant clock (unless it already follows one).
+    pub fn with_generator(mut self, generator: Arc<InstantTimeGenerator>) -> Self {
+        generator.share_clock(self.ctx.storage.clone());
+        self.ctx.generator = generator;
+        self
+    }
+
+    /// The table config.
+    pub fn config(&self) -> &TableConfig {
+        &self.ctx.config
+    }
+
+    /// The data schema writes must match (Arrow, no meta columns; every column nullable).
+    pub fn schema(&self) -> &arrow::datatypes::SchemaRef {
+        &self.ctx.schema.arrow
+    }
+
+    /// The write options in use.
+    pub fn write_options(&self) -> &WriteOptions {
+        &self.ctx.options
+    }
+
+    /// The table as this handle's metadata root sees it ([`MetaRoot::view`]: the root's
+    /// `.hoodie` over the table's data files). For main before any publication this is the
+    /// table's base; for a branch or publication it is not.
+    pub fn view_storage(&self) -> &Arc<dyn Storage> {
+        &self.ctx.storage
+    }
+
+    /// The table's own storage at its base path, shared by every metadata root (for work
+    /// across branches).
+    pub fn table_storage(&self) -> &Arc<dyn Storage> {
+        &self.ctx.root_storage
+    }
+
+    /// The metadata root this handle reads and writes.
+    pub fn root(&self) -> &MetaRoot {
+        &self.ctx.root
+    }
+
+    /// The layout of the table's timeline.
+    pub fn layout(&self) -> &TableLayout {
+        &self.ctx.layout
+    }
+
+    /// The instant time generator this handle (and its clones) uses.
+    pub fn generator(&self) -> &InstantTimeGenerator {
+        &self.ctx.generator
+    }
+
+    /// Runs `work` as one [`Transaction`]: holding the table lock (renewed while it runs),
+    /// after checking that main has not moved (a handle opened as main; else
+    /// [`TableError::MainMoved`] and `work` does not run) and rolling back failed writes whose
+    /// heartbeat expired. `work` must be safe to cancel at any await point (it is dropped if
+    /// the lease cannot be renewed). This is how an operation outside this crate (clean,
+    /// restore, savepoint, tag, branch) changes the table.
+    pub async fn transact<'a, T, E, F, Fut>(&'a self, work: F) -> std::result::Result<T, E>
+    where
+        F: FnOnce(Transaction<'a>) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, E>>,
+        E: From<TableError>,
+    {
+        Transaction::run(self, Entry::Begin, |txn| async move { Ok(work(txn).await) })
+            .await
+            .map_err(E::from)?
+    }
+
+    /// [`Table::transact`] for work that needs no [`Transaction`] value.
+    pub async fn with_table_lock<T, E, F>(&self, work: F) -> std::result::Result<T, E>
+    where
+        F: std::future::Future<Output = std::result::Result<T, E>>,
+        E: From<TableError>,
+    {
+        self.transact(|_| work).await
+    }
+
+    /// A handle of the same table at metadata root `root`, sharing this handle's lock provider,
+    /// write options and instant time generator (so work under this handle's lock can change
+    /// another root).
+    pub async fn reopen_at(&self, root: MetaRoot) -> Result<Table> {
+        let mut t = Table::open_at(self.ctx.root_storage.clone(), root).await?;
+        t.ctx.lock = self.ctx.lock.clone();
+        t.ctx.options = self.ctx.options.clone();
+        t.ctx.generator = self.ctx.generator.clone();
+        Ok(t)
+    }
+
+    /// Rolls back this root's failed writes (pending, heartbeat expired), as every transaction
+    /// does first ([`Transaction::rollback_failed`]). The caller must hold the table lock.
+    /// Returns the instants rolled back.
+    pub async fn rollback_failed_locked(&self) -> Result<Vec<InstantTime>> {
+        crate::write::commit::rollback_failed(
+            &self.ctx.storage,
+            &self.ctx.layout,
+            &self.ctx.generator,
+            self.ctx.options.heartbeat_timeout,
+        )
+        .await
+    }
+
+    /// For a handle opened as main: fails with [`TableError::MainMoved`] when main now resolves
+    /// to other metadata (a publication completed since the handle was opened). Every
+    /// transaction runs it under the table lock before its work.
+    pub async fn ensure_still_main(&self) -> Result<()> {
+        self.ctx.ensure_still_main().await
+    }
+
+    /// Writes `batches` (data columns only, matching the table schema) as one commit: a
+    /// `commit` (copy-on-write), `deltacommit` (merge-on-read) or, for insert overwrite, a
+    /// `replacecommit` ([`Table::prepare`] then [`Table::commit`]); on any error before the
+    /// commit point readers see nothing of the write.
+    pub async fn write(
+        &self,
+        operation: WriteOperation,
+        batches: Vec<RecordBatch>,
+    ) -> Result<CommitResult> {
+        let prepared = self.prepare(operation, batches).await?;
+        self.commit(prepared).await
+    }
+
+    /// Validates the input against the table: non-empty; every input column is a table column
+    /// whose values convert exactly (or, with schema evolution, a new column or a wider type);
+    /// every table column present (deletes need only the key and partition columns); no null
+    /// or empty record key. Returns the rows shaped to the schema the write records, with their
+    /// keys. Writes nothing.
+    pub fn validate(&self, operation: WriteOperation, batches: &[RecordBatch]) -> Result<Input> {
+        write::validate(self, operation, batches)
+    }
+
+    /// Phase one of a write: validates; in a transaction starts the instant (requested file and
+    /// heartbeat); without the lock plans, writes the data files and moves the instant to
+    /// inflight. Nothing is visible to readers until [`Table::commit`]; on an error the
+    /// instant is rolled back.
+    pub async fn prepare(
+        &self,
+        operation: WriteOperation,
+        batches: Vec<RecordBatch>,
+    ) -> Result<PreparedWrite> {
+        write::prepare(self, operation, batches).await
+    }
+
+    /// Phase two of a write, in a transaction: checks the instant is still this writer's
+    /// (else [`TableError::InstantRolledBack`]) and has no conflict with writes completed since
+    /// the plan was made (else it is rolled back and [`TableError::CommitConflict`] names the
+    /// other instant and the shared file groups), records it in the MDT and completes it (the
+    /// commit point). Runs inline compaction afterwards when configured (a compaction failure
+    /// is logged; the write stays committed).
+    pub async fn commit(&self, prepared: PreparedWrite) -> Result<CommitResult> {
+        prepared::commit(self, prepared).await
+    }
+
+    /// Compacts a merge-on-read table in one transaction: runs every pending compaction
+    /// (oldest first), then schedules a new one if some file group's latest slice has log
+    /// files and runs it. Returns what each completed compaction did (empty when nothing
+    /// needed compacting). Concurrent `compact` calls, inline compactions and commits are
+    /// serialised by the lock. Errors: `Unsupported` for a copy-on-write table; `Lock` when the
+    /// lock cannot be taken or kept (a compaction cut short stays pending and is completed by
+    /// the next call); `Corrupt` for an invalid compaction plan.
+    pub async fn compact(&self) -> Result<Vec<CommitResult>> {
+        compact::compact(self).await
+    }
+
+    /// Deletes whole partitions (a `delete_partition` replacecommit): every file group of the
+    /// partitions is replaced, no file is written, `extraMetadata.schema` is recorded. Fails
+    /// with `InvalidInput` for an empty list; partitions without file groups are accepted.
+    pub async fn delete_partitions(&self, partitions: &[String]) -> Result<CommitResult> {
+        delete_partitions::delete_partitions(self, partitions).await
+    }
+
+    /// Creates the metadata table of a table that has none (in a transaction), from a
+    /// directory listing of its committed files; from then on every commit updates it and
+    /// readers list through it. Returns the number of files recorded. Errors: `Unsupported`
+    /// on a branch, when the table already has one or has pending instants.
+    pub async fn init_metadata_table(&self) -> Result<usize> {
+        init_metadata_table::init_metadata_table(self).await
+    }
+
+    /// Creates the record index (in the metadata table, which must exist) in a transaction:
+    /// from then on upserts and deletes find their file groups through it and keys are global
+    /// (see [`WriteOptions::key_move`]). Returns the number of keys indexed. Errors:
+    /// `Unsupported` on a branch, without a metadata table, with a record index, or with
+    /// pending instants.
+    pub async fn create_record_index(&self) -> Result<usize> {
+        create_index::record_index(self).await
+    }
+
+    /// Creates secondary index `name` (MDT partition `secondary_index_<name>`) on `column` in a
+    /// transaction: from then on every write keeps it in step and [`crate::secondary_lookup`]
+    /// answers from it. Returns the number of (value, key) entries indexed. Errors:
+    /// `Unsupported` on a branch, without a metadata table, with pending instants, for an
+    /// existing index of that name or a column type without a known text form;
+    /// `InvalidInput` for an unknown column or a bad name.
+    pub async fn create_secondary_index(&self, name: &str, column: &str) -> Result<usize> {
+        create_index::secondary(self, name, column).await
+    }
+
+    /// A reader of the state of this handle's metadata root.
+    pub async fn reader(&self) -> Result<TableReader> {
+        TableReader::open_view(self.ctx.storage.clone()).await
+    }
+}

@@ -1,0 +1,92 @@
+//! Compaction of merge-on-read tables ([`crate::Table::compact`]) and inline compaction after a
+//! write (`WriteOptions::inline_compact_every`).
+
+use arbor_timeline::config::TableType;
+use arbor_timeline::Action;
+
+use super::context::refuse_during_restore;
+use super::transaction::{Entry, Transaction};
+use crate::error::{Result, TableError};
+use crate::table::Table;
+use crate::write::compaction;
+use crate::write::options::CommitResult;
+
+/// Merge-on-read with `inline_compact_every = Some(n)`: when `n` or more deltacommits
+/// completed since the last compaction, runs [`compact`] (schedule and run under the
+/// lock). Failures are logged as warnings; the write stays committed.
+pub(crate) async fn inline_compaction(table: &Table) {
+    let ctx = &table.ctx;
+    let Some(n) = ctx.options.inline_compact_every else {
+        return;
+    };
+    if ctx.table_type() != TableType::MergeOnRead || n == 0 {
+        return;
+    }
+    let r = async {
+        let tl = ctx.timeline().await?;
+        let last = tl
+            .completed()
+            .into_iter()
+            .filter(|i| i.action == Action::Commit)
+            .map(|i| i.requested_time)
+            .max();
+        let since = tl
+            .completed()
+            .into_iter()
+            .filter(|i| i.action == Action::DeltaCommit)
+            .filter(|i| last.as_ref().is_none_or(|l| &i.requested_time > l))
+            .count();
+        if since < n as usize {
+            return Ok(());
+        }
+        compact(table).await?;
+        Ok::<_, TableError>(())
+    }
+    .await;
+    if let Err(e) = r {
+        tracing::warn!(error = %e, "inline compaction failed; the write is committed");
+    }
+}
+
+/// Compacts the table under the table lock: runs every pending compaction (oldest first),
+/// then schedules a new one if some file group's latest slice has log files and runs it.
+/// Returns what each completed compaction did (empty when nothing needed compacting).
+///
+/// The lock is held from before scheduling until the last compaction completed (its lease
+/// is renewed while the work runs), so concurrent `compact` calls, inline compactions and
+/// writers' commits are serialised with it: two runners never execute (or clean up after)
+/// the same compaction. Writers wait for the lock up to their `lock_timeout`. Use this
+/// rather than the free functions of [`crate::write::compaction`] when other writers may be active.
+///
+/// Errors: `Unsupported` for a copy-on-write table (checked before the lock is taken);
+/// `Lock` when the lock cannot be taken or its lease not renewed (a compaction cut short
+/// stays pending and is completed by the next call); `Corrupt` for an invalid compaction
+/// plan; timeline, storage and format failures.
+pub(crate) async fn compact(table: &Table) -> Result<Vec<CommitResult>> {
+    let ctx = &table.ctx;
+    if ctx.table_type() != TableType::MergeOnRead {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "compaction of table {:?}: only merge-on-read tables are compacted",
+                ctx.config.name()
+            ),
+        });
+    }
+    Transaction::run(table, Entry::Service, |txn| async move {
+        refuse_during_restore(&txn.timeline().await?)?;
+        let mut out =
+            compaction::run_pending_compactions(&ctx.storage, &ctx.layout, &ctx.generator).await?;
+        if let Some(t) =
+            compaction::schedule_compaction(&ctx.storage, &ctx.layout, &ctx.generator).await?
+        {
+            out.push(
+                compaction::run_compaction(&ctx.storage, &ctx.layout, &t, &ctx.generator).await?,
+            );
+        }
+        if !out.is_empty() {
+            txn.maintain_mdt().await;
+        }
+        Ok(out)
+    })
+    .await
+}

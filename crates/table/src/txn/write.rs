@@ -1,0 +1,370 @@
+//! The write operation ([`crate::Table::write`], [`crate::Table::prepare`]): validating the
+//! input, starting the instant, planning, writing the data files and moving the instant to
+//! inflight. [`super::prepared`] completes it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arbor_format::base::BaseFileWriter;
+use arbor_timeline::avro::{encode_instant_for, InstantContent};
+use arbor_timeline::config::TableType;
+use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
+use arrow::compute::concat_batches;
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+
+use super::context::{invalid, latest_written_schema, merge_of};
+use super::prepared::{abort, begin_instant, delete_own_files, PreparedWrite};
+use crate::error::{Result, TableError};
+use crate::keygen::KeyGenerator;
+use crate::read::{MergeMode, TableReader};
+use crate::table::Table;
+use crate::write::commit::{self, Heartbeat};
+use crate::write::cow::{write_base_file, FileWriteContext, WrittenGroup};
+use crate::write::index::{Index, SimpleIndex};
+use crate::write::mor::write_log_file;
+use crate::write::options::WriteOperation;
+use crate::write::partial;
+use crate::write::planner::{self, Combine, Input, PlanContext, WritePlan};
+use crate::write::record_index::{delta_of, route_moved_keys, RecordIndex};
+use crate::write::schema::{ConformOptions, DataSchema, SchemaChange};
+use crate::write::secondary_index;
+
+/// Input checked against the table, with the schema its write records.
+struct Validated {
+    input: Input,
+    schema: DataSchema,
+    changes: Vec<SchemaChange>,
+}
+
+/// Validates the input against the table: non-empty; every input column is a table column
+/// whose values convert exactly (or, with schema evolution, a new column or a wider type:
+/// see [`DataSchema::conform`](super::schema::DataSchema::conform)); every table column
+/// present (deletes need only the key and partition columns); no null or empty record key.
+/// Returns the rows shaped to the schema the write records, with their keys. Writes
+/// nothing.
+pub(crate) fn validate(
+    table: &Table,
+    operation: WriteOperation,
+    batches: &[RecordBatch],
+) -> Result<Input> {
+    validate_with_schema(table, operation, batches).map(|v| v.input)
+}
+
+/// [`Table::validate`] with the schema the write records and its changes.
+fn validate_with_schema(
+    table: &Table,
+    operation: WriteOperation,
+    batches: &[RecordBatch],
+) -> Result<Validated> {
+    let ctx = &table.ctx;
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if rows == 0 {
+        return Err(invalid(None, "the input has no rows"));
+    }
+    let is_delete = operation == WriteOperation::Delete;
+    if is_delete {
+        let needed = ctx
+            .config
+            .record_key_fields()
+            .into_iter()
+            .chain(ctx.config.partition_fields());
+        for c in needed {
+            let top = c.split('.').next().unwrap_or(&c).to_string();
+            if batches.iter().any(|b| b.column_by_name(&top).is_none()) {
+                return Err(invalid(
+                    Some(&top),
+                    "a delete needs the record key and partition columns",
+                ));
+            }
+        }
+    }
+    let conformed = ctx.schema.conform(
+        batches,
+        ConformOptions {
+            allow_missing: is_delete,
+            evolve: ctx.options.schema_evolution && !is_delete,
+        },
+    )?;
+    let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
+        .map_err(|e| invalid(None, e.to_string()))?;
+    let keys = KeyGenerator::from_table_config(&ctx.config)?.keys(&batch)?;
+    Ok(Validated {
+        input: Input { batch, keys },
+        schema: conformed.schema,
+        changes: conformed.changes,
+    })
+}
+
+fn action_for(table: &Table, operation: WriteOperation) -> Action {
+    let ctx = &table.ctx;
+    match operation {
+        WriteOperation::InsertOverwrite | WriteOperation::InsertOverwriteTable => {
+            Action::ReplaceCommit
+        }
+        _ if ctx.table_type() == TableType::MergeOnRead => Action::DeltaCommit,
+        _ => Action::Commit,
+    }
+}
+
+/// Phase one of a write: validates, starts the instant, plans, writes the data files and
+/// moves the instant to inflight. Nothing is visible to readers until [`Table::commit`].
+pub(crate) async fn prepare(
+    table: &Table,
+    operation: WriteOperation,
+    batches: Vec<RecordBatch>,
+) -> Result<PreparedWrite> {
+    let ctx = &table.ctx;
+    let batches = if ctx.options.partial_updates && operation == WriteOperation::Upsert {
+        partial::fill_missing_columns(ctx, batches).await?
+    } else {
+        batches
+    };
+    let Validated {
+        input,
+        schema,
+        changes,
+    } = validate_with_schema(table, operation, &batches)?;
+    drop(batches);
+    let action = action_for(table, operation);
+    let op_type = operation.operation_type();
+    let (mut tl, requested, heartbeat) = begin_instant(table, action, op_type).await?;
+    match prepare_started(
+        table,
+        operation,
+        &input,
+        (&schema, changes),
+        &mut tl,
+        &requested,
+        heartbeat.clone(),
+    )
+    .await
+    {
+        Ok(p) => Ok(p),
+        Err(e) => {
+            let latest = tl
+                .get(&requested.requested_time, action)
+                .and_then(|f| f.latest().cloned())
+                .unwrap_or(requested);
+            heartbeat.stop().await;
+            abort(table, &latest).await;
+            Err(e)
+        }
+    }
+}
+
+async fn prepare_started(
+    table: &Table,
+    operation: WriteOperation,
+    input: &Input,
+    (schema, schema_changes): (&DataSchema, Vec<SchemaChange>),
+    tl: &mut ActiveTimeline,
+    requested: &Instant,
+    heartbeat: Heartbeat,
+) -> Result<PreparedWrite> {
+    let ctx = &table.ctx;
+    // The table's schema may have changed since this handle was opened (a write through
+    // it or another writer evolved it): the write then records the schema evolved from
+    // the current one, never one that drops a column or narrows a type again.
+    let rechecked;
+    let (input, schema, schema_changes) = match latest_written_schema(tl).await? {
+        Some(latest) if latest.arrow != schema.arrow => {
+            let conformed = latest.conform(
+                std::slice::from_ref(&input.batch),
+                ConformOptions {
+                    allow_missing: operation == WriteOperation::Delete,
+                    evolve: ctx.options.schema_evolution && operation != WriteOperation::Delete,
+                },
+            )?;
+            let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
+                .map_err(|e| invalid(None, e.to_string()))?;
+            rechecked = (
+                Input {
+                    batch,
+                    keys: input.keys.clone(),
+                },
+                conformed.schema,
+            );
+            (&rechecked.0, &rechecked.1, conformed.changes)
+        }
+        _ => (input, schema, schema_changes),
+    };
+    let instant = requested.requested_time.to_string();
+    let reader = Arc::new(TableReader::open_view(ctx.storage.clone()).await?);
+    let view = reader.view();
+    // With a record index (global keys), rows whose key lives in another partition are
+    // routed first (KeyMove).
+    let rli = RecordIndex::open(ctx.storage.clone(), reader.clone()).await?;
+    let mut forced_deletes = Vec::new();
+    let routed = match &rli {
+        Some(r) => route_moved_keys(r, input, operation, ctx.options.key_move).await?,
+        None => None,
+    };
+    let input: &Input = match &routed {
+        Some((moved, forced)) => {
+            forced_deletes = forced.clone();
+            moved
+        }
+        None => input,
+    };
+    let planned_against: BTreeSet<InstantTime> = view
+        .index()
+        .completed_writes()
+        .map(|i| i.requested_time.clone())
+        .collect();
+    let (mode, ordering_field) = merge_of(&ctx.config)?;
+    let ordering_col = ordering_field
+        .as_ref()
+        .and_then(|f| input.batch.column_by_name(f).cloned());
+    let all_partitions = if operation == WriteOperation::InsertOverwriteTable {
+        view.partitions()
+            .await
+            .map_err(TableError::from_fsview)?
+            .as_ref()
+            .clone()
+    } else {
+        Vec::new()
+    };
+    let simple = SimpleIndex::new(ctx.storage.clone(), reader.clone());
+    let index: &dyn Index = match &rli {
+        Some(r) => r,
+        None => &simple,
+    };
+    let plan_ctx = PlanContext {
+        operation,
+        table_type: ctx.table_type(),
+        view,
+        index,
+        forced_deletes,
+        options: &ctx.options,
+        combine: Combine {
+            mode,
+            ordering: if mode == MergeMode::EventTime {
+                ordering_col.as_ref()
+            } else {
+                None
+            },
+        },
+        all_partitions,
+        stale_ordering_field: match (ctx.table_type(), mode) {
+            (TableType::MergeOnRead, MergeMode::EventTime) => ordering_field.as_deref(),
+            _ => None,
+        },
+    };
+    let plan = planner::plan(&plan_ctx, input).await?;
+    let index_delta = match &rli {
+        Some(_) => Some(
+            delta_of(
+                &ctx.storage,
+                &reader,
+                &input.keys,
+                &plan,
+                &requested.requested_time,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let si_defs = secondary_index::secondary_indexes(ctx.storage.as_ref(), reader.config()).await?;
+    let event_ordering = match mode {
+        MergeMode::EventTime => ordering_field.as_deref(),
+        _ => None,
+    };
+    let secondary_deltas = Some(
+        secondary_index::deltas_of(
+            &ctx.storage,
+            &reader,
+            input,
+            &plan,
+            &si_defs,
+            event_ordering,
+        )
+        .await?,
+    );
+    let written = write_files(table, &instant, input, schema, &plan, mode, ordering_field).await?;
+    let op_type = operation.operation_type();
+    let profile = commit::workload_profile(op_type, &schema.avro_json, &plan);
+    let inflight_instant = requested.with_state(State::Inflight);
+    let inflight_bytes = encode_instant_for(
+        &inflight_instant,
+        &InstantContent::Commit(Box::new(profile)),
+    )?;
+    if let Err(e) = commit::check_still_requested(&ctx.storage, &ctx.layout, requested).await {
+        // Rolled back while writing: files written after the rollback was planned are
+        // still ours to remove.
+        let keys: Vec<String> = written.iter().filter_map(|w| w.stat.path.clone()).collect();
+        delete_own_files(ctx, &requested.requested_time, &keys).await;
+        let _ = commit::stop_heartbeat(&ctx.storage, &requested.requested_time).await;
+        return Err(e);
+    }
+    let inflight = tl
+        .transition_to_inflight(requested, Bytes::from(inflight_bytes))
+        .await?;
+    commit::beat(&ctx.storage, &requested.requested_time).await?;
+    let mut touched: BTreeSet<(String, String)> = written
+        .iter()
+        .filter_map(|w| w.stat.file_id.clone().map(|f| (w.partition.clone(), f)))
+        .collect();
+    for (p, ids) in &plan.replaced {
+        for id in ids {
+            touched.insert((p.clone(), id.clone()));
+        }
+    }
+    let replaced = matches!(
+        operation,
+        WriteOperation::InsertOverwrite | WriteOperation::InsertOverwriteTable
+    )
+    .then(|| plan.replaced.clone());
+    Ok(PreparedWrite {
+        inflight,
+        heartbeat,
+        operation: op_type,
+        metadata: commit::commit_metadata(op_type, &schema.avro_json, &written),
+        replaced,
+        planned_against,
+        touched,
+        inserted: written.iter().map(|w| w.inserted).sum(),
+        updated: written.iter().map(|w| w.updated).sum(),
+        deleted: written.iter().map(|w| w.deleted).sum(),
+        skipped_stale: plan.skipped_stale + written.iter().map(|w| w.kept).sum::<u64>(),
+        index_delta,
+        secondary_deltas,
+        schema_changes,
+    })
+}
+
+async fn write_files(
+    table: &Table,
+    instant: &str,
+    input: &Input,
+    schema: &DataSchema,
+    plan: &WritePlan,
+    mode: MergeMode,
+    ordering_field: Option<String>,
+) -> Result<Vec<WrittenGroup>> {
+    let ctx = &table.ctx;
+    let file_ctx = FileWriteContext {
+        storage: ctx.storage.clone(),
+        instant: instant.to_string(),
+        schema: schema.clone(),
+        avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&schema.avro_json)?,
+        mode,
+        ordering_field,
+    };
+    let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
+    for p in partitions {
+        commit::ensure_partition_marker(&ctx.storage, p, instant).await?;
+    }
+    let mor = ctx.table_type() == TableType::MergeOnRead;
+    let mut out = Vec::with_capacity(plan.groups.len());
+    for (task, group) in plan.groups.iter().enumerate() {
+        let task = task as u64;
+        let w = if mor && group.existing.is_some() {
+            write_log_file(&file_ctx, input, group, task).await?
+        } else {
+            write_base_file(&file_ctx, input, group, task).await?
+        };
+        out.push(w);
+    }
+    Ok(out)
+}
