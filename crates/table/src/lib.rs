@@ -17,7 +17,7 @@ pub mod write;
 
 pub use error::{Result, TableError};
 pub use read::ListingSource;
-pub use table::Table;
+pub use txn::context::Table;
 pub use txn::{PreparedWrite, Transaction};
 pub use validate_indexes::validate_indexes;
 pub use write::{

@@ -1,4 +1,5 @@
-//! [`Table`]: the handle writers use. Each state change is an operation of [`crate::txn`]
+//! The methods of [`Table`], the handle writers use (its state: [`crate::txn::context`]).
+//! Each state change is an operation of [`crate::txn`]
 //! (one file each) that runs its locked steps through a [`Transaction`]; this file only
 //! opens handles and forwards to them.
 
@@ -12,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::error::{Result, TableError};
 use crate::read::TableReader;
-use crate::txn::context::TableContext;
+use crate::txn::context::{Table, TableContext};
 use crate::txn::transaction::{Entry, Transaction};
 use crate::txn::{
     compact, create, create_index, delete_partitions, init_metadata_table, prepared, write,
@@ -20,17 +21,6 @@ use crate::txn::{
 use crate::write::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 use crate::write::planner::Input;
 use crate::PreparedWrite;
-
-/// A Hudi table opened for writing: main (resolved as RFC-116 says) or one metadata root, such
-/// as a working branch ([`Table::open_at`]).
-///
-/// Cloning is cheap; clones share the instant time generator. Several handles (in one process
-/// or many, on any branch) may write concurrently: the table lock, the table-wide instant clock
-/// and the conflict check keep commits consistent (protocol: [`crate::txn`]).
-#[derive(Debug, Clone)]
-pub struct Table {
-    pub(crate) ctx: TableContext,
-}
 
 impl Table {
     /// Creates a new version-8 table at the storage root (fails if one exists).

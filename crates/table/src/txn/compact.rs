@@ -4,10 +4,9 @@
 use arbor_timeline::config::TableType;
 use arbor_timeline::Action;
 
-use super::context::refuse_during_restore;
+use super::context::{refuse_during_restore, Table};
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
-use crate::table::Table;
 use crate::write::compaction;
 use crate::write::options::CommitResult;
 

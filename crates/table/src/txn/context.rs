@@ -1,4 +1,4 @@
-//! [`TableContext`]: everything a handle knows about its table (storage, metadata root,
+//! [`Table`] and its [`TableContext`]: everything a handle knows about its table (storage, metadata root,
 //! config, layout, lock provider, instant time generator, write options, data schema), and
 //! the checks every transaction runs against it (main moved, restore pending, branch).
 
@@ -41,6 +41,17 @@ pub(crate) struct TableContext {
     pub(crate) generator: Arc<InstantTimeGenerator>,
     pub(crate) schema: DataSchema,
     pub(crate) layout: TableLayout,
+}
+
+/// A Hudi table opened for writing: main (resolved as RFC-116 says) or one metadata root, such
+/// as a working branch ([`Table::open_at`]).
+///
+/// Cloning is cheap; clones share the instant time generator. Several handles (in one process
+/// or many, on any branch) may write concurrently: the table lock, the table-wide instant clock
+/// and the conflict check keep commits consistent (protocol: [`crate::txn`]).
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub(crate) ctx: TableContext,
 }
 
 /// An `InvalidInput` error without a row.

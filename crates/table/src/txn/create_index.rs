@@ -5,9 +5,9 @@
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::TableConfig;
 
+use super::context::Table;
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
-use crate::table::Table;
 use crate::write::record_index::has_record_index;
 use crate::write::{mdt_sync, secondary_index};
 

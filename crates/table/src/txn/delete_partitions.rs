@@ -9,11 +9,10 @@ use arbor_timeline::{Action, InstantTime, State};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 
-use super::context::invalid;
+use super::context::{invalid, Table};
 use super::prepared::{abort, begin_instant, commit, PreparedWrite};
 use crate::error::{Result, TableError};
 use crate::read::TableReader;
-use crate::table::Table;
 use crate::write::commit;
 use crate::write::options::CommitResult;
 use crate::write::planner::{Input, WritePlan};

@@ -3,9 +3,9 @@
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::TableConfig;
 
+use super::context::Table;
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
-use crate::table::Table;
 use crate::write::mdt_sync;
 
 /// Creates the metadata table of a table that has none (under the table lock, after rolling

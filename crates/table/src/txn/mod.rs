@@ -36,7 +36,7 @@
 //!
 //! `context.rs` ([`context::TableContext`]: storage, metadata root, config, layout, lock
 //! provider, instant generator, options, schema; the main-moved and restore checks),
-//! `transaction.rs` ([`Transaction`]), `create.rs`, and one file per operation: `write.rs`
+//! `transaction/` ([`Transaction`], with its tests), `create.rs`, and one file per operation: `write.rs`
 //! (validate, prepare), `prepared.rs` ([`PreparedWrite`] and its commit, shared by every
 //! write-like operation), `delete_partitions.rs`, `compact.rs` (incl. inline compaction),
 //! `init_metadata_table.rs`, `create_index.rs` (record and secondary indexes).
@@ -60,7 +60,6 @@ pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
 pub(crate) mod transaction;
 pub(crate) mod write;
-
 
 pub use prepared::PreparedWrite;
 pub use transaction::Transaction;

@@ -13,10 +13,9 @@ use arbor_timeline::avro::{
 use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
 use bytes::Bytes;
 
-use super::context::TableContext;
+use super::context::{Table, TableContext};
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
-use crate::table::Table;
 use crate::write::commit::{self, Conflict, Heartbeat};
 use crate::write::mdt_sync;
 use crate::write::options::CommitResult;

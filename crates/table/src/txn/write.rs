@@ -13,12 +13,11 @@ use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 
-use super::context::{invalid, latest_written_schema, merge_of};
+use super::context::{invalid, latest_written_schema, merge_of, Table};
 use super::prepared::{abort, begin_instant, delete_own_files, PreparedWrite};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
-use crate::table::Table;
 use crate::write::commit::{self, Heartbeat};
 use crate::write::cow::{write_base_file, FileWriteContext, WrittenGroup};
 use crate::write::index::{Index, SimpleIndex};

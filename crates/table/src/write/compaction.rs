@@ -188,7 +188,7 @@ fn operation_of(slice: &FileSlice) -> HoodieCompactionOperation {
 /// doc). Every record keeps its commit time and sequence number.
 ///
 /// The caller excludes other runners of the same compaction (a re-run deletes the output of
-/// earlier attempts): [`super::Table::compact`] holds the table lock; the free function does not.
+/// earlier attempts): [`crate::Table::compact`] holds the table lock; the free function does not.
 ///
 /// Errors: `Timeline(InstantNotFound)` when `instant` is not a compaction on the timeline;
 /// `Timeline(AlreadyCompleted)` when it is completed; `Corrupt` (naming the plan file) when an

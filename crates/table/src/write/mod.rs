@@ -31,8 +31,6 @@ pub mod rollback;
 pub(crate) mod schema;
 pub(crate) mod secondary_index;
 
-pub use crate::table::Table;
-pub use crate::txn::PreparedWrite;
 pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};
 pub use mdt_sync::files_delta;

@@ -1,5 +1,5 @@
 //! Partial updates: an upsert that names only some columns keeps the stored values of the
-//! others ([`WriteOptions::partial_updates`](super::WriteOptions::partial_updates)).
+//! others ([`WriteOptions::partial_updates`](crate::WriteOptions::partial_updates)).
 //!
 //! The missing columns are filled before the write is validated, from the latest snapshot of
 //! the rows with the same record key and partition path (new keys get nulls), so the write

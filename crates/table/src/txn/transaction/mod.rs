@@ -15,9 +15,8 @@ use arbor_timeline::{
 };
 use bytes::Bytes;
 
-use super::context::refuse_during_restore;
+use super::context::{refuse_during_restore, Table};
 use crate::error::{Result, TableError};
-use crate::table::Table;
 use crate::write::commit::{self, Heartbeat};
 use crate::write::options::WriteOptions;
 use crate::write::{mdt_sync, rollback};
@@ -239,3 +238,6 @@ impl<'a> Transaction<'a> {
         mdt_sync::maintain(&ctx.storage, &ctx.layout, &ctx.generator).await;
     }
 }
+
+#[cfg(test)]
+mod tests;
