@@ -3,7 +3,7 @@
 //! [`Table`] is the handle writers use: every state change is an operation of [`txn`] that
 //! runs its locked steps through one [`Transaction`] (the commit protocol: lock, rollback of
 //! failed writes, main-moved check, instant and heartbeat, MDT deltacommit, conflict check,
-//! completion). [`write`] holds the write path's building blocks (options, schema
+//! completion). [`write`](mod@write) holds the write path's building blocks (options, schema
 //! conformance, indexes, planner, file writers, rollback, compaction), [`read`] the readers,
 //! [`keygen`] record keys and partition paths from Arrow batches.
 

@@ -1,6 +1,7 @@
-//! [`Table`] and its [`TableContext`]: everything a handle knows about its table (storage, metadata root,
-//! config, layout, lock provider, instant time generator, write options, data schema), and
-//! the checks every transaction runs against it (main moved, restore pending, branch).
+//! [`Table`] and its [`TableContext`]: everything a handle knows about its table (storage,
+//! metadata root, config, layout, lock provider, instant time generator, write options, data
+//! schema), and the checks every transaction runs against it (main moved, restore pending,
+//! branch).
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //!
 //! # The protocol
 //!
-//! Every locked step of every operation is run by [`Transaction::run`] (inside this crate) or
+//! Every locked step of every operation is run by `Transaction::run` (inside this crate) or
 //! [`crate::Table::transact`] (outside it), the only code that takes the table lock (through
 //! `write::commit::with_lock`, which renews the lease while the step runs). A step is entered
 //! in one of four ways (`transaction::Entry`):
@@ -17,38 +17,40 @@
 //!
 //! A write (spec 2.3) then runs in two locked steps with the data files written in between:
 //! 1. the input is validated (schema, keys, non-empty) before anything is written;
-//! 2. *begin*, then [`Transaction::start_instant`]: refuse while a restore is pending, take an
+//! 2. *begin*, then `Transaction::start_instant`: refuse while a restore is pending, take an
 //!    instant time, write the heartbeat (renewed in the background every third of
 //!    `heartbeat_timeout` until the write commits or is dropped) and create
 //!    `<t>.<action>.requested`;
 //! 3. without the lock: index lookup, planning, base and log files, then (after checking
 //!    the requested file still exists: a rollback by another writer deletes it)
-//!    `<t>.<action>.inflight` with the workload profile ([`write`]);
+//!    `<t>.<action>.inflight` with the workload profile (`write`);
 //! 4. *resume*: ownership (the instant is still requested and inflight, no rollback names
 //!    it, its heartbeat is live; else [`crate::TableError::InstantRolledBack`] and what is
 //!    left of the write is removed), the conflict check against writes completed since the
 //!    plan (else the instant is rolled back and [`crate::TableError::CommitConflict`]), the
 //!    MDT deltacommit, then the completed instant created if absent with a completion time
-//!    after every time on the timeline: the commit point ([`prepared`]);
-//! 5. inline compaction of merge-on-read tables, when configured ([`compact`]).
+//!    after every time on the timeline: the commit point (`prepared`);
+//! 5. inline compaction of merge-on-read tables, when configured (`compact`).
 //!
 //! # Files
 //!
-//! `context.rs` ([`context::TableContext`]: storage, metadata root, config, layout, lock
-//! provider, instant generator, options, schema; the main-moved and restore checks),
-//! `transaction/` ([`Transaction`], with its tests), `create.rs`, and one file per operation: `write.rs`
-//! (validate, prepare), `prepared.rs` ([`PreparedWrite`] and its commit, shared by every
-//! write-like operation), `delete_partitions.rs`, `compact.rs` (incl. inline compaction),
-//! `init_metadata_table.rs`, `create_index.rs` (record and secondary indexes).
+//! `context.rs` ([`Table`](crate::Table) and its `context::TableContext`: storage,
+//! metadata root, config, layout, lock provider, instant generator, options, schema; the
+//! main-moved and restore checks), `transaction/` ([`Transaction`], with its tests),
+//! `create.rs`, and one file per operation: `write.rs` (validate, prepare), `prepared.rs`
+//! ([`PreparedWrite`] and its commit, shared by every write-like operation),
+//! `delete_partitions.rs`, `compact.rs` (incl. inline compaction), `init_metadata_table.rs`,
+//! `create_index.rs` (record and secondary indexes). `crate::table` holds the methods of
+//! [`Table`](crate::Table), each forwarding to one of these.
 //!
 //! # Adding an operation
 //!
 //! A new operation (partition TTL, shallow clone, ...) is a new file here with a function
 //! taking `&Table`, forwarded to by one method of [`crate::Table`]. It runs each of its locked
-//! steps through [`Transaction::run`] (`Entry::Begin` for a new state change) and makes its
+//! steps through `Transaction::run` (`Entry::Begin` for a new state change) and makes its
 //! changes with the transaction's methods (timeline, instant start, rollback, MDT records,
 //! property mirroring); a write-like operation builds a [`PreparedWrite`] as
-//! `delete_partitions.rs` does and completes it with [`prepared::commit`], so the commit point
+//! `delete_partitions.rs` does and completes it with `prepared::commit`, so the commit point
 //! stays in one place. It never takes the lock or rolls back failed writes itself.
 
 pub(crate) mod compact;

@@ -318,7 +318,8 @@ impl DataSchema {
     }
 }
 
-/// How [`DataSchema::conform`] treats columns that differ from the table's.
+/// How the write path, conforming input to the table schema (`DataSchema::conform`), treats
+/// columns that differ from the table's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ConformOptions {
     /// Table columns the input lacks are null-filled (deletes name only keys).

@@ -552,7 +552,7 @@ pub async fn init_secondary_index(
     Ok(entries.len())
 }
 
-/// The record keys whose indexed column has text `value` (`None` = null, see [`value_text`]
+/// The record keys whose indexed column has text `value` (`None` = null, see `value_text`
 /// for the text of non-string columns) in secondary index `index_name` (with or without the
 /// `secondary_index_` prefix), each with its current location, sorted by key.
 ///
