@@ -23,6 +23,14 @@
 //! never filled, so the new main is loaded; the entry of the old root stays valid for readers
 //! that open that root explicitly.
 //!
+//! Refresh: when the fingerprint changed, a reader listing directories
+//! ([`ListingSource::Storage`], or `Auto` on a table without FILES) whose config is unchanged
+//! starts from a fork of the cached view and [`refresh`](arbor_fsview::FileSystemView::refresh)es
+//! it: the timeline is reloaded and only the partitions that the instants completed since
+//! name are listed again (everything when an instant disappeared or a restore completed, as
+//! the refresh documents). A reader listing through the metadata table, or a changed config,
+//! reloads everything.
+//!
 //! What the fingerprint cannot see is what the timeline does not record either: files written
 //! or deleted by an instant that is still pending. Those files are not visible to readers
 //! (the view filters them by the timeline), exactly as without the cache.
@@ -169,17 +177,32 @@ async fn list_objects(storage: &Arc<dyn Storage>, dir: &str) -> Result<Vec<Objec
     Ok(objects)
 }
 
-/// The cached reader of `key` when its fingerprint still holds for `storage`, re-pointed at
-/// `storage`.
+/// What the cache holds for one open.
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    /// Nothing cached.
+    Miss,
+    /// The cached state, current (the fingerprint still holds), re-pointed at the caller's
+    /// storage.
+    Hit(ReaderState),
+    /// A cached state the timeline moved past: `now` is the fingerprint just taken (before
+    /// anything is reloaded), to cache the refreshed state under.
+    Stale {
+        state: ReaderState,
+        now: Fingerprint,
+    },
+}
+
+/// Looks `key` up and checks the cached state against the timeline of `storage` as listed now.
 pub(crate) async fn lookup(
     key: &CacheKey,
     storage: &Arc<dyn Storage>,
     config: &TableConfig,
     layout: &TableLayout,
     use_mdt: bool,
-) -> Result<Option<ReaderState>> {
+) -> Result<Lookup> {
     let Some(entry) = CACHE.get(key).await else {
-        return Ok(None);
+        return Ok(Lookup::Miss);
     };
     let now = fingerprint(
         storage,
@@ -189,12 +212,15 @@ pub(crate) async fn lookup(
         entry.mdt_timeline_dir.as_deref(),
     )
     .await?;
-    if now != entry.fingerprint {
-        tracing::debug!(location = %key.location, "the timeline changed since the table was cached; reloading");
-        CACHE.invalidate(key).await;
-        return Ok(None);
+    if now == entry.fingerprint {
+        return Ok(Lookup::Hit(entry.state.rebind(storage.clone())));
     }
-    Ok(Some(entry.state.rebind(storage.clone())))
+    tracing::debug!(location = %key.location, "the timeline changed since the table was cached");
+    CACHE.invalidate(key).await;
+    Ok(Lookup::Stale {
+        state: entry.state.rebind(storage.clone()),
+        now,
+    })
 }
 
 /// Caches `state`, loaded after `fingerprint` was taken.

@@ -50,7 +50,7 @@ pub use plan::{PartitionScan, ScanPlan};
 pub use source::{CacheMode, ListingSource, OpenOptions};
 
 use crate::error::{Result, TableError};
-use cache::ReaderState;
+use cache::{Lookup, ReaderState};
 use stream::SliceReader;
 
 /// Reads one table (main) at the state it had when opened.
@@ -62,7 +62,18 @@ use stream::SliceReader;
 pub struct TableReader {
     config: TableConfig,
     slices: SliceReader,
-    from_cache: bool,
+    cache_use: CacheUse,
+}
+
+/// How a [`TableReader`]'s state was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CacheUse {
+    /// Loaded from storage (cache bypassed, missed, or unusable).
+    Loaded,
+    /// The cached state, unchanged: the timeline had not moved since it was loaded.
+    Hit,
+    /// The cached state refreshed with the instants completed since (see [`cache`]).
+    Refreshed,
 }
 
 impl TableReader {
@@ -124,8 +135,19 @@ impl TableReader {
         let Some(key) = key else {
             return Self::load(storage, config, layout, use_mdt, source).await;
         };
-        if let Some(state) = cache::lookup(&key, &storage, &config, &layout, use_mdt).await? {
-            return Ok(Self::from_state(state, true));
+        match cache::lookup(&key, &storage, &config, &layout, use_mdt).await? {
+            Lookup::Hit(state) => return Ok(Self::from_state(state, CacheUse::Hit)),
+            Lookup::Stale { state, now } if !use_mdt && state.config == config => {
+                match Self::refreshed(state, storage.clone()).await {
+                    Ok(reader) => {
+                        cache::insert(key, now, None, reader.state()).await;
+                        return Ok(reader);
+                    }
+                    // The cold open below reports what is wrong, exactly as without cache.
+                    Err(e) => tracing::debug!(error = %e, "refreshing the cached table failed"),
+                }
+            }
+            Lookup::Stale { .. } | Lookup::Miss => {}
         }
         let mdt_dir = if use_mdt {
             match cache::mdt_timeline_dir(&storage).await {
@@ -196,16 +218,34 @@ impl TableReader {
                 mode,
                 ordering_field,
             },
-            from_cache: false,
+            cache_use: CacheUse::Loaded,
         })
     }
 
-    fn from_state(state: ReaderState, from_cache: bool) -> Self {
+    fn from_state(state: ReaderState, cache_use: CacheUse) -> Self {
         TableReader {
             config: state.config,
             slices: state.slices,
-            from_cache,
+            cache_use,
         }
+    }
+
+    /// A cached state brought up to the timeline: the view forked and refreshed (only the
+    /// partitions named by newly completed instants are listed again), the read schema
+    /// resolved again.
+    async fn refreshed(state: ReaderState, storage: Arc<dyn Storage>) -> Result<Self> {
+        let mut view = state.slices.view.fork();
+        view.refresh().await.map_err(TableError::from_fsview)?;
+        let schema = schema::resolve_read_schema(&storage, &state.config, &view).await?;
+        let mut slices = state.slices;
+        slices.view = Arc::new(view);
+        slices.schema = schema;
+        slices.storage = storage;
+        Ok(TableReader {
+            config: state.config,
+            slices,
+            cache_use: CacheUse::Refreshed,
+        })
     }
 
     fn state(&self) -> ReaderState {
@@ -215,10 +255,15 @@ impl TableReader {
         }
     }
 
-    /// True when this reader's state came from the process-wide [`cache`] (after checking
-    /// that the timeline had not changed), false when it was loaded from storage.
+    /// True when this reader's state came from the process-wide [`cache`] as it was (after
+    /// checking that the timeline had not changed).
     pub fn is_from_cache(&self) -> bool {
-        self.from_cache
+        self.cache_use == CacheUse::Hit
+    }
+
+    /// How this reader's state was obtained.
+    pub fn cache_use(&self) -> CacheUse {
+        self.cache_use
     }
 
     /// The read schema: meta columns (when the table populates them) then data columns.

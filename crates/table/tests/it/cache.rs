@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage};
-use arbor_table::read::{CacheMode, ListingSource, OpenOptions, ReadOptions, TableReader};
+use arbor_table::read::{
+    CacheMode, CacheUse, ListingSource, OpenOptions, ReadOptions, TableReader,
+};
 use arbor_table::{Table, WriteOperation};
 use arbor_timeline::config::TableType;
 
@@ -90,11 +92,13 @@ async fn test_cache_two_handles_one_writes_the_other_opens_and_sees_the_write() 
         // The handle opened before the writes still reads its own snapshot.
         assert_eq!(
             rows_of(&before.read(ReadOptions::new()).await.unwrap()),
-            rows_of(&t.reader().await.read(ReadOptions::new().as_of(
-                t.completed().await[0].requested_time.clone()
-            ))
-            .await
-            .unwrap())
+            rows_of(
+                &t.reader()
+                    .await
+                    .read(ReadOptions::new().as_of(t.completed().await[0].requested_time.clone()))
+                    .await
+                    .unwrap()
+            )
         );
     }
 }
@@ -122,5 +126,58 @@ async fn test_cache_writer_plans_against_fresh_state_after_another_writer() {
             .unwrap();
         model.upsert(step);
         assert_snapshot(&t, &model, &format!("step {i}")).await;
+    }
+}
+
+/// Every query of a refreshed reader equals a cold open's, after each kind of change.
+async fn assert_refreshed_reads_as_cold(storage: &Arc<dyn Storage>, step: &str) {
+    let source = OpenOptions::new().listing(ListingSource::Storage);
+    let warm = TableReader::open_view_opts(storage.clone(), source)
+        .await
+        .unwrap();
+    assert_eq!(warm.cache_use(), CacheUse::Refreshed, "{step}");
+    let cold = TableReader::open_view_opts(storage.clone(), source.cache(CacheMode::Bypass))
+        .await
+        .unwrap();
+    for options in [
+        ReadOptions::new(),
+        ReadOptions::new().read_optimized(true),
+        ReadOptions::new().incremental(None, None),
+    ] {
+        assert_eq!(
+            rows_of(&warm.read(options.clone()).await.unwrap()),
+            rows_of(&cold.read(options).await.unwrap()),
+            "{step}"
+        );
+    }
+    let hit = TableReader::open_view_opts(storage.clone(), source)
+        .await
+        .unwrap();
+    assert_eq!(hit.cache_use(), CacheUse::Hit, "{step}");
+}
+
+#[tokio::test]
+async fn test_cache_directory_listing_reader_is_refreshed_incrementally_and_reads_as_cold() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(table_type, Layout::Hive).await;
+        t.write(WriteOperation::Insert, &rows(0..12, 1, "a")).await;
+        let handle = other_handle(&t);
+        let source = OpenOptions::new().listing(ListingSource::Storage);
+        let filled = TableReader::open_view_opts(handle.clone(), source)
+            .await
+            .unwrap();
+        assert_eq!(filled.cache_use(), CacheUse::Loaded);
+        filled.read(ReadOptions::new()).await.unwrap();
+        t.write(WriteOperation::Upsert, &rows(4..20, 2, "b")).await;
+        assert_refreshed_reads_as_cold(&handle, "upsert").await;
+        t.write(WriteOperation::Delete, &rows(0..3, 3, "")).await;
+        assert_refreshed_reads_as_cold(&handle, "delete").await;
+        if table_type == TableType::MergeOnRead {
+            assert!(!t.table.compact().await.unwrap().is_empty());
+            assert_refreshed_reads_as_cold(&handle, "compaction").await;
+        }
+        t.write(WriteOperation::InsertOverwrite, &rows(30..33, 4, "c"))
+            .await;
+        assert_refreshed_reads_as_cold(&handle, "insert overwrite").await;
     }
 }

@@ -42,26 +42,38 @@ async fn test_scan_plan_describes_the_query_and_executes_like_read() {
                 .filter(PartitionFilter::eq("region", "eu")),
             ReadOptions::new().as_of(completed[0].requested_time.clone()),
             ReadOptions::new().read_optimized(true),
-            ReadOptions::new().incremental(Some(completed[0].completion_time.clone().unwrap()), None),
+            ReadOptions::new()
+                .incremental(Some(completed[0].completion_time.clone().unwrap()), None),
         ];
         for (i, options) in queries.iter().enumerate() {
             let plan = reader.plan(options).await.unwrap();
             // The plan says what it reads: slices grouped by partition, with their paths.
-            let partitions: Vec<&str> =
-                plan.partitions().iter().map(|p| p.partition.as_str()).collect();
+            let partitions: Vec<&str> = plan
+                .partitions()
+                .iter()
+                .map(|p| p.partition.as_str())
+                .collect();
             let mut sorted = partitions.clone();
             sorted.sort();
             sorted.dedup();
-            assert_eq!(partitions, sorted, "query {i}: one group per partition, ordered");
+            assert_eq!(
+                partitions, sorted,
+                "query {i}: one group per partition, ordered"
+            );
             assert!(plan.file_slices().count() > 0, "query {i}");
             for p in plan.partitions() {
                 for s in &p.slices {
                     assert_eq!(s.partition, p.partition);
-                    let path = s.base_file_path().or_else(|| s.log_file_paths().into_iter().next());
+                    let path = s
+                        .base_file_path()
+                        .or_else(|| s.log_file_paths().into_iter().next());
                     assert!(path.unwrap().starts_with(&p.partition), "query {i}");
                 }
             }
-            assert_eq!(plan.output_schema(), &reader.output_schema(options).unwrap());
+            assert_eq!(
+                plan.output_schema(),
+                &reader.output_schema(options).unwrap()
+            );
             assert_eq!(plan.as_of(), options.get_as_of());
             assert_eq!(plan.is_read_optimized(), options.is_read_optimized());
             assert_eq!(plan.incremental(), options.get_incremental());
