@@ -35,6 +35,7 @@ fn main() -> ExitCode {
                  bench mdt [--only listing|upsert] [--sizes PxF,PxF] [--runs N] [--no-s3]  the metadata-table benchmark (release build)\n  \
                  bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
+                 bench cache [--sizes PxF,PxF] [--runs N] [--quick]  second open + plan against the first (release build)\n  \
                  services            start PostgreSQL and moto, print their environment"
             );
             Err("no task given".to_string())

@@ -127,6 +127,32 @@ impl FileSystemView {
         })
     }
 
+    /// A new view of the same table with this view's timeline snapshot, listing and a copy of
+    /// the partition list and file lists cached so far, answering exactly as `self` does;
+    /// unlike a shared `self`, the fork can be [`refresh`](Self::refresh)ed. A listing being
+    /// filled while forking is not copied (the fork lists it again when asked).
+    pub fn fork(&self) -> FileSystemView {
+        let partitions = self
+            .partitions
+            .try_lock()
+            .ok()
+            .and_then(|guard| guard.clone());
+        FileSystemView {
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            listing: self.listing.clone(),
+            history: self.history.clone(),
+            index: self.index.clone(),
+            completed: self.completed.clone(),
+            partitions: tokio::sync::Mutex::new(partitions),
+            files: self
+                .files
+                .iter()
+                .map(|e| (e.key().clone(), e.value().clone()))
+                .collect(),
+        }
+    }
+
     /// The timeline snapshot the view answers from.
     pub fn history(&self) -> &TimelineHistory {
         &self.history

@@ -1,7 +1,7 @@
 //! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7). `cargo xtask bench
 //! mdt`, the metadata-table benchmark, lives in [`mdt`]; `cargo xtask bench clean`, clean
 //! planning, in [`clean`]; `cargo xtask bench branch`, branch creation and publication, in
-//! [`branch`].
+//! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -30,6 +30,7 @@
 //! Markdown tables (sizes; timings with ratios).
 
 mod branch;
+mod cache;
 mod clean;
 mod data;
 mod mdt;
@@ -118,6 +119,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("branch") {
         return branch::run(args);
+    }
+    if args.first().map(String::as_str) == Some("cache") {
+        return cache::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {

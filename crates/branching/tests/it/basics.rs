@@ -548,3 +548,51 @@ async fn test_publish_carries_mains_tags_in_branch_history_and_refuses_one_outsi
     drop_tag(&main, "also1", false, false).await.unwrap();
     assert_eq!(main_savepoints(&t).await, Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn test_publication_moves_main_for_a_reader_whose_main_was_cached() {
+    for tt in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(tt, true).await;
+        let mut model = Model::default();
+        let r1 = rows(0..10, 1, "a");
+        t.write(WriteOperation::Upsert, &r1).await;
+        model.upsert(&r1);
+        create_branch(&t.table, "cached", BranchSource::MainHead)
+            .await
+            .unwrap();
+        let b = t.branch("cached").await;
+        let r2 = rows(5..15, 2, "b");
+        t.write_on(&b, WriteOperation::Upsert, &r2).await;
+        let main_before = model.sorted();
+        model.upsert(&r2);
+        // Another handle of the process caches main, and reads it from the cache.
+        let handle: std::sync::Arc<dyn arbor_storage::Storage> =
+            std::sync::Arc::new(arbor_storage::ObjectStoreStorage::local(&t.base).unwrap());
+        let open = || arbor_table::read::TableReader::open(handle.clone());
+        let first = open().await.unwrap();
+        assert_eq!(rows_of(&first.snapshot(None).await.unwrap()), main_before);
+        let cached = open().await.unwrap();
+        assert!(cached.is_from_cache(), "{tt:?}");
+        publish(&b).await.unwrap();
+        // Main moved to the publication: the handle sees the branch's write.
+        let after = open().await.unwrap();
+        assert!(!after.is_from_cache(), "{tt:?}");
+        assert_eq!(
+            rows_of(&after.snapshot(None).await.unwrap()),
+            model.sorted(),
+            "{tt:?}"
+        );
+        // And a write on the new main is seen too.
+        let main = arbor_table::Table::open(handle.clone()).await.unwrap();
+        let r3 = rows(0..2, 3, "c");
+        main.write(WriteOperation::Upsert, vec![crate::support::batch(&r3)])
+            .await
+            .unwrap();
+        model.upsert(&r3);
+        assert_eq!(
+            rows_of(&open().await.unwrap().snapshot(None).await.unwrap()),
+            model.sorted(),
+            "{tt:?}"
+        );
+    }
+}

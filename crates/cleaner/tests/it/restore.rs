@@ -436,3 +436,40 @@ async fn test_write_during_pending_restore_is_refused_until_restore_finishes() {
     t.write(WriteOperation::Upsert, &rows(0..2, 3, "c")).await;
     t.assert_valid("after the finished restore").await;
 }
+
+#[tokio::test]
+async fn test_restore_is_seen_by_a_reader_whose_table_state_was_cached() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(table_type, true).await;
+        let mut model = Model::default();
+        let r = rows(0..8, 1, "a");
+        let sp = t.write(WriteOperation::Insert, &r).await;
+        model.upsert(&r);
+        let at_sp = model.sorted();
+        create_savepoint(&t.table, Some(&sp), "cache")
+            .await
+            .unwrap();
+        t.write(WriteOperation::Upsert, &rows(0..8, 2, "b")).await;
+        // Another handle of the process caches the latest state.
+        let handle: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(&t.base).unwrap());
+        let before = arbor_table::read::TableReader::open(handle.clone())
+            .await
+            .unwrap();
+        let cached = arbor_table::read::TableReader::open(handle.clone())
+            .await
+            .unwrap();
+        assert!(cached.is_from_cache(), "{table_type:?}");
+        assert_ne!(
+            super::support::rows_of(&before.snapshot(None).await.unwrap()),
+            at_sp
+        );
+        restore(&t.table, &sp).await.unwrap();
+        let after = arbor_table::read::TableReader::open(handle).await.unwrap();
+        assert!(!after.is_from_cache(), "{table_type:?}");
+        assert_eq!(
+            super::support::rows_of(&after.snapshot(None).await.unwrap()),
+            at_sp,
+            "{table_type:?}"
+        );
+    }
+}

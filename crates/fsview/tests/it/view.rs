@@ -378,3 +378,33 @@ async fn test_refresh_after_one_commit_relists_only_its_partition() {
     assert_eq!(tb.data_dirs_listed(), vec!["p=d".to_string()]);
     assert_eq!(latest.len(), 4);
 }
+
+/// A fork answers as its origin, keeps its cached listings, and refreshes on its own: the
+/// origin keeps its snapshot.
+#[tokio::test]
+async fn test_fork_keeps_listings_and_refreshes_without_changing_the_origin() {
+    let tb = Synthetic::new();
+    tb.commit(
+        100,
+        110,
+        Action::Commit,
+        &[("p=a", &base_name('a', 100)), ("p=b", &base_name('b', 100))],
+    )
+    .await;
+    let view = tb.view().await;
+    let before = view.latest_file_slices(None, None).await.unwrap();
+    tb.storage.reset();
+    let mut fork = view.fork();
+    assert_eq!(fork.latest_file_slices(None, None).await.unwrap(), before);
+    assert_eq!(tb.data_dirs_listed(), Vec::<String>::new());
+
+    tb.commit(200, 210, Action::Commit, &[("p=b", &base_name('b', 200))])
+        .await;
+    tb.storage.reset();
+    fork.refresh().await.unwrap();
+    let latest = fork.latest_file_slices(None, None).await.unwrap();
+    assert_eq!(tb.data_dirs_listed(), vec!["p=b".to_string()]);
+    let b = latest.iter().find(|s| s.partition == "p=b").unwrap();
+    assert_eq!(b.base_instant, t(200));
+    assert_eq!(view.latest_file_slices(None, None).await.unwrap(), before);
+}

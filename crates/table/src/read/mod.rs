@@ -16,18 +16,19 @@
 //! match are listed (snapshot and read-optimized queries) and only their slices are read;
 //! they are then applied to the rows read (see [`PartitionPruner`]).
 
+pub mod cache;
 mod datetime;
 mod filter;
 mod merge;
 mod options;
 mod ordering;
+mod plan;
 mod schema;
+mod source;
 mod stream;
 
-use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use arbor_format::meta;
 use arbor_fsview::{FileSlice, FileSystemView, PartitionListing, StorageListing};
 use arbor_mdt::{MdtFilesListing, MetadataTable, FILES_PARTITION, MDT_META_DIR};
 use arbor_storage::Storage;
@@ -35,40 +36,44 @@ use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{resolve_main, InstantTime, TableConfig, TableLayout};
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
 pub use datetime::{parse_datetime, ParsedDateTime};
 pub use filter::{FilterOp, PartitionFilter, PartitionPruner};
 pub use merge::{merge_slice, LogPart, MergeMode};
 pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
 pub use ordering::{newer_wins, OrderKey};
+pub use plan::{PartitionScan, ScanPlan};
+pub use source::{CacheMode, ListingSource, OpenOptions};
 
 use crate::error::{Result, TableError};
-use stream::{SlicePlan, SliceReader};
-
-/// How many partitions are listed at once by a filtered read.
-const LISTING_CONCURRENCY: usize = 8;
-
-/// Where a reader's file lists come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ListingSource {
-    /// The metadata table's FILES partition when the table lists it, else directory listing.
-    #[default]
-    Auto,
-    /// Always directory listing.
-    Storage,
-    /// Always the metadata table (an error when the table has none).
-    MetadataTable,
-}
+use cache::{Lookup, ReaderState};
+use stream::SliceReader;
 
 /// Reads one table (main) at the state it had when opened.
+///
+/// Opening uses the process-wide [`cache`] unless told not to ([`OpenOptions::cache`]): the
+/// state is then shared with the other handles of the process that opened the same table
+/// location and metadata root, and is never older than the timeline as listed by this open.
 #[derive(Debug)]
 pub struct TableReader {
     config: TableConfig,
     slices: SliceReader,
+    cache_use: CacheUse,
+}
+
+/// How a [`TableReader`]'s state was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CacheUse {
+    /// Loaded from storage (cache bypassed, missed, or unusable).
+    Loaded,
+    /// The cached state, unchanged: the timeline had not moved since it was loaded.
+    Hit,
+    /// The cached state refreshed with the instants completed since (see [`cache`]).
+    Refreshed,
 }
 
 impl TableReader {
@@ -99,6 +104,17 @@ impl TableReader {
     /// directory listing with a warning (as hudi-rs does), while a metadata table that exists
     /// but cannot be read fails the open.
     pub async fn open_view_with(storage: Arc<dyn Storage>, source: ListingSource) -> Result<Self> {
+        Self::open_view_opts(storage, OpenOptions::new().listing(source)).await
+    }
+
+    /// [`TableReader::open_view_with`] with every open option: the listing source and whether
+    /// the process-wide [`cache`] is used. With [`CacheMode::Shared`] (the default) the open
+    /// lists the active timeline directory (and the metadata table's, when listing through
+    /// it) and reuses the cached state only when nothing changed since it was loaded;
+    /// otherwise it loads from storage and caches the result. Either way the reader answers
+    /// exactly as a cold open at this moment would.
+    pub async fn open_view_opts(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<Self> {
+        let source = options.listing;
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let use_mdt = match source {
@@ -112,6 +128,53 @@ impl TableReader {
                         .any(|p| p == FILES_PARTITION)
             }
         };
+        let key = match options.cache {
+            CacheMode::Shared if cache::is_enabled() => cache::key(&storage, source),
+            _ => None,
+        };
+        let Some(key) = key else {
+            return Self::load(storage, config, layout, use_mdt, source).await;
+        };
+        match cache::lookup(&key, &storage, &config, &layout, use_mdt).await? {
+            Lookup::Hit(state) => return Ok(Self::from_state(state, CacheUse::Hit)),
+            Lookup::Stale { state, now } if !use_mdt && state.config == config => {
+                match Self::refreshed(state, storage.clone()).await {
+                    Ok(reader) => {
+                        cache::insert(key, now, None, reader.state()).await;
+                        return Ok(reader);
+                    }
+                    // The cold open below reports what is wrong, exactly as without cache.
+                    Err(e) => tracing::debug!(error = %e, "refreshing the cached table failed"),
+                }
+            }
+            Lookup::Stale { .. } | Lookup::Miss => {}
+        }
+        let mdt_dir = if use_mdt {
+            match cache::mdt_timeline_dir(&storage).await {
+                Ok(dir) => dir,
+                // The cold open reports what is wrong with the metadata table.
+                Err(_) => return Self::load(storage, config, layout, use_mdt, source).await,
+            }
+        } else {
+            None
+        };
+        // Taken before loading: whatever completes during the load changes the listing, so
+        // the next open reloads rather than trusting a state older than its fingerprint.
+        let fingerprint =
+            cache::fingerprint(&storage, &config, &layout, use_mdt, mdt_dir.as_deref()).await?;
+        let reader = Self::load(storage, config, layout, use_mdt, source).await?;
+        cache::insert(key, fingerprint, mdt_dir, reader.state()).await;
+        Ok(reader)
+    }
+
+    /// Loads config, timeline, listing and schema from storage (no cache).
+    async fn load(
+        storage: Arc<dyn Storage>,
+        config: TableConfig,
+        layout: TableLayout,
+        use_mdt: bool,
+        source: ListingSource,
+    ) -> Result<Self> {
         let mut listing: Arc<dyn PartitionListing> = Arc::new(StorageListing::new(storage.clone()));
         // One timeline load serves both the FILES listing (its block-validity rule) and the
         // view: a write completing in between must not be seen by one and not the other
@@ -155,7 +218,52 @@ impl TableReader {
                 mode,
                 ordering_field,
             },
+            cache_use: CacheUse::Loaded,
         })
+    }
+
+    fn from_state(state: ReaderState, cache_use: CacheUse) -> Self {
+        TableReader {
+            config: state.config,
+            slices: state.slices,
+            cache_use,
+        }
+    }
+
+    /// A cached state brought up to the timeline: the view forked and refreshed (only the
+    /// partitions named by newly completed instants are listed again), the read schema
+    /// resolved again.
+    async fn refreshed(state: ReaderState, storage: Arc<dyn Storage>) -> Result<Self> {
+        let mut view = state.slices.view.fork();
+        view.refresh().await.map_err(TableError::from_fsview)?;
+        let schema = schema::resolve_read_schema(&storage, &state.config, &view).await?;
+        let mut slices = state.slices;
+        slices.view = Arc::new(view);
+        slices.schema = schema;
+        slices.storage = storage;
+        Ok(TableReader {
+            config: state.config,
+            slices,
+            cache_use: CacheUse::Refreshed,
+        })
+    }
+
+    fn state(&self) -> ReaderState {
+        ReaderState {
+            config: self.config.clone(),
+            slices: self.slices.clone(),
+        }
+    }
+
+    /// True when this reader's state came from the process-wide [`cache`] as it was (after
+    /// checking that the timeline had not changed).
+    pub fn is_from_cache(&self) -> bool {
+        self.cache_use == CacheUse::Hit
+    }
+
+    /// How this reader's state was obtained.
+    pub fn cache_use(&self) -> CacheUse {
+        self.cache_use
     }
 
     /// The read schema: meta columns (when the table populates them) then data columns.
@@ -177,20 +285,21 @@ impl TableReader {
     /// columns in the requested order, else the read schema. An unknown column is
     /// [`TableError::InvalidInput`] naming it.
     pub fn output_schema(&self, options: &ReadOptions) -> Result<SchemaRef> {
-        let schema = self.schema();
-        let Some(columns) = options.get_columns() else {
-            return Ok(schema.clone());
-        };
-        let fields = columns
-            .iter()
-            .map(|c| {
-                schema
-                    .field_with_name(c)
-                    .map(|f| Arc::new(f.clone()))
-                    .map_err(|_| unknown_column(schema, c))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(Schema::new(fields)))
+        plan::output_schema(self.schema(), options)
+    }
+
+    /// Plans the query `options` describe without reading any data file: the file slices
+    /// per partition (partitions pruned by the filters), the merge mode, schemas, projection,
+    /// predicate, as-of instant, incremental range and read-optimized flag
+    /// ([`ScanPlan`]). Errors are those [`TableReader::read`] reports before reading.
+    pub async fn plan(&self, options: &ReadOptions) -> Result<ScanPlan> {
+        plan::plan(&self.config, &self.slices, options).await
+    }
+
+    /// Executes `plan` (made by [`TableReader::plan`] of this reader, or of another reader of
+    /// the same table) through this reader's storage.
+    pub fn execute(&self, plan: ScanPlan) -> BoxStream<'static, Result<RecordBatch>> {
+        plan.execute(self.slices.storage.clone())
     }
 
     /// The rows `options` select, as batches of at most `options.get_batch_size()` rows with
@@ -207,139 +316,8 @@ impl TableReader {
         &self,
         options: ReadOptions,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let output = self.output_schema(&options)?;
-        let pruner =
-            PartitionPruner::new(&self.config, self.schema(), options.get_partition_filters())?;
-        let view = &self.slices.view;
-        let (slices, admitted) = match options.get_incremental() {
-            Some((start, end)) => {
-                if options.get_as_of().is_some() || options.is_read_optimized() {
-                    return Err(TableError::InvalidInput {
-                        column: None,
-                        row: None,
-                        reason: "an incremental query cannot be combined with as_of or \
-                                 read_optimized"
-                            .into(),
-                    });
-                }
-                let inc = view
-                    .completed_between(start, end)
-                    .await
-                    .map_err(TableError::from_fsview)?;
-                let admitted: BTreeSet<String> = inc
-                    .instants
-                    .iter()
-                    .map(|i| i.requested_time.to_string())
-                    .collect();
-                if admitted.is_empty() {
-                    return Ok(futures::stream::empty().boxed());
-                }
-                let mut slices = Vec::new();
-                for s in inc.file_slices {
-                    if pruner.matches(&s.partition)? {
-                        slices.push(s);
-                    }
-                }
-                (slices, Some(admitted))
-            }
-            None => (
-                self.pruned_slices(&pruner, options.get_as_of()).await?,
-                None,
-            ),
-        };
-        let work = self.work_schema(&options, admitted.is_some(), &pruner.row_columns())?;
-        let projection = output
-            .fields()
-            .iter()
-            .map(|f| {
-                work.index_of(f.name())
-                    .map_err(|_| unknown_column(&work, f.name()))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let plan = Arc::new(SlicePlan {
-            as_of: options.get_as_of().cloned(),
-            base_only: options.is_read_optimized(),
-            work,
-            projection,
-            admitted,
-            batch_size: options.get_batch_size(),
-            row_filter: (!pruner.is_empty()).then_some(pruner),
-        });
-        let reader = self.slices.clone();
-        Ok(futures::stream::iter(slices)
-            .map(move |slice| reader.clone().slice_stream(slice, plan.clone()))
-            .flatten()
-            .boxed())
-    }
-
-    /// The latest slices (as of `as_of`) of the partitions `pruner` keeps; only those
-    /// partitions are listed.
-    async fn pruned_slices(
-        &self,
-        pruner: &PartitionPruner,
-        as_of: Option<&InstantTime>,
-    ) -> Result<Vec<FileSlice>> {
-        let view = &self.slices.view;
-        if pruner.is_empty() {
-            return view
-                .latest_file_slices(None, as_of)
-                .await
-                .map_err(TableError::from_fsview);
-        }
-        let mut kept = Vec::new();
-        for p in view
-            .partitions()
-            .await
-            .map_err(TableError::from_fsview)?
-            .iter()
-        {
-            if pruner.matches(p)? {
-                kept.push(p.clone());
-            }
-        }
-        let per_partition: Vec<Vec<FileSlice>> = futures::stream::iter(kept)
-            .map(|p| async move {
-                view.latest_file_slices(Some(&p), as_of)
-                    .await
-                    .map_err(TableError::from_fsview)
-            })
-            .buffered(LISTING_CONCURRENCY)
-            .try_collect()
-            .await?;
-        Ok(per_partition.into_iter().flatten().collect())
-    }
-
-    /// The columns read and merged for `options`: the output columns plus what the merge
-    /// needs (record key, ordering field, `_hoodie_is_deleted`), the columns partition filters
-    /// are applied to (`filtered`) and, for incremental queries, `_hoodie_commit_time`; in
-    /// read-schema order.
-    fn work_schema(
-        &self,
-        options: &ReadOptions,
-        incremental: bool,
-        filtered: &[&str],
-    ) -> Result<SchemaRef> {
-        let schema = self.schema();
-        let Some(columns) = options.get_columns() else {
-            return Ok(schema.clone());
-        };
-        let mut needed: HashSet<&str> = columns.iter().map(String::as_str).collect();
-        needed.insert(meta::RECORD_KEY);
-        needed.insert(meta::IS_DELETED);
-        needed.extend(filtered.iter().copied());
-        if let Some(f) = self.slices.ordering_field.as_deref() {
-            needed.insert(f);
-        }
-        if incremental {
-            needed.insert(meta::COMMIT_TIME);
-        }
-        let fields: Vec<_> = schema
-            .fields()
-            .iter()
-            .filter(|f| needed.contains(f.name().as_str()))
-            .cloned()
-            .collect();
-        Ok(Arc::new(Schema::new(fields)))
+        let plan = self.plan(&options).await?;
+        Ok(self.execute(plan))
     }
 
     /// The latest state (`as_of == None`) or the state as of an instant (time travel by
@@ -380,14 +358,5 @@ impl TableReader {
         self.slices
             .read_slice(slice, as_of, base_only, &self.slices.schema)
             .await
-    }
-}
-
-fn unknown_column(schema: &SchemaRef, column: &str) -> TableError {
-    let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    TableError::InvalidInput {
-        column: Some(column.to_string()),
-        row: None,
-        reason: format!("unknown column {column:?} (columns: {})", known.join(", ")),
     }
 }

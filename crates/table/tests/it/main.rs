@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod cache;
 mod compaction;
 mod crash_sweep;
 mod fixtures_read;
@@ -18,6 +19,7 @@ mod read_options;
 mod record_index;
 mod robustness;
 mod rollback;
+mod scan_plan;
 mod secondary_index;
 mod support_tables;
 mod value_types;

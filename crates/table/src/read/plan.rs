@@ -1,0 +1,391 @@
+//! [`ScanPlan`]: what one query reads, decided before anything is read, and its execution.
+//!
+//! Planning resolves the query type, lists (and prunes) partitions and picks the file slices;
+//! execution reads them. A plan carries everything its execution needs except the storage
+//! (file slices with their paths, merge mode, schemas, projection, predicate, as-of instant,
+//! incremental range and the commit rule its log blocks are checked against), so an engine
+//! can split it by partition or by slice and run [`ScanPlan::execute_slice`] wherever the
+//! table's storage can be reached. [`TableReader::read_stream`](crate::read::TableReader::read_stream)
+//! is `plan` followed by [`ScanPlan::execute`].
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use arbor_format::meta;
+use arbor_fsview::{FileSlice, FileSystemView};
+use arbor_storage::Storage;
+use arbor_timeline::{InstantTime, TableConfig};
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+
+use super::filter::{PartitionFilter, PartitionPruner};
+use super::merge::MergeMode;
+use super::options::ReadOptions;
+use super::stream::{SlicePlan, SliceReader};
+use crate::error::{Result, TableError};
+
+/// How many partitions are listed at once by a filtered read.
+const LISTING_CONCURRENCY: usize = 8;
+
+/// The file slices a plan reads in one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionScan {
+    /// The partition path (`""` for a non-partitioned table).
+    pub partition: String,
+    /// The slices, ordered by file id; each names its base and log files
+    /// ([`FileSlice::base_file_path`], [`FileSlice::log_file_paths`]).
+    pub slices: Vec<FileSlice>,
+}
+
+/// Which instants' log blocks count: the timeline snapshot the plan was made against.
+#[derive(Clone)]
+struct CommitRule(Arc<FileSystemView>);
+
+impl fmt::Debug for CommitRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let completed = self.0.history().completed_writes();
+        f.debug_struct("CommitRule")
+            .field("completed_writes", &completed.len())
+            .field(
+                "latest",
+                &completed.last().map(|i| i.requested_time.to_string()),
+            )
+            .finish()
+    }
+}
+
+/// One query, planned: the file slices per partition and how each is read, merged, filtered
+/// and projected.
+///
+/// Guarantees: executing a plan ([`ScanPlan::execute`]) yields exactly the batches
+/// [`TableReader::read_stream`](crate::read::TableReader::read_stream) yields for the same
+/// options on the same reader, in the same order (partition, then file id); executing each
+/// slice of [`ScanPlan::partitions`] with [`ScanPlan::execute_slice`] and concatenating the
+/// results in that order does too. A plan is immutable and cheap to clone; it reads nothing
+/// until executed.
+#[derive(Debug, Clone)]
+pub struct ScanPlan {
+    partitions: Vec<PartitionScan>,
+    mode: Option<MergeMode>,
+    ordering_field: Option<String>,
+    read_schema: SchemaRef,
+    output_schema: SchemaRef,
+    predicate: Vec<PartitionFilter>,
+    incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
+    slice: Arc<SlicePlan>,
+    commits: CommitRule,
+}
+
+impl ScanPlan {
+    /// The file slices to read, by partition (ordered by partition path).
+    pub fn partitions(&self) -> &[PartitionScan] {
+        &self.partitions
+    }
+
+    /// Every slice, in execution order.
+    pub fn file_slices(&self) -> impl Iterator<Item = &FileSlice> {
+        self.partitions.iter().flat_map(|p| p.slices.iter())
+    }
+
+    /// How records of a slice with log files are merged (`None`: merge mode CUSTOM, which
+    /// fails the execution of any slice that has log blocks to merge).
+    pub fn merge_mode(&self) -> Option<MergeMode> {
+        self.mode
+    }
+
+    /// The ordering field of event-time merges.
+    pub fn ordering_field(&self) -> Option<&str> {
+        self.ordering_field.as_deref()
+    }
+
+    /// The table's read schema (every column).
+    pub fn read_schema(&self) -> &SchemaRef {
+        &self.read_schema
+    }
+
+    /// The columns read and merged: the output columns plus what the merge, the partition
+    /// filters and an incremental query need, in read-schema order.
+    pub fn work_schema(&self) -> &SchemaRef {
+        &self.slice.work
+    }
+
+    /// The schema of the batches the execution yields.
+    pub fn output_schema(&self) -> &SchemaRef {
+        &self.output_schema
+    }
+
+    /// Indices into [`ScanPlan::work_schema`] of the output columns, in output order.
+    pub fn projection(&self) -> &[usize] {
+        &self.slice.projection
+    }
+
+    /// The partition filters: applied to partition paths when planning and to rows when
+    /// executing.
+    pub fn predicate(&self) -> &[PartitionFilter] {
+        &self.predicate
+    }
+
+    /// The time-travel instant (requested times at or before it), if any.
+    pub fn as_of(&self) -> Option<&InstantTime> {
+        self.slice.as_of.as_ref()
+    }
+
+    /// The incremental range `(start, end]` of completion times, if an incremental query.
+    pub fn incremental(&self) -> Option<(Option<&InstantTime>, Option<&InstantTime>)> {
+        self.incremental
+            .as_ref()
+            .map(|(s, e)| (s.as_ref(), e.as_ref()))
+    }
+
+    /// Incremental queries: the requested times whose records are kept.
+    pub fn admitted_instants(&self) -> Option<&BTreeSet<String>> {
+        self.slice.admitted.as_ref()
+    }
+
+    /// Whether only base files are read (a read-optimized query).
+    pub fn is_read_optimized(&self) -> bool {
+        self.slice.base_only
+    }
+
+    /// Most rows per output batch.
+    pub fn batch_size(&self) -> usize {
+        self.slice.batch_size
+    }
+
+    /// Reads every slice through `storage` (rooted as the planning reader's storage was), one
+    /// slice at a time when the stream is polled.
+    pub fn execute(self, storage: Arc<dyn Storage>) -> BoxStream<'static, Result<RecordBatch>> {
+        let reader = self.slice_reader(storage);
+        let plan = self.slice;
+        let slices: Vec<FileSlice> = self
+            .partitions
+            .into_iter()
+            .flat_map(|p| p.slices.into_iter())
+            .collect();
+        futures::stream::iter(slices)
+            .map(move |slice| reader.clone().slice_stream(slice, plan.clone()))
+            .flatten()
+            .boxed()
+    }
+
+    /// Reads one slice of this plan (or any slice of the same table and timeline snapshot)
+    /// through `storage`: its output batches, filtered and projected as the plan says.
+    pub fn execute_slice(
+        &self,
+        storage: Arc<dyn Storage>,
+        slice: FileSlice,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
+        self.slice_reader(storage)
+            .slice_stream(slice, self.slice.clone())
+    }
+
+    fn slice_reader(&self, storage: Arc<dyn Storage>) -> SliceReader {
+        SliceReader {
+            storage,
+            view: self.commits.0.clone(),
+            schema: self.read_schema.clone(),
+            mode: self.mode,
+            ordering_field: self.ordering_field.clone(),
+        }
+    }
+}
+
+/// Plans `options` against the table of `config` read by `reader`.
+pub(crate) async fn plan(
+    config: &TableConfig,
+    reader: &SliceReader,
+    options: &ReadOptions,
+) -> Result<ScanPlan> {
+    let schema = &reader.schema;
+    let output = output_schema(schema, options)?;
+    let pruner = PartitionPruner::new(config, schema, options.get_partition_filters())?;
+    let view = &reader.view;
+    let (slices, admitted) = match options.get_incremental() {
+        Some((start, end)) => {
+            if options.get_as_of().is_some() || options.is_read_optimized() {
+                return Err(TableError::InvalidInput {
+                    column: None,
+                    row: None,
+                    reason: "an incremental query cannot be combined with as_of or \
+                             read_optimized"
+                        .into(),
+                });
+            }
+            let inc = view
+                .completed_between(start, end)
+                .await
+                .map_err(TableError::from_fsview)?;
+            let admitted: BTreeSet<String> = inc
+                .instants
+                .iter()
+                .map(|i| i.requested_time.to_string())
+                .collect();
+            let mut slices = Vec::new();
+            if !admitted.is_empty() {
+                for s in inc.file_slices {
+                    if pruner.matches(&s.partition)? {
+                        slices.push(s);
+                    }
+                }
+            }
+            (slices, Some(admitted))
+        }
+        None => (
+            pruned_slices(view, &pruner, options.get_as_of()).await?,
+            None,
+        ),
+    };
+    let work = work_schema(
+        schema,
+        reader.ordering_field.as_deref(),
+        options,
+        admitted.is_some(),
+        &pruner.row_columns(),
+    );
+    let projection = output
+        .fields()
+        .iter()
+        .map(|f| {
+            work.index_of(f.name())
+                .map_err(|_| unknown_column(&work, f.name()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let slice = Arc::new(SlicePlan {
+        as_of: options.get_as_of().cloned(),
+        base_only: options.is_read_optimized(),
+        work,
+        projection,
+        admitted,
+        batch_size: options.get_batch_size(),
+        row_filter: (!pruner.is_empty()).then_some(pruner),
+    });
+    Ok(ScanPlan {
+        partitions: by_partition(slices),
+        mode: reader.mode,
+        ordering_field: reader.ordering_field.clone(),
+        read_schema: schema.clone(),
+        output_schema: output,
+        predicate: options.get_partition_filters().to_vec(),
+        incremental: options
+            .get_incremental()
+            .map(|(s, e)| (s.cloned(), e.cloned())),
+        slice,
+        commits: CommitRule(view.clone()),
+    })
+}
+
+/// Groups slices ordered by partition into one [`PartitionScan`] per partition, keeping the
+/// order.
+fn by_partition(slices: Vec<FileSlice>) -> Vec<PartitionScan> {
+    let mut out: Vec<PartitionScan> = Vec::new();
+    for s in slices {
+        match out.last_mut() {
+            Some(last) if last.partition == s.partition => last.slices.push(s),
+            _ => out.push(PartitionScan {
+                partition: s.partition.clone(),
+                slices: vec![s],
+            }),
+        }
+    }
+    out
+}
+
+/// The latest slices (as of `as_of`) of the partitions `pruner` keeps; only those partitions
+/// are listed.
+async fn pruned_slices(
+    view: &FileSystemView,
+    pruner: &PartitionPruner,
+    as_of: Option<&InstantTime>,
+) -> Result<Vec<FileSlice>> {
+    if pruner.is_empty() {
+        return view
+            .latest_file_slices(None, as_of)
+            .await
+            .map_err(TableError::from_fsview);
+    }
+    let mut kept = Vec::new();
+    for p in view
+        .partitions()
+        .await
+        .map_err(TableError::from_fsview)?
+        .iter()
+    {
+        if pruner.matches(p)? {
+            kept.push(p.clone());
+        }
+    }
+    let per_partition: Vec<Vec<FileSlice>> = futures::stream::iter(kept)
+        .map(|p| async move {
+            view.latest_file_slices(Some(&p), as_of)
+                .await
+                .map_err(TableError::from_fsview)
+        })
+        .buffered(LISTING_CONCURRENCY)
+        .try_collect()
+        .await?;
+    Ok(per_partition.into_iter().flatten().collect())
+}
+
+/// The schema of the batches a read returns for `options`: the requested columns in the
+/// requested order, else the read schema. An unknown column is
+/// [`TableError::InvalidInput`] naming it.
+pub(crate) fn output_schema(schema: &SchemaRef, options: &ReadOptions) -> Result<SchemaRef> {
+    let Some(columns) = options.get_columns() else {
+        return Ok(schema.clone());
+    };
+    let fields = columns
+        .iter()
+        .map(|c| {
+            schema
+                .field_with_name(c)
+                .map(|f| Arc::new(f.clone()))
+                .map_err(|_| unknown_column(schema, c))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// The columns read and merged for `options`: the output columns plus what the merge needs
+/// (record key, ordering field, `_hoodie_is_deleted`), the columns partition filters are
+/// applied to (`filtered`) and, for incremental queries, `_hoodie_commit_time`; in
+/// read-schema order.
+fn work_schema(
+    schema: &SchemaRef,
+    ordering_field: Option<&str>,
+    options: &ReadOptions,
+    incremental: bool,
+    filtered: &[&str],
+) -> SchemaRef {
+    let Some(columns) = options.get_columns() else {
+        return schema.clone();
+    };
+    let mut needed: HashSet<&str> = columns.iter().map(String::as_str).collect();
+    needed.insert(meta::RECORD_KEY);
+    needed.insert(meta::IS_DELETED);
+    needed.extend(filtered.iter().copied());
+    if let Some(f) = ordering_field {
+        needed.insert(f);
+    }
+    if incremental {
+        needed.insert(meta::COMMIT_TIME);
+    }
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .filter(|f| needed.contains(f.name().as_str()))
+        .cloned()
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+fn unknown_column(schema: &SchemaRef, column: &str) -> TableError {
+    let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    TableError::InvalidInput {
+        column: Some(column.to_string()),
+        row: None,
+        reason: format!("unknown column {column:?} (columns: {})", known.join(", ")),
+    }
+}

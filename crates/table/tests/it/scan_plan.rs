@@ -1,0 +1,114 @@
+//! `TableReader::plan` / `execute`: the scan plan apart from its execution.
+
+use arbor_table::read::{PartitionFilter, ReadOptions, ScanPlan};
+use arbor_table::WriteOperation;
+use arbor_timeline::config::TableType;
+use arrow::record_batch::RecordBatch;
+use futures::TryStreamExt;
+
+use super::write_support::*;
+
+async fn written(table_type: TableType) -> TestTable {
+    let t = create(table_type, Layout::Hive).await;
+    t.write(WriteOperation::Insert, &rows(0..30, 1, "a")).await;
+    t.write(WriteOperation::Upsert, &rows(10..40, 2, "b")).await;
+    t
+}
+
+/// Every slice of `plan` executed on its own, concatenated in plan order.
+async fn per_slice(plan: &ScanPlan, t: &TestTable) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    for slice in plan.file_slices() {
+        let batches: Vec<RecordBatch> = plan
+            .execute_slice(t.storage.clone(), slice.clone())
+            .try_collect()
+            .await
+            .unwrap();
+        out.extend(batches);
+    }
+    out
+}
+
+#[tokio::test]
+async fn test_scan_plan_describes_the_query_and_executes_like_read() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = written(table_type).await;
+        let reader = t.reader().await;
+        let completed = t.completed().await;
+        let queries = [
+            ReadOptions::new(),
+            ReadOptions::new()
+                .columns(["name", "id"])
+                .filter(PartitionFilter::eq("region", "eu")),
+            ReadOptions::new().as_of(completed[0].requested_time.clone()),
+            ReadOptions::new().read_optimized(true),
+            ReadOptions::new()
+                .incremental(Some(completed[0].completion_time.clone().unwrap()), None),
+        ];
+        for (i, options) in queries.iter().enumerate() {
+            let plan = reader.plan(options).await.unwrap();
+            // The plan says what it reads: slices grouped by partition, with their paths.
+            let partitions: Vec<&str> = plan
+                .partitions()
+                .iter()
+                .map(|p| p.partition.as_str())
+                .collect();
+            let mut sorted = partitions.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(
+                partitions, sorted,
+                "query {i}: one group per partition, ordered"
+            );
+            assert!(plan.file_slices().count() > 0, "query {i}");
+            for p in plan.partitions() {
+                for s in &p.slices {
+                    assert_eq!(s.partition, p.partition);
+                    let path = s
+                        .base_file_path()
+                        .or_else(|| s.log_file_paths().into_iter().next());
+                    assert!(path.unwrap().starts_with(&p.partition), "query {i}");
+                }
+            }
+            assert_eq!(
+                plan.output_schema(),
+                &reader.output_schema(options).unwrap()
+            );
+            assert_eq!(plan.as_of(), options.get_as_of());
+            assert_eq!(plan.is_read_optimized(), options.is_read_optimized());
+            assert_eq!(plan.incremental(), options.get_incremental());
+            assert_eq!(plan.predicate(), options.get_partition_filters());
+            assert_eq!(plan.batch_size(), options.get_batch_size());
+            assert!(plan.merge_mode().is_some());
+            assert!(format!("{plan:?}").contains("CommitRule"));
+            if i == 1 {
+                assert!(plan.partitions().iter().all(|p| p.partition == "region=eu"));
+                assert!(plan.work_schema().index_of("_hoodie_record_key").is_ok());
+                assert_eq!(plan.projection().len(), 2);
+            }
+            // Executing the plan, or each slice on its own, is exactly the read.
+            let read = reader.read(options.clone()).await.unwrap();
+            let executed: Vec<RecordBatch> =
+                reader.execute(plan.clone()).try_collect().await.unwrap();
+            assert_eq!(executed, read, "{table_type:?} query {i}");
+            assert_eq!(per_slice(&plan, &t).await, read, "{table_type:?} query {i}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn test_scan_plan_errors_are_the_reads_errors() {
+    let t = written(TableType::CopyOnWrite).await;
+    let reader = t.reader().await;
+    for options in [
+        ReadOptions::new().columns(["nope"]),
+        ReadOptions::new().filter(PartitionFilter::eq("name", "x")),
+        ReadOptions::new()
+            .incremental(None, None)
+            .read_optimized(true),
+    ] {
+        let planned = reader.plan(&options).await.unwrap_err().to_string();
+        let read = reader.read(options).await.unwrap_err().to_string();
+        assert_eq!(planned, read);
+    }
+}
