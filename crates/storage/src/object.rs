@@ -1,5 +1,6 @@
 //! [`ObjectStoreStorage`]: the [`Storage`] implementation over `object_store` (local file system,
-//! memory, S3, or any other [`ObjectStore`]).
+//! memory, or any other [`ObjectStore`]; the S3, Azure and GCS constructors live with their
+//! factories in `backends/`).
 
 mod local;
 
@@ -20,7 +21,6 @@ use object_store::{
 };
 
 use crate::error::{Result, StorageError};
-use crate::factory::StorageOptions;
 use crate::path::validate_key;
 use crate::storage::{ListPage, ObjectMeta, Storage, Version, MAX_DELETE_BATCH};
 
@@ -69,11 +69,14 @@ const CREATE_CONFLICT_RETRIES: usize = 5;
 ///   object, which only makes a pending compare-and-swap fail. Deletes are not synced: a power
 ///   failure can undo a delete.
 /// - **memory** ([`ObjectStoreStorage::memory`]): object_store's [`InMemory`].
-/// - **S3** ([`ObjectStoreStorage::s3`]): object_store's `AmazonS3` with conditional put
-///   (`If-None-Match: *` / `If-Match: <etag>`). The S3 ETag of a simple put is the MD5 of the
+/// - **S3** (`ObjectStoreStorage::s3`, feature `s3`): object_store's `AmazonS3` with conditional
+///   put (`If-None-Match: *` / `If-Match: <etag>`). The S3 ETag of a simple put is the MD5 of the
 ///   content, so two writes of identical bytes have equal versions there.
+/// - **Azure Blob** (`ObjectStoreStorage::azure`, feature `azure`) and **GCS**
+///   (`ObjectStoreStorage::gcs`, feature `gcs`): object_store's clients, whose conditional puts
+///   use `If-None-Match: *` / `If-Match: <etag>` (Azure) and generation preconditions (GCS).
 ///
-/// Listing order: S3 and memory list in key order and pages are streamed. The local backend walks
+/// Listing order: S3, Azure, GCS and memory list in key order and pages are streamed. The local backend walks
 /// directories in key order and stops after one page. For a store given to
 /// [`ObjectStoreStorage::new`] the order is unknown, so each page lists everything under the prefix
 /// and sorts it (correct but `O(n)` per page) unless [`ObjectStoreStorage::with_sorted_listing`]
@@ -122,19 +125,6 @@ impl ObjectStoreStorage {
             local: None,
             sorted_listing: true,
         }
-    }
-
-    /// A storage over S3 bucket `bucket` rooted at `prefix` (may be empty). See
-    /// [`StorageOptions`] for the endpoint and credentials; nothing is read from the environment.
-    pub fn s3(bucket: &str, prefix: &str, options: &StorageOptions) -> Result<Self> {
-        let store = crate::factory::build_s3(bucket, options)?;
-        let prefix = prefix.trim_matches('/');
-        let url = if prefix.is_empty() {
-            format!("s3://{bucket}")
-        } else {
-            format!("s3://{bucket}/{prefix}")
-        };
-        Ok(Self::new(Arc::new(store), prefix, url)?.with_sorted_listing(true))
     }
 
     /// A storage over any `store`, rooted at `prefix` (a key, or empty for the store's root).
