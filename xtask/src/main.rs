@@ -35,7 +35,7 @@ fn main() -> ExitCode {
                  bench mdt [--only listing|upsert] [--sizes PxF,PxF] [--runs N] [--no-s3]  the metadata-table benchmark (release build)\n  \
                  bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
-                 services            start PostgreSQL and moto, print their environment"
+                 services            start PostgreSQL, moto and Azurite, print their environment"
             );
             Err("no task given".to_string())
         }
@@ -143,10 +143,13 @@ fn services() -> Result<Vec<(String, String)>, String> {
     let pg = script_output("postgres.sh", &[])?;
     let s3 = script_output("moto.sh", &[])?;
     let peer = script_output("peer.sh", &[])?;
+    // Azurite, with the container the Azure tests use.
+    let azurite = script_output("azurite.sh", &["container", "arbor-test"])?;
     Ok(vec![
         ("ARBOR_TEST_PG_URL".to_string(), pg),
         ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
         ("ARBOR_PEER_PYTHON".to_string(), peer),
+        ("ARBOR_TEST_AZURITE_ENDPOINT".to_string(), azurite),
     ])
 }
 

@@ -91,6 +91,9 @@ pub struct ObjectStoreStorage {
     local: Option<Arc<LocalFiles>>,
     /// True if `store.list*` yields keys in ascending order.
     sorted_listing: bool,
+    /// True if listings report ETags without the quotes that `head`/`get`/`put` report (Azure
+    /// Blob): listed ETags are then quoted so that both agree.
+    quote_listed_etags: bool,
 }
 
 impl ObjectStoreStorage {
@@ -114,6 +117,7 @@ impl ObjectStoreStorage {
             url: url.to_string(),
             local: Some(Arc::new(LocalFiles::new(canonical, fs))),
             sorted_listing: true,
+            quote_listed_etags: false,
         })
     }
 
@@ -124,6 +128,7 @@ impl ObjectStoreStorage {
             url: "memory://".to_string(),
             local: None,
             sorted_listing: true,
+            quote_listed_etags: false,
         }
     }
 
@@ -143,6 +148,7 @@ impl ObjectStoreStorage {
             url: name.into(),
             local: None,
             sorted_listing: false,
+            quote_listed_etags: false,
         })
     }
 
@@ -150,6 +156,15 @@ impl ObjectStoreStorage {
     /// store do), which lets [`Storage::list_page`] stream instead of sorting everything.
     pub fn with_sorted_listing(mut self, sorted: bool) -> Self {
         self.sorted_listing = sorted;
+        self
+    }
+
+    /// Declares that the store's listings report ETags without the surrounding quotes that its
+    /// `head`, `get` and `put` report (Azure Blob Storage does): listed ETags are then quoted, so
+    /// that a listed [`Version`] equals the one `head` returns and can be used for
+    /// [`Storage::put_if_match`].
+    pub fn with_quoted_listed_etags(mut self, quote: bool) -> Self {
+        self.quote_listed_etags = quote;
         self
     }
 
@@ -287,7 +302,8 @@ impl ObjectStoreStorage {
             }
             None => self.store.list(prefix),
         };
-        Ok(s.map_ok(convert_meta).boxed())
+        let quote = self.quote_listed_etags;
+        Ok(s.map_ok(move |m| listed_meta(m, quote)).boxed())
     }
 }
 
@@ -330,6 +346,20 @@ fn convert_meta(m: object_store::ObjectMeta) -> ObjectMeta {
             version: m.version,
         },
     }
+}
+
+/// Converts listed metadata, quoting a bare ETag when `quote` (see
+/// [`ObjectStoreStorage::with_quoted_listed_etags`]).
+fn listed_meta(m: object_store::ObjectMeta, quote: bool) -> ObjectMeta {
+    let mut meta = convert_meta(m);
+    if quote {
+        if let Some(tag) = &meta.version.e_tag {
+            if !tag.starts_with('"') && !tag.starts_with("W/") {
+                meta.version.e_tag = Some(format!("\"{tag}\""));
+            }
+        }
+    }
+    meta
 }
 
 /// Cuts a sorted listing to one page of at most `max_keys`.
@@ -572,7 +602,12 @@ impl Storage for ObjectStoreStorage {
             Err(object_store::Error::NotFound { .. }) => return Ok((Vec::new(), Vec::new())),
             Err(e) => return Err(self.map_err("list_dir", prefix, e)),
         };
-        let mut objects: Vec<ObjectMeta> = res.objects.into_iter().map(convert_meta).collect();
+        let quote = self.quote_listed_etags;
+        let mut objects: Vec<ObjectMeta> = res
+            .objects
+            .into_iter()
+            .map(|m| listed_meta(m, quote))
+            .collect();
         objects.sort_by(|a, b| a.key.cmp(&b.key));
         let mut dirs: Vec<String> = res
             .common_prefixes
@@ -683,6 +718,22 @@ mod tests {
         let p = page_of(vec![meta("a"), meta("b"), meta("c")], 2);
         assert_eq!(p.next.as_deref(), Some("b"));
         assert_eq!(p.objects.len(), 2);
+    }
+
+    #[test]
+    fn test_listed_meta_quotes_bare_etags_only_when_asked() {
+        let m = |tag: &str| object_store::ObjectMeta {
+            location: Path::from("a"),
+            last_modified: chrono::DateTime::<chrono::Utc>::default(),
+            size: 1,
+            e_tag: Some(tag.to_string()),
+            version: None,
+        };
+        let tag = |m: ObjectMeta| m.version.e_tag.unwrap();
+        assert_eq!(tag(listed_meta(m("0x1"), true)), "\"0x1\"");
+        assert_eq!(tag(listed_meta(m("\"0x1\""), true)), "\"0x1\"");
+        assert_eq!(tag(listed_meta(m("W/\"x\""), true)), "W/\"x\"");
+        assert_eq!(tag(listed_meta(m("0x1"), false)), "0x1");
     }
 
     #[test]

@@ -74,7 +74,10 @@ impl ObjectStoreStorage {
         } else {
             format!("az://{container}/{prefix}")
         };
-        Ok(Self::new(Arc::new(store), prefix, url)?.with_sorted_listing(true))
+        // Azure lists ETags bare but returns them quoted everywhere else.
+        Ok(Self::new(Arc::new(store), prefix, url)?
+            .with_sorted_listing(true)
+            .with_quoted_listed_etags(true))
     }
 }
 
