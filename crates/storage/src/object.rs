@@ -286,7 +286,7 @@ impl ObjectStoreStorage {
             .await
             .map_err(|e| self.map_err("list", prefix, e))?;
         all.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(page_of(all, max_keys))
+        Ok(ListPage::of_sorted(all, max_keys))
     }
 
     /// The object_store listing stream after `start_after`, mapped to our [`ObjectMeta`].
@@ -360,20 +360,6 @@ fn listed_meta(m: object_store::ObjectMeta, quote: bool) -> ObjectMeta {
         }
     }
     meta
-}
-
-/// Cuts a sorted listing to one page of at most `max_keys`.
-pub(crate) fn page_of(mut objects: Vec<ObjectMeta>, max_keys: usize) -> ListPage {
-    if objects.len() > max_keys {
-        objects.truncate(max_keys);
-        let next = objects.last().map(|o| o.key.clone());
-        ListPage { objects, next }
-    } else {
-        ListPage {
-            objects,
-            next: None,
-        }
-    }
 }
 
 /// Rejects `max_keys == 0`.
@@ -586,7 +572,7 @@ impl Storage for ObjectStoreStorage {
             // The store claimed to list in order but did not: fall back to sorting.
             return self.list_page_sorting(prefix, start_after, max_keys).await;
         }
-        Ok(page_of(objects, max_keys))
+        Ok(ListPage::of_sorted(objects, max_keys))
     }
 
     async fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
@@ -704,21 +690,6 @@ impl Storage for ObjectStoreStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn test_page_of_sets_next_only_when_more() {
-        let meta = |k: &str| ObjectMeta {
-            key: k.to_string(),
-            size: 0,
-            last_modified: chrono::DateTime::<chrono::Utc>::default(),
-            version: Version::default(),
-        };
-        let p = page_of(vec![meta("a"), meta("b")], 2);
-        assert_eq!(p.next, None);
-        let p = page_of(vec![meta("a"), meta("b"), meta("c")], 2);
-        assert_eq!(p.next.as_deref(), Some("b"));
-        assert_eq!(p.objects.len(), 2);
-    }
 
     #[test]
     fn test_listed_meta_quotes_bare_etags_only_when_asked() {
