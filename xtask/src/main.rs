@@ -149,6 +149,8 @@ fn services() -> Result<Vec<(String, String)>, String> {
         ("ARBOR_TEST_PG_URL".to_string(), pg),
         ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
         ("ARBOR_PEER_PYTHON".to_string(), peer),
+        // object_store's emulator mode reads the address from here.
+        ("AZURITE_BLOB_STORAGE_URL".to_string(), azurite.clone()),
         ("ARBOR_TEST_AZURITE_ENDPOINT".to_string(), azurite),
     ])
 }

@@ -36,7 +36,18 @@ fn azurite() -> Result<String, String> {
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        // object_store's emulator mode talks to http://127.0.0.1:10000 unless
+        // AZURITE_BLOB_STORAGE_URL says otherwise.
+        let target = std::env::var("AZURITE_BLOB_STORAGE_URL")
+            .unwrap_or_else(|_| "http://127.0.0.1:10000".to_string());
+        if target.trim_end_matches('/') != url {
+            return Err(format!(
+                "Azurite runs at {url} but object_store would use {target}: set \
+                 AZURITE_BLOB_STORAGE_URL={url}"
+            ));
+        }
+        Ok(url)
     })
     .clone()
 }
