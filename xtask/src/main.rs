@@ -36,7 +36,7 @@ fn main() -> ExitCode {
                  bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
                  bench cache [--sizes PxF,PxF] [--runs N] [--quick]  second open + plan against the first (release build)\n  \
-                 services            start PostgreSQL and moto, print their environment"
+                 services            start PostgreSQL, moto and Azurite, print their environment"
             );
             Err("no task given".to_string())
         }
@@ -144,10 +144,15 @@ fn services() -> Result<Vec<(String, String)>, String> {
     let pg = script_output("postgres.sh", &[])?;
     let s3 = script_output("moto.sh", &[])?;
     let peer = script_output("peer.sh", &[])?;
+    // Azurite, with the container the Azure tests use.
+    let azurite = script_output("azurite.sh", &["container", "arbor-test"])?;
     Ok(vec![
         ("ARBOR_TEST_PG_URL".to_string(), pg),
         ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
         ("ARBOR_PEER_PYTHON".to_string(), peer),
+        // object_store's emulator mode reads the address from here.
+        ("AZURITE_BLOB_STORAGE_URL".to_string(), azurite.clone()),
+        ("ARBOR_TEST_AZURITE_ENDPOINT".to_string(), azurite),
     ])
 }
 

@@ -35,8 +35,10 @@ use crate::commands::write::WriteArgs;
 #[command(name = "arbor", version, about, long_about = None)]
 struct Cli {
     /// Storage option as KEY=VALUE (repeatable), e.g. s3.endpoint=http://127.0.0.1:5055,
-    /// s3.region=us-east-1, s3.access-key-id=..., s3.secret-access-key=..., s3.allow-http=true.
-    /// Credentials are never read from the environment implicitly.
+    /// s3.region=us-east-1, s3.access-key-id=..., s3.secret-access-key=..., s3.allow-http=true,
+    /// azure.account=..., azure.access-key=..., azure.use-emulator=true, gs.service-account-path=...
+    /// (an unknown key is an error listing the accepted ones). Credentials are never read from
+    /// the environment implicitly.
     #[arg(
         long = "storage-option",
         short = 'o',

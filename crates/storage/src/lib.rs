@@ -5,8 +5,11 @@
 //! - [`Storage`], a small async trait over `object_store` with the two conditional writes a table
 //!   format needs for atomic commits: [`Storage::put_if_absent`] (create-if-absent) and
 //!   [`Storage::put_if_match`] (compare-and-swap on a [`Version`]);
-//! - backends for the local file system (the default), memory and S3, built from a URL or a plain
-//!   path by [`open_storage`];
+//! - backends for the local file system (the default) and memory, and behind cargo features S3
+//!   (`s3`), Azure Blob (`azure`) and Google Cloud Storage (`gcs`), opened from a URL or a plain
+//!   path by [`open_storage`] through a process-wide registry of [`StorageFactory`]s keyed by URL
+//!   scheme, which other crates extend with [`register_storage_factory`]; [`StorageOptions`] holds
+//!   their options, namespaced per backend (`s3.*`, `azure.*`, `gs.*`);
 //! - [`LockProvider`], a leased lock with fencing tokens, with in-process, local-file,
 //!   object-store and (feature `postgres`) PostgreSQL implementations;
 //! - [`FaultInjectingStorage`], a wrapper that fails or "crashes" at the N-th operation, for crash
@@ -15,22 +18,27 @@
 //!   metadata table under `.hoodie/metadata`);
 //! - (feature `conformance`) the suites every `Storage` and `LockProvider` implementation runs.
 
+mod backends;
 mod durable;
 mod error;
 mod factory;
 mod fault;
+mod location;
 mod lock;
 mod object;
+mod options;
 mod path;
 mod prefixed;
+mod registry;
 mod storage;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
 pub use error::{LockError, LockResult, Result, StorageError};
-pub use factory::{open_storage, StorageOptions};
+pub use factory::StorageFactory;
 pub use fault::{FaultInjectingStorage, FaultMode, OpKind, OpRecord};
+pub use location::bucket_and_prefix;
 #[cfg(feature = "postgres")]
 pub use lock::postgres::PostgresLockProvider;
 pub use lock::{
@@ -38,6 +46,8 @@ pub use lock::{
     validate_lock_name, Lease, LockProvider, LockState,
 };
 pub use object::ObjectStoreStorage;
+pub use options::{normalize_key, OptionSpec, StorageOptions};
 pub use path::validate_key;
 pub use prefixed::PrefixedStorage;
+pub use registry::{open_storage, register_storage_factory, registered_schemes};
 pub use storage::{ListPage, ObjectMeta, Storage, StorageExt, Version, MAX_DELETE_BATCH};

@@ -1,5 +1,6 @@
 //! [`ObjectStoreStorage`]: the [`Storage`] implementation over `object_store` (local file system,
-//! memory, S3, or any other [`ObjectStore`]).
+//! memory, or any other [`ObjectStore`]; the S3, Azure and GCS constructors live with their
+//! factories in `backends/`).
 
 mod local;
 
@@ -20,7 +21,6 @@ use object_store::{
 };
 
 use crate::error::{Result, StorageError};
-use crate::factory::StorageOptions;
 use crate::path::validate_key;
 use crate::storage::{ListPage, ObjectMeta, Storage, Version, MAX_DELETE_BATCH};
 
@@ -69,11 +69,14 @@ const CREATE_CONFLICT_RETRIES: usize = 5;
 ///   object, which only makes a pending compare-and-swap fail. Deletes are not synced: a power
 ///   failure can undo a delete.
 /// - **memory** ([`ObjectStoreStorage::memory`]): object_store's [`InMemory`].
-/// - **S3** ([`ObjectStoreStorage::s3`]): object_store's `AmazonS3` with conditional put
-///   (`If-None-Match: *` / `If-Match: <etag>`). The S3 ETag of a simple put is the MD5 of the
+/// - **S3** (`ObjectStoreStorage::s3`, feature `s3`): object_store's `AmazonS3` with conditional
+///   put (`If-None-Match: *` / `If-Match: <etag>`). The S3 ETag of a simple put is the MD5 of the
 ///   content, so two writes of identical bytes have equal versions there.
+/// - **Azure Blob** (`ObjectStoreStorage::azure`, feature `azure`) and **GCS**
+///   (`ObjectStoreStorage::gcs`, feature `gcs`): object_store's clients, whose conditional puts
+///   use `If-None-Match: *` / `If-Match: <etag>` (Azure) and generation preconditions (GCS).
 ///
-/// Listing order: S3 and memory list in key order and pages are streamed. The local backend walks
+/// Listing order: S3, Azure, GCS and memory list in key order and pages are streamed. The local backend walks
 /// directories in key order and stops after one page. For a store given to
 /// [`ObjectStoreStorage::new`] the order is unknown, so each page lists everything under the prefix
 /// and sorts it (correct but `O(n)` per page) unless [`ObjectStoreStorage::with_sorted_listing`]
@@ -88,6 +91,9 @@ pub struct ObjectStoreStorage {
     local: Option<Arc<LocalFiles>>,
     /// True if `store.list*` yields keys in ascending order.
     sorted_listing: bool,
+    /// True if listings report ETags without the quotes that `head`/`get`/`put` report (Azure
+    /// Blob): listed ETags are then quoted so that both agree.
+    quote_listed_etags: bool,
 }
 
 impl ObjectStoreStorage {
@@ -111,6 +117,7 @@ impl ObjectStoreStorage {
             url: url.to_string(),
             local: Some(Arc::new(LocalFiles::new(canonical, fs))),
             sorted_listing: true,
+            quote_listed_etags: false,
         })
     }
 
@@ -121,20 +128,8 @@ impl ObjectStoreStorage {
             url: "memory://".to_string(),
             local: None,
             sorted_listing: true,
+            quote_listed_etags: false,
         }
-    }
-
-    /// A storage over S3 bucket `bucket` rooted at `prefix` (may be empty). See
-    /// [`StorageOptions`] for the endpoint and credentials; nothing is read from the environment.
-    pub fn s3(bucket: &str, prefix: &str, options: &StorageOptions) -> Result<Self> {
-        let store = crate::factory::build_s3(bucket, options)?;
-        let prefix = prefix.trim_matches('/');
-        let url = if prefix.is_empty() {
-            format!("s3://{bucket}")
-        } else {
-            format!("s3://{bucket}/{prefix}")
-        };
-        Ok(Self::new(Arc::new(store), prefix, url)?.with_sorted_listing(true))
     }
 
     /// A storage over any `store`, rooted at `prefix` (a key, or empty for the store's root).
@@ -153,6 +148,7 @@ impl ObjectStoreStorage {
             url: name.into(),
             local: None,
             sorted_listing: false,
+            quote_listed_etags: false,
         })
     }
 
@@ -160,6 +156,15 @@ impl ObjectStoreStorage {
     /// store do), which lets [`Storage::list_page`] stream instead of sorting everything.
     pub fn with_sorted_listing(mut self, sorted: bool) -> Self {
         self.sorted_listing = sorted;
+        self
+    }
+
+    /// Declares that the store's listings report ETags without the surrounding quotes that its
+    /// `head`, `get` and `put` report (Azure Blob Storage does): listed ETags are then quoted, so
+    /// that a listed [`Version`] equals the one `head` returns and can be used for
+    /// [`Storage::put_if_match`].
+    pub fn with_quoted_listed_etags(mut self, quote: bool) -> Self {
+        self.quote_listed_etags = quote;
         self
     }
 
@@ -281,7 +286,7 @@ impl ObjectStoreStorage {
             .await
             .map_err(|e| self.map_err("list", prefix, e))?;
         all.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(page_of(all, max_keys))
+        Ok(ListPage::of_sorted(all, max_keys))
     }
 
     /// The object_store listing stream after `start_after`, mapped to our [`ObjectMeta`].
@@ -297,7 +302,8 @@ impl ObjectStoreStorage {
             }
             None => self.store.list(prefix),
         };
-        Ok(s.map_ok(convert_meta).boxed())
+        let quote = self.quote_listed_etags;
+        Ok(s.map_ok(move |m| listed_meta(m, quote)).boxed())
     }
 }
 
@@ -342,18 +348,18 @@ fn convert_meta(m: object_store::ObjectMeta) -> ObjectMeta {
     }
 }
 
-/// Cuts a sorted listing to one page of at most `max_keys`.
-pub(crate) fn page_of(mut objects: Vec<ObjectMeta>, max_keys: usize) -> ListPage {
-    if objects.len() > max_keys {
-        objects.truncate(max_keys);
-        let next = objects.last().map(|o| o.key.clone());
-        ListPage { objects, next }
-    } else {
-        ListPage {
-            objects,
-            next: None,
+/// Converts listed metadata, quoting a bare ETag when `quote` (see
+/// [`ObjectStoreStorage::with_quoted_listed_etags`]).
+fn listed_meta(m: object_store::ObjectMeta, quote: bool) -> ObjectMeta {
+    let mut meta = convert_meta(m);
+    if quote {
+        if let Some(tag) = &meta.version.e_tag {
+            if !tag.starts_with('"') && !tag.starts_with("W/") {
+                meta.version.e_tag = Some(format!("\"{tag}\""));
+            }
         }
     }
+    meta
 }
 
 /// Rejects `max_keys == 0`.
@@ -566,7 +572,7 @@ impl Storage for ObjectStoreStorage {
             // The store claimed to list in order but did not: fall back to sorting.
             return self.list_page_sorting(prefix, start_after, max_keys).await;
         }
-        Ok(page_of(objects, max_keys))
+        Ok(ListPage::of_sorted(objects, max_keys))
     }
 
     async fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
@@ -582,7 +588,12 @@ impl Storage for ObjectStoreStorage {
             Err(object_store::Error::NotFound { .. }) => return Ok((Vec::new(), Vec::new())),
             Err(e) => return Err(self.map_err("list_dir", prefix, e)),
         };
-        let mut objects: Vec<ObjectMeta> = res.objects.into_iter().map(convert_meta).collect();
+        let quote = self.quote_listed_etags;
+        let mut objects: Vec<ObjectMeta> = res
+            .objects
+            .into_iter()
+            .map(|m| listed_meta(m, quote))
+            .collect();
         objects.sort_by(|a, b| a.key.cmp(&b.key));
         let mut dirs: Vec<String> = res
             .common_prefixes
@@ -681,18 +692,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn test_page_of_sets_next_only_when_more() {
-        let meta = |k: &str| ObjectMeta {
-            key: k.to_string(),
-            size: 0,
+    fn test_listed_meta_quotes_bare_etags_only_when_asked() {
+        let m = |tag: &str| object_store::ObjectMeta {
+            location: Path::from("a"),
             last_modified: chrono::DateTime::<chrono::Utc>::default(),
-            version: Version::default(),
+            size: 1,
+            e_tag: Some(tag.to_string()),
+            version: None,
         };
-        let p = page_of(vec![meta("a"), meta("b")], 2);
-        assert_eq!(p.next, None);
-        let p = page_of(vec![meta("a"), meta("b"), meta("c")], 2);
-        assert_eq!(p.next.as_deref(), Some("b"));
-        assert_eq!(p.objects.len(), 2);
+        let tag = |m: ObjectMeta| m.version.e_tag.unwrap();
+        assert_eq!(tag(listed_meta(m("0x1"), true)), "\"0x1\"");
+        assert_eq!(tag(listed_meta(m("\"0x1\""), true)), "\"0x1\"");
+        assert_eq!(tag(listed_meta(m("W/\"x\""), true)), "W/\"x\"");
+        assert_eq!(tag(listed_meta(m("0x1"), false)), "0x1");
     }
 
     #[test]

@@ -58,6 +58,23 @@ pub struct ListPage {
     pub next: Option<String>,
 }
 
+impl ListPage {
+    /// Cuts a listing already in ascending key order to one page of at most `max_keys`, with
+    /// `next` set (to the last key kept) only when objects were cut off.
+    pub(crate) fn of_sorted(mut objects: Vec<ObjectMeta>, max_keys: usize) -> Self {
+        if objects.len() > max_keys {
+            objects.truncate(max_keys);
+            let next = objects.last().map(|o| o.key.clone());
+            Self { objects, next }
+        } else {
+            Self {
+                objects,
+                next: None,
+            }
+        }
+    }
+}
+
 /// Byte storage under one root (a directory, a bucket prefix, a memory store).
 ///
 /// Keys are relative to the root, `/`-separated, with no empty, `.` or `..` segment
@@ -182,6 +199,21 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::ObjectStoreStorage;
+
+    #[test]
+    fn test_of_sorted_sets_next_only_when_more() {
+        let meta = |k: &str| ObjectMeta {
+            key: k.to_string(),
+            size: 0,
+            last_modified: chrono::DateTime::<chrono::Utc>::default(),
+            version: Version::default(),
+        };
+        let p = ListPage::of_sorted(vec![meta("a"), meta("b")], 2);
+        assert_eq!(p.next, None);
+        let p = ListPage::of_sorted(vec![meta("a"), meta("b"), meta("c")], 2);
+        assert_eq!(p.next.as_deref(), Some("b"));
+        assert_eq!(p.objects.len(), 2);
+    }
 
     #[tokio::test]
     async fn test_delete_all_more_than_one_batch_with_missing_keys_deletes_every_key() {

@@ -21,7 +21,8 @@ use crate::output::{print_json, print_text};
 #[derive(Debug, Args)]
 pub struct CreateArgs {
     /// Where to create the table: a local directory (created if missing; it must not hold a
-    /// table yet), `file://...` or `s3://bucket/prefix`.
+    /// table yet), `file://...`, `s3://bucket/prefix`, `az://container/prefix` or
+    /// `gs://bucket/prefix`.
     pub table: String,
     #[command(flatten)]
     pub spec: TableSpec,

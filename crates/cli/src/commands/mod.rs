@@ -37,8 +37,9 @@ pub fn storage_options(pairs: &[String]) -> CliResult<StorageOptions> {
     Ok(StorageOptions::from_pairs(kv)?)
 }
 
-/// Opens the storage rooted at an existing table's base path (local path, `file://`,
-/// `memory://` or `s3://bucket/prefix`). A local directory that does not exist is an error:
+/// Opens the storage rooted at an existing table's base path (local path, `file://`, or any
+/// scheme of arbor-storage's registry: `memory://`, `s3://bucket/prefix`, `az://container/prefix`,
+/// `gs://bucket/prefix`). A local directory that does not exist is an error:
 /// read commands never create anything.
 pub fn open_table_storage(location: &str, options: &StorageOptions) -> CliResult<Arc<dyn Storage>> {
     let local = if let Some(rest) = location.strip_prefix("file://") {

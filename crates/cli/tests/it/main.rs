@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod azure;
 mod branch;
 mod compact;
 mod create_write;

@@ -1,5 +1,5 @@
 //! Integration tests of `arbor-storage`: the conformance suites on every backend (local, memory,
-//! S3 via moto), fault-injection crash sweeps and lock providers.
+//! S3 via moto, Azure via Azurite), fault-injection crash sweeps and lock providers.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -8,6 +8,7 @@
 )]
 #![allow(missing_docs)]
 
+mod azure;
 mod locks;
 mod prefixed;
 mod storage_backends;

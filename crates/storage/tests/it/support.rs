@@ -54,17 +54,25 @@ fn init_s3_env() -> Result<S3Env, String> {
     };
     let bucket = env_or("ARBOR_TEST_S3_BUCKET", "arbor-test");
     create_bucket(&endpoint, &bucket)?;
-    let options = StorageOptions {
-        endpoint: Some(endpoint.clone()),
-        region: Some(env_or("ARBOR_TEST_S3_REGION", "us-east-1")),
-        access_key_id: Some(env_or("ARBOR_TEST_S3_ACCESS_KEY_ID", "arbor-test")),
-        secret_access_key: Some(env_or(
-            "ARBOR_TEST_S3_SECRET_ACCESS_KEY",
-            "arbor-test-secret",
-        )),
-        allow_http: endpoint.starts_with("http://"),
-        ..Default::default()
+    let allow_http = if endpoint.starts_with("http://") {
+        "true"
+    } else {
+        "false"
     };
+    let options = StorageOptions::from_pairs([
+        ("s3.endpoint", endpoint.clone()),
+        ("s3.region", env_or("ARBOR_TEST_S3_REGION", "us-east-1")),
+        (
+            "s3.access-key-id",
+            env_or("ARBOR_TEST_S3_ACCESS_KEY_ID", "arbor-test"),
+        ),
+        (
+            "s3.secret-access-key",
+            env_or("ARBOR_TEST_S3_SECRET_ACCESS_KEY", "arbor-test-secret"),
+        ),
+        ("s3.allow-http", allow_http.to_string()),
+    ])
+    .map_err(|e| format!("bad S3 test options: {e}"))?;
     Ok(S3Env {
         endpoint,
         bucket,
