@@ -60,3 +60,24 @@ pub(crate) fn disabled_namespaces() -> Vec<(&'static str, &'static str)> {
         .map(|(_, ns, feature, _)| (*ns, *feature))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_remote_table_matches_builtin_registrations() {
+        let registered: Vec<&str> = builtin().into_iter().map(|(s, _)| s).collect();
+        assert!(registered.contains(&"file") && registered.contains(&"memory"));
+        for (schemes, ns, feature, on) in REMOTE {
+            for scheme in schemes {
+                // A scheme is registered exactly when its feature is on; otherwise the error
+                // names the feature.
+                assert_eq!(registered.contains(scheme), on, "{scheme}");
+                assert_eq!(feature_of(scheme), (!on).then_some(feature), "{scheme}");
+            }
+            assert_eq!(disabled_namespaces().contains(&(ns, feature)), !on, "{ns}");
+        }
+        assert_eq!(feature_of("file"), None);
+    }
+}
