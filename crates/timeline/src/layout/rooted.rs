@@ -17,22 +17,24 @@ use arbor_storage::{validate_key, ListPage, ObjectMeta, Storage, StorageError, V
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::metaroot::{MetaRoot, MDT_ROOT_META_DIR};
+use super::location::{FileLocations, Located, OwnLocation};
+use super::metaroot::MetaRoot;
+use super::paths::{self, DEFAULT_META_DIR, HEARTBEAT_DIR, LOCK_DIR, MDT_ROOT_META_DIR};
 
 type SResult<T> = std::result::Result<T, StorageError>;
 
 /// The data-side meta directory as every component addresses it.
-const META: &str = ".hoodie";
+const META: &str = DEFAULT_META_DIR;
 /// The metadata table's base directory (its data files are shared by every root).
-const MDT_BASE: &str = ".hoodie/metadata";
+const MDT_BASE: &str = paths::MDT_BASE;
 /// The lock directory: one table lock for every root.
-const LOCKS: &str = ".hoodie/.locks";
+const LOCKS: &str = LOCK_DIR;
 /// Writers' heartbeats, one object per pending instant named by its time: shared by every root
 /// (instant times are unique table-wide), so a writer that opened the root metadata (a
 /// branch-unaware writer following the root `hoodie.timeline.path` into a publication) and
 /// arbor's handle of that publication see each other's heartbeats and never roll back each
 /// other's live writes.
-const HEARTBEATS: &str = ".hoodie/.heartbeat";
+const HEARTBEATS: &str = HEARTBEAT_DIR;
 
 /// True for keys below a directory every root shares.
 fn is_shared_meta(key: &str) -> bool {
@@ -71,6 +73,7 @@ pub struct RootedStorage {
     inner: Arc<dyn Storage>,
     root: MetaRoot,
     keys: KeyMap,
+    locations: Arc<dyn FileLocations>,
 }
 
 /// The key mapping of one root.
@@ -83,11 +86,37 @@ struct KeyMap {
 impl RootedStorage {
     /// The view of `inner` (the table's storage) as `root` sees it.
     pub fn new(inner: Arc<dyn Storage>, root: MetaRoot) -> Self {
+        let locations = Arc::new(OwnLocation::new(inner.clone()));
+        Self::with_locations(inner, root, locations)
+    }
+
+    /// The view of `inner` as `root` sees it, reading the shared files (data files,
+    /// metadata-table files) where `locations` resolves them; metadata and every write stay in
+    /// `inner`.
+    pub fn with_locations(
+        inner: Arc<dyn Storage>,
+        root: MetaRoot,
+        locations: Arc<dyn FileLocations>,
+    ) -> Self {
         RootedStorage {
             keys: KeyMap::of(&root),
             inner,
             root,
+            locations,
         }
+    }
+
+    /// Resolves a caller's key for reading: a root's metadata in the table's storage, a shared
+    /// file where the locations say.
+    fn read_at(&self, key: &str) -> SResult<Located> {
+        validate_key(key, false)?;
+        Ok(match KeyMap::place(key) {
+            Place::Shared => self.locations.resolve(key),
+            _ => Located {
+                storage: self.inner.clone(),
+                key: self.map(key),
+            },
+        })
     }
 
     /// The root this view shows.
@@ -239,23 +268,27 @@ impl fmt::Display for RootedStorage {
 #[async_trait]
 impl Storage for RootedStorage {
     async fn get(&self, key: &str) -> SResult<(Bytes, ObjectMeta)> {
-        let k = self.key_in(key)?;
-        let (data, mut meta) = self.inner.get(&k).await.map_err(|e| self.err_out(e))?;
+        let at = self.read_at(key)?;
+        let (data, mut meta) = at.storage.get(&at.key).await.map_err(|e| self.err_out(e))?;
         meta.key = key.to_string();
         Ok((data, meta))
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> SResult<Bytes> {
-        let k = self.key_in(key)?;
-        self.inner
-            .get_range(&k, range)
+        let at = self.read_at(key)?;
+        at.storage
+            .get_range(&at.key, range)
             .await
             .map_err(|e| self.err_out(e))
     }
 
     async fn head(&self, key: &str) -> SResult<ObjectMeta> {
-        let k = self.key_in(key)?;
-        let mut meta = self.inner.head(&k).await.map_err(|e| self.err_out(e))?;
+        let at = self.read_at(key)?;
+        let mut meta = at
+            .storage
+            .head(&at.key)
+            .await
+            .map_err(|e| self.err_out(e))?;
         meta.key = key.to_string();
         Ok(meta)
     }
