@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
+use arbor_timeline::layout::paths::properties_key;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::legacy::sync_legacy_root;
 use arbor_timeline::metaroot::{next_publication_id, SUCCESS_FILE};
@@ -323,10 +324,8 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
     // Reserve p<N>, copy, then _SUCCESS.
     let n = next_publication_id(storage.as_ref()).await?;
     let target = MetaRoot::Publication(n);
-    let props_key = format!("{}/hoodie.properties", target.data_meta_dir());
-    let (props, _) = branch_view
-        .get(&format!("{DEFAULT_META_DIR}/hoodie.properties"))
-        .await?;
+    let props_key = properties_key(&target.data_meta_dir());
+    let (props, _) = branch_view.get(&properties_key(DEFAULT_META_DIR)).await?;
     storage.put_if_absent(&props_key, props).await?;
     let tags: BTreeSet<String> = branch_tags.iter().map(|t| t.name.clone()).collect();
     let spec = CopySpec {

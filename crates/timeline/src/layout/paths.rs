@@ -8,7 +8,7 @@ use crate::instant::InstantTime;
 /// The data-side meta directory of main's root (and, in a root's view, of every root).
 pub const DEFAULT_META_DIR: &str = ".hoodie";
 /// The file holding a table's (or a root's) config, in its meta directory.
-pub const PROPERTIES_FILE: &str = "hoodie.properties";
+pub use crate::config::PROPERTIES_FILE;
 /// The metadata table's base directory (its partitions' files are shared by every root).
 pub const MDT_BASE: &str = ".hoodie/metadata";
 /// The metadata table's own meta directory of main's root (and, in a root's view, of every
@@ -38,6 +38,12 @@ pub const LOCK_DIR: &str = ".hoodie/.locks";
 /// holding the epoch milliseconds of the last beat; shared by every root (instant times are
 /// unique table-wide).
 pub const HEARTBEAT_DIR: &str = ".hoodie/.heartbeat";
+/// Where Hudi keeps the index definitions (the default of `hoodie.table.index.defs.path`).
+pub const INDEX_DEFS_DIR: &str = ".hoodie/.index_defs";
+/// The index definitions file (the default of `hoodie.table.index.defs.path`).
+pub const INDEX_DEFS_PATH: &str = ".hoodie/.index_defs/index.json";
+/// Where schema-evolution commits are kept (`.hoodie/.schema/<instant>.schemacommit`).
+pub const SCHEMA_DIR: &str = ".hoodie/.schema";
 /// The file name of the partition marker (spec 1.4).
 pub const PARTITION_MARKER: &str = ".hoodie_partition_metadata";
 
@@ -51,12 +57,10 @@ pub fn tag_key(name: &str) -> String {
     format!("{TAGS_DIR}/{name}.json")
 }
 
-/// The tag name of a key below [`TAGS_DIR`] (`None` for anything but `<name>.json`).
+/// The tag name a key listed below [`TAGS_DIR`] stands for: its file name without `.json`
+/// (`None` when the file name does not end in `.json`). The name is not validated here.
 pub fn tag_name_of(key: &str) -> Option<&str> {
-    key.strip_prefix(TAGS_DIR)
-        .and_then(|k| k.strip_prefix('/'))
-        .filter(|k| !k.contains('/'))
-        .and_then(|n| n.strip_suffix(".json"))
+    key.rsplit('/').next().and_then(|n| n.strip_suffix(".json"))
 }
 
 /// The table's key of working branch `name`'s data-side `branch.json`.
@@ -84,9 +88,7 @@ mod tests {
         assert_eq!(heartbeat_key(&t), ".hoodie/.heartbeat/20261026103000000");
         assert_eq!(tag_key("T2"), ".hoodie/tags/T2.json");
         assert_eq!(tag_name_of(".hoodie/tags/T2.json"), Some("T2"));
-        assert_eq!(tag_name_of(".hoodie/tags/x/T2.json"), None);
         assert_eq!(tag_name_of(".hoodie/tags/T2.txt"), None);
-        assert_eq!(tag_name_of(".hoodie/tagsT2.json"), None);
         assert_eq!(
             data_identity_key("audit"),
             ".hoodie/branches/audit/branch.json"
