@@ -450,6 +450,21 @@ impl MetaRoot {
             other => Arc::new(RootedStorage::new(table, other.clone())),
         }
     }
+
+    /// The table as this root sees it, reading its shared files where `locations` resolves
+    /// them (a table whose files live in more than one location): always a [`RootedStorage`],
+    /// whose view of [`MetaRoot::Root`] shows exactly the keys `table` holds.
+    pub fn view_with_locations(
+        &self,
+        table: Arc<dyn Storage>,
+        locations: Arc<dyn FileLocations>,
+    ) -> Arc<dyn Storage> {
+        Arc::new(RootedStorage::with_locations(
+            table,
+            self.clone(),
+            locations,
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -464,6 +479,89 @@ mod tests {
 
     async fn put(s: &dyn Storage, k: &str) {
         s.put(k, Bytes::from(k.to_string())).await.unwrap();
+    }
+
+    /// Shared files below `p=old/` live in another table's location (as a shallow clone's
+    /// inherited files will).
+    #[derive(Debug)]
+    struct Elsewhere {
+        own: Arc<dyn Storage>,
+        source: Arc<dyn Storage>,
+    }
+
+    impl FileLocations for Elsewhere {
+        fn resolve(&self, key: &str) -> Located {
+            let storage = if key.starts_with("p=old/") {
+                self.source.clone()
+            } else {
+                self.own.clone()
+            };
+            Located {
+                storage,
+                key: key.to_string(),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn test_shared_files_are_read_where_the_locations_resolve_them() {
+        let own = table();
+        let source = table();
+        put(source.as_ref(), "p=old/f1.parquet").await;
+        let locations = Arc::new(Elsewhere {
+            own: own.clone(),
+            source: source.clone(),
+        });
+        let root = MetaRoot::branch("audit").unwrap();
+        let view = RootedStorage::with_locations(own.clone(), root, locations.clone());
+        // Reads of a file the table did not write go to the source, under the caller's key.
+        let (data, meta) = view.get("p=old/f1.parquet").await.unwrap();
+        assert_eq!(data, Bytes::from("p=old/f1.parquet"));
+        assert_eq!(meta.key, "p=old/f1.parquet");
+        assert_eq!(view.head("p=old/f1.parquet").await.unwrap().size, 16);
+        assert_eq!(
+            view.get_range("p=old/f1.parquet", 0..5).await.unwrap(),
+            Bytes::from("p=old")
+        );
+        // Metadata and new files stay in the table's own location.
+        view.put(".hoodie/timeline/1.commit", Bytes::from("c"))
+            .await
+            .unwrap();
+        view.put("p=new/f2.parquet", Bytes::from("n"))
+            .await
+            .unwrap();
+        assert!(own
+            .exists(".hoodie/branches/audit/timeline/1.commit")
+            .await
+            .unwrap());
+        assert!(own.exists("p=new/f2.parquet").await.unwrap());
+        assert!(!source.exists("p=new/f2.parquet").await.unwrap());
+        assert!(!own.exists("p=old/f1.parquet").await.unwrap());
+        assert_eq!(
+            view.get("p=new/f2.parquet").await.unwrap().0,
+            Bytes::from("n")
+        );
+        // A missing file names the caller's key.
+        let err = view.get("p=old/missing.parquet").await.unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        // Main's root with other locations: the same resolution, every key of the table shown.
+        let main = MetaRoot::Root.view_with_locations(own.clone(), locations);
+        assert_eq!(main.get("p=old/f1.parquet").await.unwrap().0.len(), 16);
+        let listed: Vec<String> = main
+            .list_all("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.key)
+            .collect();
+        let direct: Vec<String> = own
+            .list_all("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.key)
+            .collect();
+        assert_eq!(listed, direct);
     }
 
     #[tokio::test]
