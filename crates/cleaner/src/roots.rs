@@ -5,7 +5,7 @@
 //!
 //! What another root `R` needs ([`retained_by`] plus its savepoints, hence its tags, and the
 //! inputs of its pending table services) is judged by `R`'s own timeline and `R`'s own clean
-//! policy ([`own_policy`]), computed now, so that a clean of one root never shortens another
+//! policy ([`own_retention`]), computed now, so that a clean of one root never shortens another
 //! root's retention, and a root that never cleaned does not pin its whole inherited history.
 
 use std::collections::BTreeSet;
@@ -47,31 +47,40 @@ impl BranchProtection {
     }
 }
 
+/// What a root retains on its own, by its own clean policy ([`own_retention`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnRetention {
+    /// The retention window of this policy, computed on the root's timeline now.
+    Policy(CleanPolicy),
+    /// The latest snapshot and the snapshots as of every completed write from this instant on
+    /// (the window of the root's last hours-based clean).
+    Since(InstantTime),
+    /// Every committed file the root lists (its policy's count cannot be recovered).
+    Everything,
+}
+
 /// The clean policy a root applies on its own, as its timeline records it: the policy of its
 /// last completed clean, with the count that clean used where the metadata records it
 /// (`KEEP_LATEST_COMMITS`: the completed writes from its `earliestCommitToRetain` to its
 /// `lastCompletedCommitTimestamp`); Hudi's default (`KEEP_LATEST_COMMITS 10`) for a root that
-/// never cleaned. `None` when the last clean's policy keeps what its count cannot be recovered
-/// for (`KEEP_LATEST_FILE_VERSIONS`, or a clean without an earliest retained instant): the
-/// root then keeps every file it lists. For `KEEP_LATEST_BY_HOURS` the window is the last
-/// clean's (every write from its `earliestCommitToRetain` on), returned as `Err(earliest)`.
-pub async fn own_policy(
-    ctx: &ProtectionContext<'_>,
-) -> Result<Option<std::result::Result<CleanPolicy, InstantTime>>> {
+/// never cleaned. A `KEEP_LATEST_BY_HOURS` clean keeps its window ([`OwnRetention::Since`]);
+/// a `KEEP_LATEST_FILE_VERSIONS` clean, or one without an earliest retained instant, records
+/// no count: the root then keeps [`OwnRetention::Everything`].
+pub async fn own_retention(ctx: &ProtectionContext<'_>) -> Result<OwnRetention> {
     let active = ctx.view.history().active();
     let Some(last) = active
         .filter(&[Action::Clean], &[State::Completed])
         .into_iter()
         .max_by_key(|c| c.requested_time.clone())
     else {
-        return Ok(Some(Ok(CleanPolicy::default())));
+        return Ok(OwnRetention::Policy(CleanPolicy::default()));
     };
     let key = active.key_of(&last)?;
     let meta: HoodieCleanMetadata = decode(&active.read(&last).await?, &key)?;
     let Ok(earliest) = InstantTime::parse(&meta.earliest_commit_to_retain) else {
-        return Ok(None);
+        return Ok(OwnRetention::Everything);
     };
-    match meta.policy.as_str() {
+    Ok(match meta.policy.as_str() {
         "KEEP_LATEST_COMMITS" => {
             let last_done = InstantTime::parse(&meta.last_completed_commit_timestamp).ok();
             let n = ctx
@@ -81,24 +90,24 @@ pub async fn own_policy(
                 .filter(|w| w.requested_time >= earliest)
                 .filter(|w| last_done.as_ref().is_none_or(|l| w.requested_time <= *l))
                 .count();
-            Ok(Some(Ok(CleanPolicy::KeepLatestCommits(n.max(1)))))
+            OwnRetention::Policy(CleanPolicy::KeepLatestCommits(n.max(1)))
         }
-        "KEEP_LATEST_FILE_VERSIONS" => Ok(None),
-        _ => Ok(Some(Err(earliest))),
-    }
+        "KEEP_LATEST_FILE_VERSIONS" => OwnRetention::Everything,
+        _ => OwnRetention::Since(earliest),
+    })
 }
 
-/// The files root `ctx` retains by its own history and its own policy ([`own_policy`]),
+/// The files root `ctx` retains by its own history and its own policy ([`own_retention`]),
 /// computed on its timeline now: the retention window of that policy (always including the
 /// latest snapshot); every committed file of its view when the policy cannot be recovered; the
 /// snapshots as of every completed write from the last clean's `earliestCommitToRetain` on
 /// for an hours-based policy. The same rule decides what other roots' cleans keep for this
 /// root and what branch validation requires of it, so the two never disagree.
 pub async fn retained_by(ctx: &ProtectionContext<'_>) -> Result<BTreeSet<String>> {
-    match own_policy(ctx).await? {
-        None => Ok(committed_files(ctx.view).await?.into_keys().collect()),
-        Some(Ok(policy)) => RetentionProtection { policy }.protected(ctx).await,
-        Some(Err(earliest)) => {
+    match own_retention(ctx).await? {
+        OwnRetention::Everything => Ok(committed_files(ctx.view).await?.into_keys().collect()),
+        OwnRetention::Policy(policy) => RetentionProtection { policy }.protected(ctx).await,
+        OwnRetention::Since(earliest) => {
             let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
             for w in ctx.view.index().completed_writes() {
                 if w.requested_time >= earliest {

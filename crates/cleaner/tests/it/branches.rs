@@ -146,3 +146,58 @@ async fn test_main_clean_frees_files_while_a_never_cleaned_branch_is_alive() {
     assert_eq!(out.deleted, 18, "{:?}", out.plan);
     assert_eq!(t.read(None).await, main_before);
 }
+
+async fn own_retention_of(t: &TestTable, branch: &str) -> arbor_cleaner::roots::OwnRetention {
+    use arbor_cleaner::protection::ProtectionContext;
+    let root = arbor_timeline::MetaRoot::branch(branch).unwrap();
+    let view = root.view(t.storage.clone());
+    let reader = arbor_table::read::TableReader::open_view(view.clone())
+        .await
+        .unwrap();
+    let ctx = ProtectionContext {
+        storage: &view,
+        view: reader.view(),
+        now: chrono::Utc::now(),
+    };
+    arbor_cleaner::roots::own_retention(&ctx).await.unwrap()
+}
+
+/// A root's own policy is read back from its timeline: Hudi's default before any clean (a clean
+/// that frees nothing records nothing), the count its last `KEEP_LATEST_COMMITS` clean used
+/// (still 3 after more writes), and everything after a clean by file versions (whose count the
+/// metadata does not record).
+#[tokio::test]
+async fn test_own_retention_is_the_roots_last_clean_policy_with_its_count() {
+    use arbor_cleaner::roots::OwnRetention;
+    let t = create(TableType::CopyOnWrite, true).await;
+    for i in 1..=5 {
+        t.write(WriteOperation::Upsert, &rows(0..4, i, "v")).await;
+    }
+    create_branch(&t.table, "b", BranchSource::MainHead)
+        .await
+        .unwrap();
+    assert_eq!(
+        own_retention_of(&t, "b").await,
+        OwnRetention::Policy(CleanPolicy::KeepLatestCommits(10))
+    );
+    let b = open_branch(t.storage.clone(), "b").await.unwrap();
+    // Four own writes: keeping 3 frees the branch's first own versions (main's are main's), so
+    // the clean is recorded.
+    for i in 6..=9 {
+        write_on(&b, &rows(0..4, i, "w")).await;
+    }
+    assert!(clean(&b, &keep(3)).await.unwrap().deleted > 0);
+    for i in 10..=11 {
+        write_on(&b, &rows(0..4, i, "w")).await;
+    }
+    assert_eq!(
+        own_retention_of(&t, "b").await,
+        OwnRetention::Policy(CleanPolicy::KeepLatestCommits(3))
+    );
+    let versions = CleanOptions {
+        policy: CleanPolicy::KeepLatestFileVersions(2),
+        ..CleanOptions::default()
+    };
+    assert!(clean(&b, &versions).await.unwrap().deleted > 0);
+    assert_eq!(own_retention_of(&t, "b").await, OwnRetention::Everything);
+}
