@@ -92,21 +92,7 @@ fn join(partition: &str, name: &str) -> String {
     arbor_fsview::slice::join(partition, name)
 }
 
-/// Every committed data file of the view's table (key `partition/name`), from the view's
-/// listing (the metadata table when the table has one).
-pub async fn committed_files(view: &FileSystemView) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for partition in view.partitions().await?.iter() {
-        for f in view.partition_files(partition).await?.iter() {
-            if let Ok(Some(d)) = parse_data_file_name(&f.name, f.size) {
-                if view.is_committed(d.instant_time()) {
-                    out.insert(join(partition, &f.name), partition.clone());
-                }
-            }
-        }
-    }
-    Ok(out)
-}
+pub use crate::protection::committed_files;
 
 /// The union of every source's protected keys.
 pub async fn protected_files(

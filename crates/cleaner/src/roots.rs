@@ -21,12 +21,11 @@ use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{Action, InstantTime, MetaRoot, State, TableConfig, TableLayout};
 use async_trait::async_trait;
 
-use crate::clean::committed_files;
 use crate::error::{CleanerError, Result};
 use crate::policy::CleanPolicy;
 use crate::protection::{
-    snapshot_keys, PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
-    SavepointProtection,
+    committed_files, snapshot_keys, PendingProtection, ProtectionContext, ProtectionSource,
+    RetentionProtection, SavepointProtection,
 };
 
 /// Protects what every *other* live root of the table needs, each judged by its own history:

@@ -27,9 +27,8 @@ use arbor_timeline::{
 };
 use bytes::Bytes;
 
-use crate::clean::committed_files;
 use crate::error::{CleanerError, Result};
-use crate::protection::slice_keys;
+use crate::protection::{committed_files, slice_keys};
 
 /// The `version` arbor writes in savepoint metadata (as Spark 1.x).
 const SAVEPOINT_VERSION: i32 = 1;
