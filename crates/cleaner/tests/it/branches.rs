@@ -201,3 +201,35 @@ async fn test_own_retention_is_the_roots_last_clean_policy_with_its_count() {
     assert!(clean(&b, &versions).await.unwrap().deleted > 0);
     assert_eq!(own_retention_of(&t, "b").await, OwnRetention::Everything);
 }
+
+/// `arbor_cleaner::restore` on its own never rolls back an instant another live root also has
+/// (nothing changes); once the branch is dropped the same restore succeeds.
+#[tokio::test]
+async fn test_cleaner_restore_alone_refuses_instants_a_branch_shares() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    let c1 = t.write(WriteOperation::Upsert, &rows(0..4, 1, "a")).await;
+    arbor_cleaner::create_savepoint(&t.table, Some(&c1), "before")
+        .await
+        .unwrap();
+    let c2 = t.write(WriteOperation::Upsert, &rows(0..4, 2, "b")).await;
+    create_branch(&t.table, "b", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let before = t.listing().await;
+    let err = arbor_cleaner::restore(&t.table, &c1).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("refused") && text.contains("branch b") && text.contains(c2.as_str()),
+        "{text}"
+    );
+    assert_eq!(
+        t.listing().await,
+        before,
+        "a refused restore changes nothing"
+    );
+    arbor_branching::drop_branch(&t.table, "b").await.unwrap();
+    arbor_cleaner::restore(&t.table, &c1).await.unwrap();
+    let mut expected = rows(0..4, 1, "a");
+    expected.sort();
+    assert_eq!(t.read(None).await, expected);
+}
