@@ -24,7 +24,6 @@ use arbor_cleaner::{clean_locked, CleanOptions, CleanPolicy};
 use crate::copy::{copy_root, CopySpec};
 use crate::error::{BranchingError, Result};
 use crate::identity::BranchInfo;
-use crate::protect::BranchProtection;
 use crate::roots::{
     branch_identity, branch_names, data_identity_key, mdt_identity_key, put_once, read_identity,
     remove_root_metadata,
@@ -233,8 +232,9 @@ async fn create_locked(
 /// cleans after the tag, which the branch does not inherit, may have deleted files only older
 /// snapshots read, and its metadata table still lists them). A clean of the new branch keeping
 /// its latest commit (the tag's snapshot, also kept by its savepoint) records that in the
-/// branch's own timeline and MDT, and deletes only files no other branch keeps
-/// ([`BranchProtection`]). Runs before the branch is activated, under the caller's lock.
+/// branch's own timeline and MDT, and deletes only files no other branch keeps (the cleaner
+/// adds `arbor_cleaner::BranchProtection` itself). Runs before the branch is activated, under
+/// the caller's lock.
 async fn start_at_tag(txn: Transaction<'_>, root: &MetaRoot) -> Result<()> {
     let table = txn.table();
     let branch = table.reopen_at(root.clone()).await?;
@@ -243,10 +243,7 @@ async fn start_at_tag(txn: Transaction<'_>, root: &MetaRoot) -> Result<()> {
         policy,
         dry_run: false,
         archive: false,
-        extra_sources: vec![Arc::new(BranchProtection::new(
-            table.table_storage().clone(),
-            root.clone(),
-        ))],
+        extra_sources: Vec::new(),
     };
     let out = clean_locked(txn.on(&branch)?, &options).await?;
     tracing::debug!(files = out.planned(), "branch from a tag starts at the tag");
@@ -283,36 +280,38 @@ pub async fn list_branches(storage: &Arc<dyn Storage>) -> Result<Vec<BranchStatu
 /// finishes it; dropping a name that never existed is [`BranchingError::BranchNotFound`].
 pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
     validate_branch_name(name)?;
-    table
-        .with_table_lock(async {
-            let storage = table.table_storage().clone();
-            let root = MetaRoot::Branch(name.to_string());
-            let exists = read_identity(&storage, name).await?.is_some();
-            if exists {
-                let branch = table.reopen_at(root.clone()).await?;
-                branch.rollback_failed_locked().await?;
-                let view = branch.view_storage().clone();
-                let mut pending: Vec<String> = Vec::new();
-                let tl = ActiveTimeline::load(view.clone(), branch.layout().clone()).await?;
-                pending.extend(tl.pending().iter().map(ToString::to_string));
-                if !pending.is_empty() {
-                    return Err(BranchingError::refused(
-                        format!("drop branch {name}"),
-                        format!(
-                            "the branch has pending instants {}; finish or roll them back first",
-                            pending.join(", ")
-                        ),
-                    ));
-                }
-                storage.delete(&data_identity_key(name)).await?;
-            }
-            let removed = remove_root_metadata(&storage, &root).await?;
-            if !exists && removed == 0 {
-                return Err(BranchingError::BranchNotFound {
-                    name: name.to_string(),
-                });
-            }
-            Ok(())
-        })
-        .await
+    table.with_table_lock(drop_locked(table, name)).await
+}
+
+/// [`drop_branch`] for a caller that already holds the table lock (`table` is any handle of the
+/// table; publication drops the branch it published this way, under its own lock).
+pub(crate) async fn drop_locked(table: &Table, name: &str) -> Result<()> {
+    let storage = table.table_storage().clone();
+    let root = MetaRoot::Branch(name.to_string());
+    let exists = read_identity(&storage, name).await?.is_some();
+    if exists {
+        let branch = table.reopen_at(root.clone()).await?;
+        branch.rollback_failed_locked().await?;
+        let view = branch.view_storage().clone();
+        let mut pending: Vec<String> = Vec::new();
+        let tl = ActiveTimeline::load(view.clone(), branch.layout().clone()).await?;
+        pending.extend(tl.pending().iter().map(ToString::to_string));
+        if !pending.is_empty() {
+            return Err(BranchingError::refused(
+                format!("drop branch {name}"),
+                format!(
+                    "the branch has pending instants {}; finish or roll them back first",
+                    pending.join(", ")
+                ),
+            ));
+        }
+        storage.delete(&data_identity_key(name)).await?;
+    }
+    let removed = remove_root_metadata(&storage, &root).await?;
+    if !exists && removed == 0 {
+        return Err(BranchingError::BranchNotFound {
+            name: name.to_string(),
+        });
+    }
+    Ok(())
 }

@@ -13,14 +13,16 @@ use std::sync::Arc;
 
 use arbor_mdt::MDT_META_DIR;
 use arbor_storage::{Storage, StorageExt};
+use arbor_timeline::layout::paths::{
+    properties_key, tag_name_of, INDEX_DEFS_DIR, SCHEMA_DIR, TAGS_DIR,
+};
 use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::metaroot::TAGS_DIR;
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot, TableConfig, TableLayout};
 
 use crate::error::Result;
 
 /// Directories copied whole (as the root sees them).
-const WHOLE_DIRS: [&str; 2] = [".hoodie/.index_defs", ".hoodie/.schema"];
+const WHOLE_DIRS: [&str; 2] = [INDEX_DEFS_DIR, SCHEMA_DIR];
 
 /// What one copy takes.
 #[derive(Debug, Clone)]
@@ -57,12 +59,7 @@ pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Re
     let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
     let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
     if !spec.skip_data_properties {
-        copy_one(
-            storage,
-            spec,
-            &format!("{DEFAULT_META_DIR}/hoodie.properties"),
-        )
-        .await?;
+        copy_one(storage, spec, &properties_key(DEFAULT_META_DIR)).await?;
         stats.objects += 1;
     }
     copy_timeline(storage, &view, spec, &layout, &mut stats).await?;
@@ -76,11 +73,7 @@ pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Re
         }
     }
     for o in view.list_all(TAGS_DIR).await? {
-        let stem = o
-            .key
-            .rsplit('/')
-            .next()
-            .and_then(|n| n.strip_suffix(".json"));
+        let stem = tag_name_of(&o.key);
         let keep = match (&spec.tags, stem) {
             (_, None) => false,
             (None, Some(_)) => true,
@@ -91,7 +84,7 @@ pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Re
             stats.objects += 1;
         }
     }
-    let mdt_props = format!("{MDT_META_DIR}/hoodie.properties");
+    let mdt_props = properties_key(MDT_META_DIR);
     if view.exists(&mdt_props).await? {
         let mdt_config = TableConfig::load(view.as_ref(), MDT_META_DIR).await?;
         let mdt_layout = TableLayout::from_config(MDT_META_DIR, &mdt_config)?;
@@ -160,7 +153,7 @@ pub(crate) async fn copy_savepoint(
     let view = from.view(storage.clone());
     let mut copied = 0;
     for dir in [DEFAULT_META_DIR, MDT_META_DIR] {
-        if dir == MDT_META_DIR && !view.exists(&format!("{dir}/hoodie.properties")).await? {
+        if dir == MDT_META_DIR && !view.exists(&properties_key(dir)).await? {
             continue;
         }
         let config = TableConfig::load(view.as_ref(), dir).await?;

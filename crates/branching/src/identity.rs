@@ -1,68 +1,13 @@
 //! The identity files of RFC-116: `branch.json` (both sides of a branch, same never-reused
-//! `branchId`) and tag definitions (`tags/<name>.json`).
+//! `branchId`; defined with the table layout, `arbor_timeline::layout::branches`, because every
+//! clean discovers branches) and tag definitions (`tags/<name>.json`).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BranchingError, Result};
 
-/// `branch.json`: written on the MDT side first and the data side last; the data-side file
-/// makes the branch discoverable only when both carry the same `branchId`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BranchInfo {
-    /// The branch name (validated by `arbor_timeline::metaroot::validate_branch_name`).
-    pub name: String,
-    /// A never-reused id (a UUID v4).
-    pub branch_id: String,
-    /// The main data instant the branch was created from (`None` when main had no completed
-    /// commit).
-    pub base_instant: Option<String>,
-    /// The tag the branch was created from, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_tag: Option<String>,
-    /// When the branch was created.
-    pub created_at: DateTime<Utc>,
-}
-
-impl BranchInfo {
-    /// A new identity for branch `name` (validated) with a fresh `branchId`.
-    pub fn new(name: &str, base_instant: Option<String>, from_tag: Option<String>) -> Result<Self> {
-        arbor_timeline::metaroot::validate_branch_name(name)?;
-        Ok(BranchInfo {
-            name: name.to_string(),
-            branch_id: uuid::Uuid::new_v4().to_string(),
-            base_instant,
-            from_tag,
-            created_at: Utc::now(),
-        })
-    }
-
-    /// Parses a `branch.json` read from `path`, checking the name.
-    pub fn parse(bytes: &[u8], path: &str) -> Result<Self> {
-        let info: BranchInfo =
-            serde_json::from_slice(bytes).map_err(|e| BranchingError::Invalid {
-                path: path.to_string(),
-                reason: e.to_string(),
-            })?;
-        arbor_timeline::metaroot::validate_branch_name(&info.name)?;
-        if info.branch_id.is_empty() {
-            return Err(BranchingError::Invalid {
-                path: path.to_string(),
-                reason: "empty branchId".to_string(),
-            });
-        }
-        Ok(info)
-    }
-
-    /// The JSON text written to `branch.json`.
-    pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string_pretty(self).map_err(|e| BranchingError::Invalid {
-            path: "branch.json".to_string(),
-            reason: e.to_string(),
-        })
-    }
-}
+pub use arbor_timeline::layout::BranchInfo;
 
 /// A tag definition (`tags/<name>.json`, RFC-116 section 3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,34 +55,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-
-    #[test]
-    fn test_branch_info_round_trips_and_ids_are_unique() {
-        let a = BranchInfo::new("audit", Some("20261026103000000".into()), None).unwrap();
-        let b = BranchInfo::new("audit", None, None).unwrap();
-        assert_ne!(a.branch_id, b.branch_id);
-        let json = a.to_json().unwrap();
-        assert!(json.contains("\"branchId\""), "{json}");
-        assert!(json.contains("\"baseInstant\""), "{json}");
-        assert_eq!(
-            BranchInfo::parse(json.as_bytes(), "branch.json").unwrap(),
-            a
-        );
-    }
-
-    #[test]
-    fn test_branch_info_hostile_or_broken_refused() {
-        assert!(BranchInfo::new("../x", None, None).is_err());
-        let bad_name = r#"{"name":"../x","branchId":"1","baseInstant":null,"createdAt":"2026-10-26T11:00:00Z"}"#;
-        assert!(BranchInfo::parse(bad_name.as_bytes(), "b.json").is_err());
-        let no_id =
-            r#"{"name":"x","branchId":"","baseInstant":null,"createdAt":"2026-10-26T11:00:00Z"}"#;
-        assert!(BranchInfo::parse(no_id.as_bytes(), "b.json").is_err());
-        let err = BranchInfo::parse(b"{not json", "x/branch.json")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("x/branch.json"), "{err}");
-    }
 
     #[test]
     fn test_tag_info_parses_the_rfc_example_and_checks_name_and_expiry() {

@@ -14,11 +14,13 @@
 //! - **Publication** ([`publish()`]): strict fast-forward of main to a branch's state; main's
 //!   tags at instants of the branch's history are carried over; afterwards the root
 //!   `hoodie.properties` files lead branch-unaware readers to the new main
-//!   (`arbor_timeline::legacy`).
+//!   (`arbor_timeline::legacy`); [`publish_and_drop`] then drops the branch under the same lock.
 //! - **Validation** ([`validate()`]): one root's metadata table against storage, excusing
 //!   shared files another root released.
-//! - **Cleaning and restore across branches** ([`protect`]): [`clean`] keeps every file another
-//!   branch or tag needs ([`BranchProtection`]); [`restore`] never rolls back shared instants.
+//! - **Cleaning and restore across branches** ([`protect`]): `arbor_cleaner::clean` and
+//!   `arbor_cleaner::restore` discover every live root themselves, so every clean keeps every
+//!   file another branch or tag needs ([`BranchProtection`]) and a restore never rolls back
+//!   shared instants; [`clean`] and [`restore`] are the same calls.
 
 pub mod branch;
 mod copy;
@@ -35,7 +37,7 @@ pub use copy::CopyStats;
 pub use error::{BranchingError, Result};
 pub use identity::{BranchInfo, TagInfo};
 pub use protect::{clean, restore, BranchProtection};
-pub use publish::{publish, PublishOutcome};
+pub use publish::{publish, publish_and_drop, PublishOutcome};
 pub use roots::{live_roots, open_branch, open_reader, open_table, select_root};
 pub use tag::{create_tag, drop_tag, expire_tags, list_tags, tag_reader, TagFilter};
 pub use validate::validate;

@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
+use arbor_timeline::layout::paths::properties_key;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::legacy::sync_legacy_root;
 use arbor_timeline::metaroot::{next_publication_id, SUCCESS_FILE};
@@ -27,7 +28,7 @@ use arbor_timeline::{
 use bytes::Bytes;
 use chrono::Utc;
 
-use crate::branch::{blocking_pending, require_mdt};
+use crate::branch::{blocking_pending, drop_locked, require_mdt};
 use crate::copy::{copy_key, copy_root, copy_savepoint, CopySpec};
 use crate::error::{BranchingError, Result};
 use crate::roots::{branch_identity, remove_root_metadata};
@@ -108,6 +109,35 @@ pub async fn publish(branch: &Table) -> Result<PublishOutcome> {
         ));
     };
     branch.with_table_lock(publish_locked(branch, &name)).await
+}
+
+/// [`publish`], then drops the branch ([`crate::drop_branch`]) under the same table lock, so no
+/// write can land on the branch between the publication and the drop. When the publication is
+/// refused nothing changes and the branch stays. When the drop fails after a successful
+/// publication, the error ([`BranchingError::Refused`]) names the publication: main has moved,
+/// and `arbor branch drop` finishes the drop.
+pub async fn publish_and_drop(branch: &Table) -> Result<PublishOutcome> {
+    let MetaRoot::Branch(name) = branch.root().clone() else {
+        return Err(BranchingError::refused(
+            "publish",
+            format!("{} is not a working branch", branch.root()),
+        ));
+    };
+    branch
+        .with_table_lock(async {
+            let outcome = publish_locked(branch, &name).await?;
+            drop_locked(branch, &name).await.map_err(|e| {
+                BranchingError::refused(
+                    format!(
+                        "drop branch {name} after publishing it as p{}",
+                        outcome.publication
+                    ),
+                    format!("{e}; main has moved, `arbor branch drop` finishes the drop"),
+                )
+            })?;
+            Ok(outcome)
+        })
+        .await
 }
 
 async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
@@ -294,10 +324,8 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
     // Reserve p<N>, copy, then _SUCCESS.
     let n = next_publication_id(storage.as_ref()).await?;
     let target = MetaRoot::Publication(n);
-    let props_key = format!("{}/hoodie.properties", target.data_meta_dir());
-    let (props, _) = branch_view
-        .get(&format!("{DEFAULT_META_DIR}/hoodie.properties"))
-        .await?;
+    let props_key = properties_key(&target.data_meta_dir());
+    let (props, _) = branch_view.get(&properties_key(DEFAULT_META_DIR)).await?;
     storage.put_if_absent(&props_key, props).await?;
     let tags: BTreeSet<String> = branch_tags.iter().map(|t| t.name.clone()).collect();
     let spec = CopySpec {

@@ -3,59 +3,25 @@
 
 use std::sync::Arc;
 
-use arbor_mdt::MDT_META_DIR;
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
-use arbor_timeline::metaroot::{validate_branch_name, BRANCHES_DIR, MAIN, PUBLICATIONS};
+use arbor_timeline::layout::branches;
+use arbor_timeline::metaroot::MAIN;
 use arbor_timeline::{resolve_main, MetaRoot};
 use bytes::Bytes;
 
 use crate::error::{BranchingError, Result};
 use crate::identity::BranchInfo;
 
-/// The identity file of a working branch (both sides).
-pub const BRANCH_JSON: &str = "branch.json";
-
-/// The table's key of a branch's data-side `branch.json`.
-pub fn data_identity_key(name: &str) -> String {
-    format!("{BRANCHES_DIR}/{name}/{BRANCH_JSON}")
-}
-
-/// The table's key of a branch's MDT-side `branch.json`.
-pub fn mdt_identity_key(name: &str) -> String {
-    format!("{MDT_META_DIR}/branches/{name}/{BRANCH_JSON}")
-}
+pub use arbor_timeline::layout::paths::{data_identity_key, mdt_identity_key, BRANCH_JSON};
 
 /// The identity of working branch `name`: `None` when its data-side `branch.json` is absent
 /// (the branch does not exist, or its creation or drop was interrupted). An error when the
 /// data side exists but the MDT side is missing, unreadable or carries another `branchId`
-/// (the branch is then not usable).
+/// (the branch is then not usable). (`arbor_timeline::layout::branches::read_identity`.)
 pub async fn read_identity(storage: &Arc<dyn Storage>, name: &str) -> Result<Option<BranchInfo>> {
-    validate_branch_name(name)?;
-    let data_key = data_identity_key(name);
-    let Some((bytes, _)) = storage.get_opt(&data_key).await? else {
-        return Ok(None);
-    };
-    let data = BranchInfo::parse(&bytes, &data_key)?;
-    let mdt_key = mdt_identity_key(name);
-    let Some((bytes, _)) = storage.get_opt(&mdt_key).await? else {
-        return Err(BranchingError::Invalid {
-            path: mdt_key,
-            reason: format!("branch {name} has no MDT-side identity"),
-        });
-    };
-    let mdt = BranchInfo::parse(&bytes, &mdt_key)?;
-    if mdt.branch_id != data.branch_id || mdt.name != data.name || data.name != name {
-        return Err(BranchingError::Invalid {
-            path: data_key,
-            reason: format!(
-                "branch {name}: data-side branchId {} does not match MDT-side {}",
-                data.branch_id, mdt.branch_id
-            ),
-        });
-    }
-    Ok(Some(data))
+    Ok(branches::read_identity(storage, name).await?)
 }
 
 /// The identity of working branch `name`, or [`BranchingError::BranchNotFound`].
@@ -110,32 +76,13 @@ pub async fn open_reader(storage: Arc<dyn Storage>, branch: Option<&str>) -> Res
 /// without a data-side `branch.json` (interrupted creations or drops) are skipped; a branch
 /// whose identity files disagree is an error.
 pub async fn branch_names(storage: &Arc<dyn Storage>) -> Result<Vec<String>> {
-    let (_, dirs) = storage.list_dir(BRANCHES_DIR).await?;
-    let mut out = Vec::new();
-    for d in dirs {
-        let Some(name) = d.rsplit('/').next() else {
-            continue;
-        };
-        if name == PUBLICATIONS || validate_branch_name(name).is_err() {
-            continue;
-        }
-        if read_identity(storage, name).await?.is_some() {
-            out.push(name.to_string());
-        }
-    }
-    Ok(out)
+    Ok(branches::branch_names(storage).await?)
 }
 
-/// Every live root: main (resolved) first, then each working branch.
+/// Every live root: main (resolved) first, then each working branch (the discovery every
+/// clean and restore runs, `arbor_timeline::layout::branches::live_roots`).
 pub async fn live_roots(storage: &Arc<dyn Storage>) -> Result<Vec<MetaRoot>> {
-    let mut out = vec![resolve_main(storage.as_ref()).await?];
-    out.extend(
-        branch_names(storage)
-            .await?
-            .into_iter()
-            .map(MetaRoot::Branch),
-    );
-    Ok(out)
+    Ok(branches::live_roots(storage).await?)
 }
 
 /// Deletes every object of a working branch's or publication's metadata (both sides). Never

@@ -15,7 +15,8 @@ use arbor_cleaner::savepoint::{create_savepoint_locked, delete_savepoint_locked,
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
-use arbor_timeline::metaroot::{validate_branch_name, MAIN, TAGS_DIR};
+use arbor_timeline::layout::paths::{self, TAGS_DIR};
+use arbor_timeline::metaroot::{validate_branch_name, MAIN};
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -36,7 +37,7 @@ pub enum TagFilter {
 
 /// The key of tag `name`'s definition, as its root's view shows it.
 pub(crate) fn tag_key(name: &str) -> String {
-    format!("{TAGS_DIR}/{name}.json")
+    paths::tag_key(name)
 }
 
 fn branch_label(root: &MetaRoot) -> String {
@@ -51,12 +52,7 @@ pub async fn list_tags_at(view: &Arc<dyn Storage>, filter: TagFilter) -> Result<
     let now = Utc::now();
     let mut out = Vec::new();
     for o in view.list_all(TAGS_DIR).await? {
-        let Some(stem) = o
-            .key
-            .rsplit('/')
-            .next()
-            .and_then(|n| n.strip_suffix(".json"))
-        else {
+        let Some(stem) = paths::tag_name_of(&o.key) else {
             continue;
         };
         let (bytes, _) = view.get(&o.key).await?;

@@ -41,6 +41,7 @@ use crate::protection::{
     PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
     SavepointProtection,
 };
+use crate::roots::discovered_sources;
 
 /// The clean plan's version (Java 1.x writes 2).
 const CLEANER_PLAN_VERSION: i32 = 2;
@@ -54,7 +55,8 @@ pub struct CleanOptions {
     pub dry_run: bool,
     /// Archive the timeline after cleaning (default policy of the archiver).
     pub archive: bool,
-    /// More holders of files (branches, tags, clones): their files are kept too.
+    /// More holders of files: their files are kept too (the table's own holders, other
+    /// branches and their tags included, are always discovered and need not be added).
     pub extra_sources: Vec<Arc<dyn ProtectionSource>>,
 }
 
@@ -89,21 +91,7 @@ fn join(partition: &str, name: &str) -> String {
     arbor_fsview::slice::join(partition, name)
 }
 
-/// Every committed data file of the view's table (key `partition/name`), from the view's
-/// listing (the metadata table when the table has one).
-pub async fn committed_files(view: &FileSystemView) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for partition in view.partitions().await?.iter() {
-        for f in view.partition_files(partition).await?.iter() {
-            if let Ok(Some(d)) = parse_data_file_name(&f.name, f.size) {
-                if view.is_committed(d.instant_time()) {
-                    out.insert(join(partition, &f.name), partition.clone());
-                }
-            }
-        }
-    }
-    Ok(out)
-}
+pub use crate::protection::committed_files;
 
 /// The union of every source's protected keys.
 pub async fn protected_files(
@@ -317,9 +305,15 @@ pub async fn clean(table: &Table, options: &CleanOptions) -> Result<CleanOutcome
 }
 
 /// [`clean`] as a step of transaction `txn` (which holds the table lock) on its handle.
+///
+/// Besides `options.extra_sources`, every protection of the table is discovered from storage
+/// ([`discovered_sources`]: every other live root, its tags and what its own policy retains),
+/// so no caller can skip one.
 pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Result<CleanOutcome> {
     let table = txn.table();
     let storage = table.view_storage();
+    let mut extra = discovered_sources(table.table_storage(), table.root());
+    extra.extend(options.extra_sources.iter().cloned());
     let mut outcome = CleanOutcome::default();
     let mut tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     if !options.dry_run {
@@ -334,7 +328,7 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
                 view: reader.view(),
                 now: Utc::now(),
             };
-            let protected = protected_files(&ctx, options.policy, &options.extra_sources).await?;
+            let protected = protected_files(&ctx, options.policy, &extra).await?;
             let earliest = record
                 .earliest_instant_to_retain
                 .as_ref()
@@ -355,13 +349,7 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
         }
     }
     let reader = open_view(table).await?;
-    let (plan, earliest) = plan_clean(
-        storage,
-        reader.view(),
-        options.policy,
-        &options.extra_sources,
-    )
-    .await?;
+    let (plan, earliest) = plan_clean(storage, reader.view(), options.policy, &extra).await?;
     outcome.plan = plan;
     outcome.earliest_retained = earliest.clone();
     if options.dry_run || outcome.plan.is_empty() {
@@ -399,8 +387,12 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
 }
 
 /// Archives the data timeline with the default policy (the archiver's rules: pending
-/// instants, savepoints, uncleaned replacecommits, the metadata table's latest compaction).
-/// The caller holds the table lock. Returns the number of instants archived.
+/// instants, savepoints (so tags), uncleaned replacecommits, the metadata table's latest
+/// compaction). The caller holds the table lock. Returns the number of instants archived.
+///
+/// Archival moves only instant files of this root's own timeline (every root has its own copy
+/// of the instants it inherited) and deletes no data file, so no other root's protection is
+/// affected; the protections of this root are the archiver's rules above.
 pub async fn archive(table: &Table) -> Result<usize> {
     let outcome = Archiver::new(
         table.view_storage().clone(),

@@ -3,8 +3,11 @@
 //!
 //! - [`ProtectionSource`]: who needs which files. The cleaner deletes a committed data file only
 //!   if no source protects it; savepoints, pending instants and the clean policy's retention
-//!   window are sources ([`protection`]), and later holders (branches, tags, clones) are added
-//!   as sources without changing the cleaner.
+//!   window are sources ([`protection`]); every other live root of the table (main, each
+//!   working branch, with its tags and what its own policy retains) is a source every clean
+//!   discovers from storage itself ([`roots`]), so no entry point can skip one; later holders
+//!   (clone pins) plug in at [`roots::discovered_sources`].
+//! - [`restore()`] never rolls back an instant another live root also has.
 //! - [`clean()`]: plan, record in the metadata table, delete, complete ([`mod@clean`] module doc),
 //!   with the three Hudi policies ([`CleanPolicy`]) and a dry run.
 //! - [`savepoint`]: savepoints (data table and metadata table as a pair).
@@ -15,6 +18,7 @@ mod error;
 pub mod policy;
 pub mod protection;
 pub mod restore;
+pub mod roots;
 pub mod savepoint;
 
 pub use clean::{archive, clean, clean_locked, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
@@ -25,6 +29,7 @@ pub use protection::{
     SavepointProtection,
 };
 pub use restore::{restore, restore_locked, RestoreOutcome};
+pub use roots::{live_roots, BranchProtection};
 pub use savepoint::{
     create_savepoint, create_savepoint_locked, delete_savepoint, delete_savepoint_locked,
     list_savepoints, SavepointInfo,

@@ -4,11 +4,11 @@
 //! The cleaner deletes a committed data file only if **no** source protects it: a new kind of
 //! holder (branches, tags, clones) is a new source, and the cleaner does not change.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use arbor_fsview::{FileSlice, FileSystemView, Horizon};
+use arbor_fsview::{parse_data_file_name, FileSlice, FileSystemView, Horizon};
 use arbor_storage::Storage;
 use arbor_timeline::avro::{decode, HoodieSavepointMetadata};
 use arbor_timeline::{Action, InstantTime, State};
@@ -44,6 +44,25 @@ pub trait ProtectionSource: Debug + Send + Sync {
 
     /// The keys of the files this source needs.
     async fn protected(&self, ctx: &ProtectionContext<'_>) -> Result<BTreeSet<String>>;
+}
+
+/// Every committed data file of the view's table (key `partition/name`), from the view's
+/// listing (the metadata table when the table has one).
+pub async fn committed_files(view: &FileSystemView) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for partition in view.partitions().await?.iter() {
+        for f in view.partition_files(partition).await?.iter() {
+            if let Ok(Some(d)) = parse_data_file_name(&f.name, f.size) {
+                if view.is_committed(d.instant_time()) {
+                    out.insert(
+                        arbor_fsview::slice::join(partition, &f.name),
+                        partition.clone(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The keys of a slice's files (base file, then log files).

@@ -47,6 +47,7 @@ use arbor_mdt::validity::is_init_instant;
 use arbor_mdt::{MdtWriter, MDT_BASE};
 use arbor_storage::{Storage, StorageError, StorageExt};
 use arbor_table::{Table, Transaction};
+use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieInstantInfo, HoodieRestoreMetadata, HoodieRestorePlan,
     HoodieRollbackMetadata, InstantContent,
@@ -55,6 +56,7 @@ use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State, Timeli
 use bytes::Bytes;
 
 use crate::error::{CleanerError, Result};
+use crate::roots::check_no_shared_instants;
 
 /// The restore plan's version (spec 3.8).
 const RESTORE_PLAN_VERSION: i32 = 2;
@@ -87,16 +89,27 @@ pub struct RestoreOutcome {
 /// data is gone from the active timeline. Refused ([`CleanerError::Refused`], nothing written)
 /// when there is no completed savepoint at `to`, a newer savepoint exists (named), a clean is
 /// pending, a write after `to` is still running, or the metadata table cannot be restored with
-/// it. A restore a crash left pending is finished first.
+/// it, or when an instant it would roll back is also completed on another live root of the
+/// table (rolling it back would delete files that root reads; the roots are discovered from
+/// storage). A restore a crash left pending is finished first.
 pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
     table.transact(|txn| restore_locked(txn, to)).await
 }
 
-/// [`restore`] as a step of transaction `txn` (which holds the table lock) on its handle
-/// (branch-aware restores check other branches first, in the same transaction).
+/// [`restore`] as a step of transaction `txn` (which holds the table lock) on its handle (the
+/// other live roots are checked here too).
 pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<RestoreOutcome> {
     let table = txn.table();
     let storage = table.view_storage();
+    let own = TimelineHistory::load(storage.clone(), table.layout().clone()).await?;
+    let rolled: BTreeSet<InstantTime> = own
+        .active()
+        .instants()
+        .into_iter()
+        .map(|i| i.requested_time)
+        .filter(|t| t > to)
+        .collect();
+    check_no_shared_instants(table.table_storage(), table.root(), to, &rolled).await?;
     let tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let mut finished = None;
     for pending in tl.filter(&[Action::Restore], &[State::Requested, State::Inflight]) {

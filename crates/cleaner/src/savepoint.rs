@@ -20,15 +20,15 @@ use arbor_timeline::avro::{
     decode, decode_instant, encode_instant_for, HoodieCleanMetadata, HoodieSavepointMetadata,
     HoodieSavepointPartitionMetadata, InstantContent,
 };
+use arbor_timeline::layout::paths;
 use arbor_timeline::{
     Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
     TableLayout,
 };
 use bytes::Bytes;
 
-use crate::clean::committed_files;
 use crate::error::{CleanerError, Result};
-use crate::protection::slice_keys;
+use crate::protection::{committed_files, slice_keys};
 
 /// The `version` arbor writes in savepoint metadata (as Spark 1.x).
 const SAVEPOINT_VERSION: i32 = 1;
@@ -274,10 +274,7 @@ pub async fn create_savepoint_locked(
 }
 
 async fn mdt_layout(storage: &Arc<dyn Storage>) -> Result<Option<TableLayout>> {
-    if !storage
-        .exists(&format!("{MDT_META_DIR}/hoodie.properties"))
-        .await?
-    {
+    if !storage.exists(&paths::properties_key(MDT_META_DIR)).await? {
         return Ok(None);
     }
     let config = TableConfig::load(storage.as_ref(), MDT_META_DIR).await?;
@@ -319,13 +316,8 @@ pub async fn delete_savepoint(table: &Table, instant: &InstantTime) -> Result<()
 /// never loses its protection).
 pub async fn tags_naming(storage: &Arc<dyn Storage>, instant: &InstantTime) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for o in storage.list_all(arbor_timeline::metaroot::TAGS_DIR).await? {
-        let Some(stem) = o
-            .key
-            .rsplit('/')
-            .next()
-            .and_then(|n| n.strip_suffix(".json"))
-        else {
+    for o in storage.list_all(paths::TAGS_DIR).await? {
+        let Some(stem) = paths::tag_name_of(&o.key) else {
             continue;
         };
         let (bytes, _) = storage.get(&o.key).await?;

@@ -18,10 +18,10 @@ use bytes::Bytes;
 use crate::error::{MdtError, Result};
 use crate::validity::valid_instants;
 
-/// The MDT's base directory relative to the data table base.
-pub const MDT_BASE: &str = ".hoodie/metadata";
-/// The MDT's own meta directory relative to the data table base.
-pub const MDT_META_DIR: &str = ".hoodie/metadata/.hoodie";
+use arbor_timeline::layout::paths::properties_key;
+/// The MDT's base directory and its own meta directory, relative to the data table base (the
+/// table layout's, `arbor_timeline::layout::paths`).
+pub use arbor_timeline::layout::paths::{MDT_BASE, MDT_META_DIR};
 /// The MDT partition holding file listings.
 pub const FILES_PARTITION: &str = "files";
 /// Record key of the partition list in the `files` partition.
@@ -90,10 +90,7 @@ impl MetadataTable {
     /// `.hoodie/metadata/.hoodie/hoodie.properties` does not exist. Fails if the MDT config or
     /// either timeline cannot be loaded.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Option<Self>> {
-        if !storage
-            .exists(&format!("{MDT_META_DIR}/hoodie.properties"))
-            .await?
-        {
+        if !storage.exists(&properties_key(MDT_META_DIR)).await? {
             return Ok(None);
         }
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
@@ -110,10 +107,7 @@ impl MetadataTable {
         data: &ActiveTimeline,
     ) -> Result<Option<Self>> {
         let meta_dir = MDT_META_DIR;
-        if !storage
-            .exists(&format!("{meta_dir}/hoodie.properties"))
-            .await?
-        {
+        if !storage.exists(&properties_key(meta_dir)).await? {
             return Ok(None);
         }
         let config = TableConfig::load(storage.as_ref(), meta_dir).await?;

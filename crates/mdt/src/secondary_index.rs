@@ -28,8 +28,8 @@ use crate::files::{MetadataTable, MDT_BASE};
 use crate::record_index::{merge_slice, partition_slices, RawValue};
 
 /// Where Hudi keeps the index definitions, relative to the table base (the default of
-/// `hoodie.table.index.defs.path`).
-pub const INDEX_DEFS_PATH: &str = ".hoodie/.index_defs/index.json";
+/// `hoodie.table.index.defs.path`; a path of the table layout).
+pub use arbor_timeline::layout::paths::INDEX_DEFS_PATH;
 /// The MDT partition-name prefix (and index-name prefix) of secondary indexes.
 pub const SECONDARY_INDEX_PREFIX: &str = "secondary_index_";
 /// `indexType` of a secondary index.

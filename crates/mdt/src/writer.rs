@@ -262,7 +262,7 @@ impl MdtWriter {
     /// Opens the writer of an existing MDT (`None` when it has no `hoodie.properties`).
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Option<MdtWriter>> {
         if !storage
-            .exists(&format!("{MDT_META_DIR}/hoodie.properties"))
+            .exists(&arbor_timeline::layout::paths::properties_key(MDT_META_DIR))
             .await?
         {
             return Ok(None);

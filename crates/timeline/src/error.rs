@@ -145,6 +145,16 @@ pub enum TimelineError {
         reason: String,
     },
 
+    /// A branch identity file (`branch.json`) cannot be read as one, or the two sides of a
+    /// branch disagree.
+    #[error("invalid {path}: {reason}")]
+    InvalidIdentity {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// Main cannot be resolved: the selected publication's metadata is missing or unreadable
     /// (never a silent fallback to an older main).
     #[error("cannot resolve main: {path}: {reason}")]

@@ -10,8 +10,10 @@
 //! - [`summary`]: what `arbor timeline` lists;
 //! - [`archive`]: the LSM archived timeline under `timeline/history/`, its reader and the
 //!   archiver;
-//! - [`metaroot`]: where main, publications and branches keep their metadata (RFC-116), and
-//!   main resolution;
+//! - [`layout`]: every path of the table layout (metadata roots, branches, publications, tags,
+//!   locks, heartbeats, the metadata table), branch identities and live roots, and
+//!   [`RootedStorage`], which resolves a logical file to the storage and key holding it
+//!   ([`metaroot`] and [`rooted`] are its modules, re-exported here);
 //! - [`legacy`]: the root `hoodie.properties` files that lead branch-unaware readers and
 //!   writers to main after a publication.
 //!
@@ -26,10 +28,10 @@ pub mod generator;
 pub mod instant;
 pub mod layout;
 pub mod legacy;
-pub mod metaroot;
 pub mod naming;
-pub mod rooted;
 pub mod summary;
+
+pub use layout::{metaroot, rooted};
 
 pub use active::ActiveTimeline;
 pub use config::TableConfig;

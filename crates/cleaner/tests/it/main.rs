@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod branches;
 mod clean;
 mod crash;
 mod model;

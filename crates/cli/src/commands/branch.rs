@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use arbor_branching::roots::is_main;
 use arbor_branching::{
-    create_branch, drop_branch, list_branches, open_branch, publish, BranchSource, BranchStatus,
-    BranchingError,
+    create_branch, drop_branch, list_branches, open_branch, publish, publish_and_drop,
+    BranchSource, BranchStatus, BranchingError,
 };
 use arbor_storage::{Storage, StorageOptions};
 use arbor_table::read::TableReader;
@@ -180,6 +180,10 @@ pub enum BranchCommand {
         table: String,
         /// The branch name.
         name: String,
+        /// Drop the branch after a successful publication (under the same table lock, so no
+        /// write lands on it in between); a refused publication keeps it.
+        #[arg(long)]
+        drop: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -306,14 +310,22 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 ))
             }
         }
-        BranchCommand::Publish { table, name, json } => {
+        BranchCommand::Publish {
+            table,
+            name,
+            drop,
+            json,
+        } => {
             let storage = open_table_storage(&table, options)?;
             let branch = open_branch(storage, &name)
                 .await
                 .map_err(|e| branching_error(&table, e))?;
-            let outcome = publish(&branch)
-                .await
-                .map_err(|e| branching_error(&table, e))?;
+            let outcome = if drop {
+                publish_and_drop(&branch).await
+            } else {
+                publish(&branch).await
+            }
+            .map_err(|e| branching_error(&table, e))?;
             let head = outcome.head.as_ref().map(ToString::to_string);
             if json {
                 return print_json(&serde_json::json!({
@@ -324,6 +336,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                     "instants": outcome.instants,
                     "objects": outcome.objects,
                     "legacy_readers_follow": outcome.legacy_root,
+                    "dropped": drop,
                 }));
             }
             let legacy = if outcome.legacy_root {
@@ -332,9 +345,14 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 "warning: the root hoodie.properties could not be repointed yet; readers that \
                  know nothing of branches read the previous main until the next change of main"
             };
+            let dropped = if drop {
+                format!("; branch {name} dropped")
+            } else {
+                String::new()
+            };
             print_text(&format!(
                 "{table}: branch {name} published as publication p{}; main now ends at {} \
-                 ({} instant(s), {} object(s) copied); {legacy}",
+                 ({} instant(s), {} object(s) copied); {legacy}{dropped}",
                 outcome.publication,
                 head.unwrap_or_else(|| "no write".to_string()),
                 outcome.instants,

@@ -405,6 +405,7 @@ async fn branch_steps(
             command: BranchCommand::Publish {
                 table: table.to_string(),
                 name: BRANCH.to_string(),
+                drop: false,
                 json: false,
             },
         },

@@ -176,6 +176,50 @@ fn test_branch_publish_text_says_branch_unaware_readers_follow() {
     assert!(!out.contains("warning"), "{out}");
 }
 
+/// `branch publish --drop`: main fast-forwards to the branch, then the branch is gone (list,
+/// read); a refused (divergent) publication with `--drop` keeps the branch.
+#[test]
+fn test_branch_publish_drop_publishes_then_drops_and_a_refusal_keeps_the_branch() {
+    let (dir, table) = setup("cow");
+    ok(&["branch", "create", s(&table), "audit"]);
+    let w = upsert_on(dir.path(), &table, "audit", "a", "sf", 9.5);
+    let branch_rows = rows_on(&table, "audit");
+    let published = json(&["branch", "publish", s(&table), "audit", "--drop", "--json"]);
+    assert_eq!(published["publication"], 1);
+    assert_eq!(published["head"], w.as_str());
+    assert_eq!(published["dropped"], true);
+    assert_eq!(rows_on(&table, "main"), branch_rows);
+    assert!(branches(&table).is_empty());
+    let err = fails(&["read", s(&table), "--branch", "audit"]);
+    assert!(err.contains("branch audit does not exist"), "{err}");
+    assert!(!table.join(".hoodie/branches/audit").exists());
+    assert!(!table
+        .join(".hoodie/metadata/.hoodie/branches/audit")
+        .exists());
+    ok(&["validate", s(&table)]);
+
+    // Text output says so; a divergent publication with --drop changes nothing.
+    ok(&["branch", "create", s(&table), "fix"]);
+    upsert_on(dir.path(), &table, "fix", "c", "sf", 1.0);
+    let out = ok(&["branch", "publish", s(&table), "fix", "--drop"]);
+    assert!(out.contains("published as publication p2"), "{out}");
+    assert!(out.contains("branch fix dropped"), "{out}");
+    assert!(branches(&table).is_empty());
+
+    ok(&["branch", "create", s(&table), "late"]);
+    upsert_on(dir.path(), &table, "main", "b", "sf", 7.0);
+    upsert_on(dir.path(), &table, "late", "a", "sf", 8.0);
+    let before = table_tree(&table);
+    let err = fails(&["branch", "publish", s(&table), "late", "--drop"]);
+    assert!(err.contains("publish late refused"), "{err}");
+    assert_eq!(
+        table_tree(&table),
+        before,
+        "a refused publication changes nothing"
+    );
+    assert_eq!(branches(&table).len(), 1);
+}
+
 #[test]
 fn test_branch_publish_divergent_exits_1_and_names_mains_instant() {
     let (dir, table) = setup("cow");

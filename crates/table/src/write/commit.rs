@@ -21,19 +21,9 @@ use super::planner::WritePlan;
 use super::rollback;
 use crate::error::{Result, TableError};
 
-/// The name of the table lock (kept by the default provider at `.hoodie/.locks/table_lock.json`).
-pub const LOCK_NAME: &str = "table_lock";
-
-/// Where the default lock provider keeps its locks (Hudi's `FileSystemBasedLockProvider` uses
-/// the same directory).
-pub const LOCK_DIR: &str = ".hoodie/.locks";
-
-/// Where writers keep their heartbeats: one object per pending instant, named by its time,
-/// holding the epoch milliseconds of the last beat.
-pub const HEARTBEAT_DIR: &str = ".hoodie/.heartbeat";
-
-/// The file name of the partition marker (spec 1.4).
-pub const PARTITION_MARKER: &str = ".hoodie_partition_metadata";
+/// The table lock's name and directory, writers' heartbeats and the partition marker: paths
+/// of the table layout (`arbor_timeline::layout::paths`).
+pub use arbor_timeline::layout::paths::{LOCK_DIR, LOCK_NAME, PARTITION_MARKER};
 
 /// How long a lease of the table lock lasts; every step under the lock is short.
 const LEASE: Duration = Duration::from_secs(120);
@@ -66,7 +56,7 @@ fn now_ms() -> i64 {
 }
 
 fn heartbeat_key(instant: &InstantTime) -> String {
-    format!("{HEARTBEAT_DIR}/{instant}")
+    arbor_timeline::layout::paths::heartbeat_key(instant)
 }
 
 /// Records that the writer of `instant` is alive now.

@@ -76,7 +76,7 @@ pub async fn writer_if_enabled(storage: &Arc<dyn Storage>) -> Result<Option<MdtW
     match MdtWriter::open(storage.clone()).await? {
         Some(w) => Ok(Some(w)),
         None => Err(TableError::Corrupt {
-            path: format!("{MDT_META_DIR}/hoodie.properties"),
+            path: arbor_timeline::layout::paths::properties_key(MDT_META_DIR),
             reason: "the table lists metadata partition files but its metadata table is missing; \
                      run `arbor mdt init` after removing files from hoodie.table.metadata.partitions"
                 .to_string(),

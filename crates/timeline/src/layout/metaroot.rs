@@ -12,21 +12,11 @@ use std::fmt;
 
 use arbor_storage::{Storage, StorageExt};
 
+use super::paths::{BRANCHES_SUBDIR, DEFAULT_META_DIR};
 use crate::config::TableConfig;
 use crate::error::{Result, TimelineError};
-use crate::layout::DEFAULT_META_DIR;
 
-/// The data-side directory holding working branches and publications.
-pub const BRANCHES_DIR: &str = ".hoodie/branches";
-/// The reserved name of the publications directory.
-pub const PUBLICATIONS: &str = "publications";
-/// The file whose presence completes a publication (data side).
-pub const SUCCESS_FILE: &str = "_SUCCESS";
-/// The MDT's root meta directory.
-pub const MDT_ROOT_META_DIR: &str = ".hoodie/metadata/.hoodie";
-/// Where a root keeps its tag definitions, as its view shows it (`tags/<name>.json` in the
-/// root's data meta directory, RFC-116 section 3).
-pub const TAGS_DIR: &str = ".hoodie/tags";
+pub use super::paths::{BRANCHES_DIR, MDT_ROOT_META_DIR, PUBLICATIONS, SUCCESS_FILE, TAGS_DIR};
 /// The longest branch name accepted.
 pub const MAX_BRANCH_NAME_LEN: usize = 128;
 /// The name of the main branch (never a working branch).
@@ -67,8 +57,10 @@ impl MetaRoot {
     pub fn mdt_meta_dir(&self) -> String {
         match self {
             MetaRoot::Root => MDT_ROOT_META_DIR.to_string(),
-            MetaRoot::Publication(n) => format!("{MDT_ROOT_META_DIR}/branches/{PUBLICATIONS}/p{n}"),
-            MetaRoot::Branch(b) => format!("{MDT_ROOT_META_DIR}/branches/{b}"),
+            MetaRoot::Publication(n) => {
+                format!("{MDT_ROOT_META_DIR}/{BRANCHES_SUBDIR}/{PUBLICATIONS}/p{n}")
+            }
+            MetaRoot::Branch(b) => format!("{MDT_ROOT_META_DIR}/{BRANCHES_SUBDIR}/{b}"),
         }
     }
 
@@ -178,7 +170,7 @@ pub async fn next_publication_id(storage: &dyn Storage) -> Result<u64> {
     let data = publications_under(storage, &publications_dir()).await?;
     let mdt = publications_under(
         storage,
-        &format!("{MDT_ROOT_META_DIR}/branches/{PUBLICATIONS}"),
+        &format!("{MDT_ROOT_META_DIR}/{BRANCHES_SUBDIR}/{PUBLICATIONS}"),
     )
     .await?;
     Ok(data

@@ -17,22 +17,24 @@ use arbor_storage::{validate_key, ListPage, ObjectMeta, Storage, StorageError, V
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::metaroot::{MetaRoot, MDT_ROOT_META_DIR};
+use super::location::{FileLocations, Located, OwnLocation};
+use super::metaroot::MetaRoot;
+use super::paths::{self, DEFAULT_META_DIR, HEARTBEAT_DIR, LOCK_DIR, MDT_ROOT_META_DIR};
 
 type SResult<T> = std::result::Result<T, StorageError>;
 
 /// The data-side meta directory as every component addresses it.
-const META: &str = ".hoodie";
+const META: &str = DEFAULT_META_DIR;
 /// The metadata table's base directory (its data files are shared by every root).
-const MDT_BASE: &str = ".hoodie/metadata";
+const MDT_BASE: &str = paths::MDT_BASE;
 /// The lock directory: one table lock for every root.
-const LOCKS: &str = ".hoodie/.locks";
+const LOCKS: &str = LOCK_DIR;
 /// Writers' heartbeats, one object per pending instant named by its time: shared by every root
 /// (instant times are unique table-wide), so a writer that opened the root metadata (a
 /// branch-unaware writer following the root `hoodie.timeline.path` into a publication) and
 /// arbor's handle of that publication see each other's heartbeats and never roll back each
 /// other's live writes.
-const HEARTBEATS: &str = ".hoodie/.heartbeat";
+const HEARTBEATS: &str = HEARTBEAT_DIR;
 
 /// True for keys below a directory every root shares.
 fn is_shared_meta(key: &str) -> bool {
@@ -71,6 +73,7 @@ pub struct RootedStorage {
     inner: Arc<dyn Storage>,
     root: MetaRoot,
     keys: KeyMap,
+    locations: Arc<dyn FileLocations>,
 }
 
 /// The key mapping of one root.
@@ -83,11 +86,37 @@ struct KeyMap {
 impl RootedStorage {
     /// The view of `inner` (the table's storage) as `root` sees it.
     pub fn new(inner: Arc<dyn Storage>, root: MetaRoot) -> Self {
+        let locations = Arc::new(OwnLocation::new(inner.clone()));
+        Self::with_locations(inner, root, locations)
+    }
+
+    /// The view of `inner` as `root` sees it, reading the shared files (data files,
+    /// metadata-table files) where `locations` resolves them; metadata and every write stay in
+    /// `inner`.
+    pub fn with_locations(
+        inner: Arc<dyn Storage>,
+        root: MetaRoot,
+        locations: Arc<dyn FileLocations>,
+    ) -> Self {
         RootedStorage {
             keys: KeyMap::of(&root),
             inner,
             root,
+            locations,
         }
+    }
+
+    /// Resolves a caller's key for reading: a root's metadata in the table's storage, a shared
+    /// file where the locations say.
+    fn read_at(&self, key: &str) -> SResult<Located> {
+        validate_key(key, false)?;
+        Ok(match KeyMap::place(key) {
+            Place::Shared => self.locations.resolve(key),
+            _ => Located {
+                storage: self.inner.clone(),
+                key: self.map(key),
+            },
+        })
     }
 
     /// The root this view shows.
@@ -239,23 +268,27 @@ impl fmt::Display for RootedStorage {
 #[async_trait]
 impl Storage for RootedStorage {
     async fn get(&self, key: &str) -> SResult<(Bytes, ObjectMeta)> {
-        let k = self.key_in(key)?;
-        let (data, mut meta) = self.inner.get(&k).await.map_err(|e| self.err_out(e))?;
+        let at = self.read_at(key)?;
+        let (data, mut meta) = at.storage.get(&at.key).await.map_err(|e| self.err_out(e))?;
         meta.key = key.to_string();
         Ok((data, meta))
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> SResult<Bytes> {
-        let k = self.key_in(key)?;
-        self.inner
-            .get_range(&k, range)
+        let at = self.read_at(key)?;
+        at.storage
+            .get_range(&at.key, range)
             .await
             .map_err(|e| self.err_out(e))
     }
 
     async fn head(&self, key: &str) -> SResult<ObjectMeta> {
-        let k = self.key_in(key)?;
-        let mut meta = self.inner.head(&k).await.map_err(|e| self.err_out(e))?;
+        let at = self.read_at(key)?;
+        let mut meta = at
+            .storage
+            .head(&at.key)
+            .await
+            .map_err(|e| self.err_out(e))?;
         meta.key = key.to_string();
         Ok(meta)
     }
@@ -417,6 +450,21 @@ impl MetaRoot {
             other => Arc::new(RootedStorage::new(table, other.clone())),
         }
     }
+
+    /// The table as this root sees it, reading its shared files where `locations` resolves
+    /// them (a table whose files live in more than one location): always a [`RootedStorage`],
+    /// whose view of [`MetaRoot::Root`] shows exactly the keys `table` holds.
+    pub fn view_with_locations(
+        &self,
+        table: Arc<dyn Storage>,
+        locations: Arc<dyn FileLocations>,
+    ) -> Arc<dyn Storage> {
+        Arc::new(RootedStorage::with_locations(
+            table,
+            self.clone(),
+            locations,
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -431,6 +479,89 @@ mod tests {
 
     async fn put(s: &dyn Storage, k: &str) {
         s.put(k, Bytes::from(k.to_string())).await.unwrap();
+    }
+
+    /// Shared files below `p=old/` live in another table's location (as a shallow clone's
+    /// inherited files will).
+    #[derive(Debug)]
+    struct Elsewhere {
+        own: Arc<dyn Storage>,
+        source: Arc<dyn Storage>,
+    }
+
+    impl FileLocations for Elsewhere {
+        fn resolve(&self, key: &str) -> Located {
+            let storage = if key.starts_with("p=old/") {
+                self.source.clone()
+            } else {
+                self.own.clone()
+            };
+            Located {
+                storage,
+                key: key.to_string(),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn test_shared_files_are_read_where_the_locations_resolve_them() {
+        let own = table();
+        let source = table();
+        put(source.as_ref(), "p=old/f1.parquet").await;
+        let locations = Arc::new(Elsewhere {
+            own: own.clone(),
+            source: source.clone(),
+        });
+        let root = MetaRoot::branch("audit").unwrap();
+        let view = RootedStorage::with_locations(own.clone(), root, locations.clone());
+        // Reads of a file the table did not write go to the source, under the caller's key.
+        let (data, meta) = view.get("p=old/f1.parquet").await.unwrap();
+        assert_eq!(data, Bytes::from("p=old/f1.parquet"));
+        assert_eq!(meta.key, "p=old/f1.parquet");
+        assert_eq!(view.head("p=old/f1.parquet").await.unwrap().size, 16);
+        assert_eq!(
+            view.get_range("p=old/f1.parquet", 0..5).await.unwrap(),
+            Bytes::from("p=old")
+        );
+        // Metadata and new files stay in the table's own location.
+        view.put(".hoodie/timeline/1.commit", Bytes::from("c"))
+            .await
+            .unwrap();
+        view.put("p=new/f2.parquet", Bytes::from("n"))
+            .await
+            .unwrap();
+        assert!(own
+            .exists(".hoodie/branches/audit/timeline/1.commit")
+            .await
+            .unwrap());
+        assert!(own.exists("p=new/f2.parquet").await.unwrap());
+        assert!(!source.exists("p=new/f2.parquet").await.unwrap());
+        assert!(!own.exists("p=old/f1.parquet").await.unwrap());
+        assert_eq!(
+            view.get("p=new/f2.parquet").await.unwrap().0,
+            Bytes::from("n")
+        );
+        // A missing file names the caller's key.
+        let err = view.get("p=old/missing.parquet").await.unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+        // Main's root with other locations: the same resolution, every key of the table shown.
+        let main = MetaRoot::Root.view_with_locations(own.clone(), locations);
+        assert_eq!(main.get("p=old/f1.parquet").await.unwrap().0.len(), 16);
+        let listed: Vec<String> = main
+            .list_all("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.key)
+            .collect();
+        let direct: Vec<String> = own
+            .list_all("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.key)
+            .collect();
+        assert_eq!(listed, direct);
     }
 
     #[tokio::test]

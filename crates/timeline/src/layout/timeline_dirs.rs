@@ -5,8 +5,7 @@ use crate::error::{Result, TimelineError};
 use crate::instant::Instant;
 use crate::naming::{instant_file_name, LayoutVersion};
 
-/// The metadata directory of main before any branch exists.
-pub const DEFAULT_META_DIR: &str = ".hoodie";
+pub use super::paths::DEFAULT_META_DIR;
 
 /// Keys (relative to the table base) of one timeline: the meta directory holding
 /// `hoodie.properties`, the directory of active instant files and the archived history.
@@ -110,7 +109,7 @@ impl TableLayout {
 
     /// Key of `hoodie.properties`.
     pub fn properties_key(&self) -> String {
-        format!("{}/hoodie.properties", self.meta_dir)
+        super::paths::properties_key(&self.meta_dir)
     }
 
     /// Key of an instant's file.

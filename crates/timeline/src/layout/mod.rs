@@ -1,0 +1,28 @@
+//! The table layout, in one place: every path of a table (metadata roots, branches,
+//! publications, tags, locks, heartbeats, the metadata table, partition markers) and the
+//! resolution of a logical file to the storage and key holding it.
+//!
+//! - [`paths`]: the fixed paths, as every component addresses them;
+//! - [`TableLayout`] ([`timeline_dirs`]): where one timeline's meta directory, active instants
+//!   and archived history are;
+//! - [`metaroot`]: where main, publications and working branches keep their metadata
+//!   (RFC-116), and main resolution;
+//! - [`branches`]: branch identities and the discovery of every live root;
+//! - [`rooted`]: [`RootedStorage`], the resolver: the table as one root sees it, its metadata
+//!   where main's root metadata would be, the shared files where [`FileLocations`] says
+//!   ([`location`]: today the table's own location; shallow clones resolve files they did not
+//!   write to their sources' locations).
+
+pub mod branches;
+pub mod location;
+pub mod metaroot;
+pub mod paths;
+pub mod rooted;
+pub mod timeline_dirs;
+
+pub use branches::{live_roots, BranchInfo};
+pub use location::{FileLocations, Located, OwnLocation};
+pub use metaroot::{resolve_main, MetaRoot};
+pub use paths::DEFAULT_META_DIR;
+pub use rooted::RootedStorage;
+pub use timeline_dirs::TableLayout;
