@@ -3,6 +3,8 @@
 //! (one file each) that runs its locked steps through a [`Transaction`]; this file only
 //! opens handles and forwards to them.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use arbor_storage::{LockProvider, Storage};
@@ -131,24 +133,34 @@ impl Table {
     /// heartbeat expired. `work` must be safe to cancel at any await point (it is dropped if
     /// the lease cannot be renewed). This is how an operation outside this crate (clean,
     /// restore, savepoint, tag, branch) changes the table.
-    pub async fn transact<'a, T, E, F, Fut>(&'a self, work: F) -> std::result::Result<T, E>
+    pub fn transact<'a, T, E, F, Fut>(
+        &'a self,
+        work: F,
+    ) -> Pin<Box<impl Future<Output = std::result::Result<T, E>> + 'a>>
     where
-        F: FnOnce(Transaction<'a>) -> Fut,
-        Fut: std::future::Future<Output = std::result::Result<T, E>>,
-        E: From<TableError>,
+        T: 'a,
+        E: From<TableError> + 'a,
+        F: FnOnce(Transaction<'a>) -> Fut + 'a,
+        Fut: Future<Output = std::result::Result<T, E>> + 'a,
     {
-        Transaction::run(self, Entry::Begin, |txn| async move { Ok(work(txn).await) })
-            .await
-            .map_err(E::from)?
+        Box::pin(async move {
+            Transaction::run(self, Entry::Begin, |txn| async move { Ok(work(txn).await) })
+                .await
+                .map_err(E::from)?
+        })
     }
 
     /// [`Table::transact`] for work that needs no [`Transaction`] value.
-    pub async fn with_table_lock<T, E, F>(&self, work: F) -> std::result::Result<T, E>
+    pub fn with_table_lock<'a, T, E, F>(
+        &'a self,
+        work: F,
+    ) -> Pin<Box<impl Future<Output = std::result::Result<T, E>> + 'a>>
     where
-        F: std::future::Future<Output = std::result::Result<T, E>>,
-        E: From<TableError>,
+        T: 'a,
+        E: From<TableError> + 'a,
+        F: Future<Output = std::result::Result<T, E>> + 'a,
     {
-        self.transact(|_| work).await
+        self.transact(|_| work)
     }
 
     /// A handle of the same table at metadata root `root`, sharing this handle's lock provider,

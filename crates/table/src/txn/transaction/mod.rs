@@ -3,6 +3,7 @@
 //! the same way (module doc of [`crate::txn`]).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use arbor_mdt::FilesDelta;
@@ -55,38 +56,48 @@ pub struct Transaction<'a> {
 impl<'a> Transaction<'a> {
     /// Runs `work` as a locked step of `table`, entered as `entry` says; releases the lock
     /// afterwards. `work` must be safe to cancel at any await point: it is dropped if the lease
-    /// cannot be renewed.
-    pub(crate) async fn run<T, F, Fut>(table: &'a Table, entry: Entry<'_>, work: F) -> Result<T>
+    /// cannot be renewed. The step's state lives on the heap (one allocation per step), so
+    /// nesting steps in callers' futures does not grow their stack frames.
+    pub(crate) fn run<'i, T, F, Fut>(
+        table: &'a Table,
+        entry: Entry<'i>,
+        work: F,
+    ) -> Pin<Box<impl Future<Output = Result<T>> + 'a>>
     where
-        F: FnOnce(Transaction<'a>) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        'i: 'a,
+        T: 'a,
+        F: FnOnce(Transaction<'a>) -> Fut + 'a,
+        Fut: Future<Output = Result<T>> + 'a,
     {
-        let ctx = &table.ctx;
-        let lock = ctx.lock_provider();
-        commit::with_lock(lock.as_ref(), ctx.options.lock_timeout, async {
-            let txn = Transaction { table };
-            match entry {
-                Entry::Begin => {
-                    ctx.ensure_still_main().await?;
-                    txn.rollback_failed().await?;
-                }
-                Entry::Service => ctx.ensure_still_main().await?,
-                Entry::Resume(instant) => {
-                    if let Err(e) = ctx.ensure_still_main().await {
-                        // The write can never complete on main: remove it from the metadata
-                        // it started in.
-                        if txn.rollback_instant(instant).await.is_ok() {
-                            let _ =
-                                commit::stop_heartbeat(&ctx.storage, &instant.requested_time).await;
-                        }
-                        return Err(e);
+        Box::pin(async move {
+            let ctx = &table.ctx;
+            let lock = ctx.lock_provider();
+            commit::with_lock(lock.as_ref(), ctx.options.lock_timeout, async {
+                let txn = Transaction { table };
+                match entry {
+                    Entry::Begin => {
+                        ctx.ensure_still_main().await?;
+                        txn.rollback_failed().await?;
                     }
+                    Entry::Service => ctx.ensure_still_main().await?,
+                    Entry::Resume(instant) => {
+                        if let Err(e) = ctx.ensure_still_main().await {
+                            // The write can never complete on main: remove it from the
+                            // metadata it started in.
+                            if txn.rollback_instant(instant).await.is_ok() {
+                                let _ =
+                                    commit::stop_heartbeat(&ctx.storage, &instant.requested_time)
+                                        .await;
+                            }
+                            return Err(e);
+                        }
+                    }
+                    Entry::Abort => {}
                 }
-                Entry::Abort => {}
-            }
-            work(txn).await
+                work(txn).await
+            })
+            .await
         })
-        .await
     }
 
     /// This transaction's lock applied to `other`, another handle of the same table (from
