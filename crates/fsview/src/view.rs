@@ -66,7 +66,8 @@ pub struct RefreshOutcome {
 ///
 /// Caching: the partition list and each partition's file list are cached after the first
 /// query (in a concurrent map, so queries may run in parallel); slices are computed from them
-/// and the timeline snapshot on every query. [`FileSystemView::refresh`] reloads the timeline
+/// and the timeline snapshot on every query, except the latest slices of every partition, kept
+/// after the first such query. [`FileSystemView::refresh`] reloads the timeline
 /// and drops only the listings of partitions touched by instants completed since the previous
 /// load.
 #[derive(Debug)]
@@ -79,6 +80,10 @@ pub struct FileSystemView {
     completed: BTreeSet<(InstantTime, Action)>,
     partitions: tokio::sync::Mutex<Option<Arc<Vec<String>>>>,
     files: DashMap<String, Arc<Vec<ListedFile>>>,
+    /// The latest slices of every partition (`Horizon::Latest`), computed once per timeline
+    /// snapshot: the view answers from immutable listings, so the answer cannot change until
+    /// [`FileSystemView::refresh`], which drops it.
+    latest: tokio::sync::OnceCell<Arc<Vec<FileSlice>>>,
 }
 
 impl FileSystemView {
@@ -124,6 +129,7 @@ impl FileSystemView {
             completed,
             partitions: tokio::sync::Mutex::new(None),
             files: DashMap::new(),
+            latest: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -150,6 +156,7 @@ impl FileSystemView {
                 .iter()
                 .map(|e| (e.key().clone(), e.value().clone()))
                 .collect(),
+            latest: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -279,6 +286,18 @@ impl FileSystemView {
     ) -> Result<Vec<FileSlice>> {
         let partitions: Vec<String> = match partition {
             Some(p) => vec![p.to_string()],
+            None if *horizon == Horizon::Latest => {
+                let all = self
+                    .latest
+                    .get_or_try_init(|| async {
+                        let partitions = self.partitions().await?.as_ref().clone();
+                        Ok::<_, crate::FsViewError>(Arc::new(
+                            self.latest_in(partitions, horizon, None).await?,
+                        ))
+                    })
+                    .await?;
+                return Ok(all.as_ref().clone());
+            }
             None => self.partitions().await?.as_ref().clone(),
         };
         self.latest_in(partitions, horizon, None).await
@@ -463,6 +482,7 @@ impl FileSystemView {
             }
         }
 
+        self.latest = tokio::sync::OnceCell::new();
         let invalidated = if all {
             self.files.clear();
             *self.partitions.get_mut() = None;
