@@ -1,8 +1,12 @@
 //! `arbor-table`: opening, creating, writing and reading Hudi tables.
 //!
-//! Built so far: key generation ([`keygen`]: record keys and partition paths from Arrow
-//! batches) and the readers ([`read`]). The write client, indexes, optimistic concurrency,
-//! rollback and compaction follow (issue 3).
+//! - [`keygen`]: record keys and partition paths from Arrow batches, as Java's key generators;
+//! - [`read`]: the readers (snapshot, time travel, incremental, read-optimized, partition
+//!   filters) of copy-on-write and merge-on-read tables;
+//! - [`write`]: the write client ([`Table`]): create and open, writes under the table lock with
+//!   optimistic concurrency, rollback of failed writes, compaction, the metadata table, the
+//!   record and secondary indexes;
+//! - [`validate_indexes`]: the indexes checked against the data.
 
 mod error;
 pub mod keygen;

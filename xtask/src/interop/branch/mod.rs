@@ -1,4 +1,4 @@
-//! The branch checks (issue 6, RFC-116): what a peer reader sees of branches and publications.
+//! The branch checks (RFC-116): what a peer reader sees of branches and publications.
 //!
 //! For each table of [`BranchScenario::all`] ({COW, MOR} × {without, with the record index}, all
 //! with a metadata table; hive-style partitioned by `region`) the sequence is:
