@@ -3,7 +3,6 @@
 //! follow (also across a metadata-table compaction), refusals write nothing, and a restore a
 //! crash interrupted is finished by the next call.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arbor_cleaner::{clean, create_savepoint, restore, CleanOptions, CleanPolicy, CleanerError};
