@@ -1,7 +1,8 @@
 //! Developer tasks for arbor: `cargo xtask test` runs every test (starting PostgreSQL and an S3
 //! server first) and then the interop matrix, `cargo xtask interop` runs the interop matrix
 //! alone (arbor's writes read by hudi-rs, see `interop/mod.rs`), `cargo xtask demo` runs the
-//! main job on the local file system.
+//! main job on the local file system, `cargo xtask cycles` reports import cycles between the files
+//! of one crate (also run by `cargo xtask test`, next to clippy).
 //!
 
 use std::env;
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 mod bench;
+mod cycles;
 mod interop;
 
 fn main() -> ExitCode {
@@ -19,6 +21,7 @@ fn main() -> ExitCode {
         Some("demo") => demo(args.get(1..).unwrap_or_default()),
         Some("interop") => interop::run(args.get(1..).unwrap_or_default(), None),
         Some("bench") => bench::run(args.get(1..).unwrap_or_default()),
+        Some("cycles") => cycles::run(args.get(1..).unwrap_or_default()),
         Some("services") => services().map(|envs| {
             for (k, v) in envs {
                 println!("export {k}={v:?}");
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
                  bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
                  bench cache [--sizes PxF,PxF] [--runs N] [--quick]  second open + plan against the first (release build)\n  \
+                 cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \
                  services            start PostgreSQL, moto and Azurite, print their environment"
             );
             Err("no task given".to_string())
@@ -168,6 +172,7 @@ fn test(args: &[String]) -> Result<(), String> {
             "-D",
             "warnings",
         ]))?;
+        cycles::run(&[])?;
     }
     let mut cmd = Command::new("cargo");
     cmd.args(["test", "--workspace", "--no-fail-fast"]);

@@ -30,6 +30,9 @@ use crate::roots::{
 };
 use crate::tag::{list_tags_at, TagFilter};
 
+/// Kept here for the modules that import it from `branch` (it lives in [`crate::pending`]).
+pub(crate) use crate::pending::blocking_pending;
+
 /// A working branch and where it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BranchStatus {
@@ -67,22 +70,6 @@ pub(crate) fn require_mdt(config: &TableConfig, op: &str) -> Result<()> {
              shared files are its own); run `arbor mdt init` on main first",
         ))
     }
-}
-
-/// Pending instants of `tl` that could change the state as of `upto`: pending writes requested
-/// at or before it, and any pending clean, rollback or restore.
-pub(crate) fn blocking_pending(tl: &ActiveTimeline, upto: Option<&InstantTime>) -> Vec<String> {
-    tl.pending()
-        .into_iter()
-        .filter(|i| match i.action.completed_action() {
-            Action::Commit | Action::DeltaCommit | Action::ReplaceCommit => {
-                i.action.is_write() && upto.is_none_or(|u| i.requested_time <= *u)
-            }
-            Action::Clean | Action::Rollback | Action::Restore => true,
-            _ => false,
-        })
-        .map(|i| i.to_string())
-        .collect()
 }
 
 /// Creates working branch `name` from main under the table lock (`table` is any handle of the

@@ -26,6 +26,7 @@ pub mod branch;
 mod copy;
 mod error;
 pub mod identity;
+mod pending;
 pub mod protect;
 pub mod publish;
 pub mod roots;

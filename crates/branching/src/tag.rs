@@ -21,9 +21,9 @@ use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use crate::branch::blocking_pending;
 use crate::error::{BranchingError, Result};
 use crate::identity::TagInfo;
+use crate::pending::blocking_pending;
 use crate::roots::{put_once, select_root};
 
 /// Which tag definitions to read.

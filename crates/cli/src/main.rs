@@ -4,6 +4,7 @@
 //! command panics on bad input.
 
 mod commands;
+mod context;
 mod error;
 mod input;
 mod output;
@@ -114,7 +115,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let options = commands::storage_options(&cli.storage_options)?;
+        let options = context::storage_options(&cli.storage_options)?;
         match cli.command {
             Command::Create(args) => commands::create::run(args, &options).await,
             Command::Write(args) => commands::write::run(args, &options).await,

@@ -6,6 +6,12 @@
 //! completion). [`write`](mod@write) holds the write path's building blocks (options, schema
 //! conformance, indexes, planner, file writers, rollback, compaction), [`read`] the readers,
 //! [`keygen`] record keys and partition paths from Arrow batches.
+//!
+//! Modules: [`txn`] (the Transaction and one file per operation), [`write`](mod@write) (the
+//! write path's building blocks), [`read`] (snapshot, time travel, incremental and
+//! read-optimized readers, partition filters, the scan plan and the process-wide cache),
+//! [`keygen`] (record keys and partition paths, as Java's key generators) and
+//! [`validate_indexes`] (the indexes checked against the data).
 
 mod error;
 pub mod keygen;

@@ -1,6 +1,8 @@
 //! Test support shared by arbor's integration tests: the Spark-written fixture tables in
 //! `../shared/fixtures` ([`fixtures`]), the peer reader (hudi-rs 0.5.0) and the row digests of
-//! `scripts/canonical_rows.py` ([`peer`]), and visible skips ([`skip`]).
+//! `scripts/canonical_rows.py` ([`peer`]), visible skips ([`skip`]), the rows, schema and model of
+//! the small table most integration tests write ([`tables`]) and what the crash sweeps share
+//! ([`crash`]).
 //!
 //! Only for tests (`publish = false`, used as a dev-dependency). A helper that cannot do its
 //! job fails the calling test at once, so `unwrap`, `expect`, `panic!` and indexing are
@@ -15,8 +17,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub mod crash;
 pub mod fixtures;
 pub mod peer;
+pub mod tables;
 
 pub use fixtures::{
     expected_dir, expected_json, files_with_extension, find_table_base, fixture_name, fixture_zips,

@@ -1,4 +1,4 @@
-//! `cargo xtask bench branch`: the cost of creating and publishing a branch (issue 6), which
+//! `cargo xtask bench branch`: the cost of creating and publishing a branch, which
 //! must not grow with the number of data files: both copy metadata only (timelines, identity,
 //! tags), never data files or the metadata table's data files.
 //!

@@ -1,5 +1,5 @@
 //! `cargo xtask bench clean`: the cost of planning a clean on a table with many file slices and
-//! a long timeline (issue 5, acceptance 4), with and without the metadata table.
+//! a long timeline, with and without the metadata table.
 //!
 //! Two copy-on-write tables are written side by side, one with the metadata table (MDT) and one
 //! created with `metadata_table: false`: `--commits` commits (default 1,000), each inserting one

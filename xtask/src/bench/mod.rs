@@ -1,4 +1,4 @@
-//! `cargo xtask bench data-path`: the data-path benchmark (issue 3, item 7). `cargo xtask bench
+//! `cargo xtask bench data-path`: the data-path benchmark. `cargo xtask bench
 //! mdt`, the metadata-table benchmark, lives in [`mdt`]; `cargo xtask bench clean`, clean
 //! planning, in [`clean`]; `cargo xtask bench branch`, branch creation and publication, in
 //! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`].

@@ -1,4 +1,4 @@
-//! The metadata-table checks of a scenario (issue 4).
+//! The metadata-table checks of a scenario.
 //!
 //! - After every step, `arbor_mdt::validate::validate_table` on the copy of the table taken
 //!   right after the step (the last one is the final table): the FILES partition lists exactly

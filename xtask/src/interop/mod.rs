@@ -1,4 +1,4 @@
-//! `cargo xtask interop`: the interop scenario matrix (issue 3, item 5).
+//! `cargo xtask interop`: the interop scenario matrix.
 //!
 //! Six tables, {COW, MOR} × {hive-style partitioned, non-hive partitioned, non-partitioned},
 //! are written through `arbor_table::Table` with one sequence of operations ([`scenario`])

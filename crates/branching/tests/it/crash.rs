@@ -46,7 +46,6 @@
 //! every retry ([`PeerSweep`]; one `peer_digest.py --batch` run per sweep).
 
 use std::collections::{BTreeMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -68,52 +67,10 @@ use arbor_timeline::{
 use arrow::array::RecordBatch;
 
 use super::support::{batch, create, rows, rows_of, Model, Row, TestTable};
+use arbor_testkit::crash::{copy_dir, fingerprint};
 
 fn local(base: &Path) -> Arc<dyn Storage> {
     Arc::new(ObjectStoreStorage::local(base).unwrap())
-}
-
-/// A hash of every file under `base` (relative path and content), locks and heartbeats
-/// excepted: two crash points with the same fingerprint left the same storage.
-fn fingerprint(base: &Path) -> u64 {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let path = e.path();
-            let rel = path
-                .strip_prefix(base)
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
-            if rel.starts_with(".hoodie/.locks") || rel.starts_with(".hoodie/.heartbeat") {
-                continue;
-            }
-            if e.file_type().unwrap().is_dir() {
-                walk(&path, base, out);
-            } else {
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(base, base, &mut files);
-    files.sort();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    files.hash(&mut h);
-    h.finish()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// The default table lock's state object.

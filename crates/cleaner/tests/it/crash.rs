@@ -23,7 +23,6 @@
 //! checked is not checked again.
 
 use std::collections::{BTreeSet, HashSet};
-use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,52 +42,10 @@ use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, State, TableConfig, TableLayout};
 
 use super::support::{create, rows, Model, Row, TestTable};
+use arbor_testkit::crash::{copy_dir, fingerprint};
 
 fn local(base: &Path) -> Arc<dyn Storage> {
     Arc::new(ObjectStoreStorage::local(base).unwrap())
-}
-
-/// A hash of every file under `base` (relative path and content), locks and heartbeats
-/// excepted: two crash points with the same fingerprint left the same storage.
-fn fingerprint(base: &Path) -> u64 {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let path = e.path();
-            let rel = path
-                .strip_prefix(base)
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
-            if rel.starts_with(".hoodie/.locks") || rel.starts_with(".hoodie/.heartbeat") {
-                continue;
-            }
-            if e.file_type().unwrap().is_dir() {
-                walk(&path, base, out);
-            } else {
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(base, base, &mut files);
-    files.sort();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    files.hash(&mut h);
-    h.finish()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// A table handle with its own in-process lock (a crashed process's lock died with it) that

@@ -3,7 +3,6 @@
 //! follow (also across a metadata-table compaction), refusals write nothing, and a restore a
 //! crash interrupted is finished by the next call.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arbor_cleaner::{clean, create_savepoint, restore, CleanOptions, CleanPolicy, CleanerError};
@@ -18,6 +17,7 @@ use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
 use bytes::Bytes;
 
 use super::support::{create, rows, Model, Row, TestTable};
+use arbor_testkit::crash::copy_dir;
 
 async fn timeline(t: &TestTable) -> ActiveTimeline {
     ActiveTimeline::load(t.storage.clone(), t.table.layout().clone())
@@ -302,19 +302,6 @@ async fn test_restore_refusals_write_nothing() {
             &[State::Requested, State::Inflight, State::Completed]
         )
         .is_empty());
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 #[tokio::test]

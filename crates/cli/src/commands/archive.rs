@@ -7,8 +7,7 @@ use arbor_storage::StorageOptions;
 use arbor_timeline::summary::{list_instants, InstantSummary, ListScope};
 use clap::Args;
 
-use crate::commands::branch::{label, open_table_on};
-use crate::commands::clean::from_cleaner;
+use crate::context::{from_cleaner, label, open_table_on};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 
@@ -18,7 +17,7 @@ pub struct ArchiveArgs {
     /// The table's base path or URL.
     pub table: String,
     /// The branch whose timeline to archive (main, or a working branch).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -1,127 +1,19 @@
-//! `arbor branch create|list|drop|publish <table>`: working branches (RFC-116), and the
-//! `--branch` helpers every other command uses to open main or a working branch.
+//! `arbor branch create|list|drop|publish <table>`: working branches (RFC-116). The `--branch`
+//! helpers every command uses to open main or a working branch are in [`crate::context`].
 
-use std::sync::Arc;
-
-use arbor_branching::roots::is_main;
 use arbor_branching::{
-    create_branch, drop_branch, list_branches, open_branch, publish, publish_and_drop,
-    BranchSource, BranchStatus, BranchingError,
+    create_branch, drop_branch, list_branches, publish, publish_and_drop, BranchSource,
+    BranchStatus,
 };
-use arbor_storage::{Storage, StorageOptions};
-use arbor_table::read::TableReader;
-use arbor_table::Table;
+use arbor_storage::StorageOptions;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::commands::clean::from_cleaner;
-use crate::commands::open_table_storage;
-use crate::error::{CliError, CliResult};
+use crate::context::{
+    branching_error, open_table_at, open_table_storage, open_working_branch, MAIN,
+};
+use crate::error::CliResult;
 use crate::output::{print_json, print_table, print_text};
-
-/// The name `--branch` takes by default: main.
-pub const MAIN: &str = arbor_timeline::metaroot::MAIN;
-
-/// A branching failure as a CLI error: wrapped library errors keep their own kind, a divergent
-/// publication becomes one line naming the instants on each side.
-pub fn from_branching(e: BranchingError) -> CliError {
-    match e {
-        BranchingError::Cleaner(e) => from_cleaner(e),
-        BranchingError::Table(e) => CliError::Table(e),
-        BranchingError::Timeline(e) => CliError::Timeline(e),
-        BranchingError::Storage(e) => CliError::Storage(e),
-        BranchingError::Divergent {
-            branch,
-            base,
-            missing_on_branch,
-            branch_only,
-        } => CliError::Usage(format!(
-            "publish {branch} refused: main has writes after the branch's base {base} that the \
-             branch does not have: {} (the branch's own writes since then: {}); branches \
-             publish only by fast-forward: create a new branch from main and redo the \
-             branch's writes there",
-            list_or_none(&missing_on_branch),
-            list_or_none(&branch_only)
-        )),
-        other => CliError::Branching(other),
-    }
-}
-
-fn list_or_none(v: &[String]) -> String {
-    if v.is_empty() {
-        "none".to_string()
-    } else {
-        v.join(", ")
-    }
-}
-
-/// A branching failure as one line naming the table.
-pub fn branching_error(location: &str, e: BranchingError) -> CliError {
-    CliError::at(location, from_branching(e))
-}
-
-/// `Some(name)` for a working branch, `None` for main (`--branch main`, the default).
-pub fn selected(branch: &str) -> Option<&str> {
-    if is_main(Some(branch)) {
-        None
-    } else {
-        Some(branch)
-    }
-}
-
-/// How text output names what a command worked on: the table location, followed by
-/// ` (branch B)` for a working branch.
-pub fn label(location: &str, branch: &str) -> String {
-    match selected(branch) {
-        None => location.to_string(),
-        Some(b) => format!("{location} (branch {b})"),
-    }
-}
-
-/// Opens `branch` of the table at `storage` for writing: main through `Table::open` (which
-/// follows publications), a working branch through `arbor_branching::open_branch` (identity
-/// checked; a missing branch is an error, never created).
-pub async fn open_table_at(
-    location: &str,
-    storage: Arc<dyn Storage>,
-    branch: &str,
-) -> CliResult<Table> {
-    match selected(branch) {
-        None => Table::open(storage)
-            .await
-            .map_err(|e| CliError::at(location, e)),
-        Some(b) => open_branch(storage, b)
-            .await
-            .map_err(|e| branching_error(location, e)),
-    }
-}
-
-/// Opens the storage at `location` and then `branch` of its table (see [`open_table_at`]).
-pub async fn open_table_on(
-    location: &str,
-    options: &StorageOptions,
-    branch: &str,
-) -> CliResult<Table> {
-    let storage = open_table_storage(location, options)?;
-    open_table_at(location, storage, branch).await
-}
-
-/// Opens a reader of `branch`: main through `TableReader::open` (which follows
-/// publications), a working branch through `arbor_branching::open_reader`.
-pub async fn open_reader_at(
-    location: &str,
-    storage: Arc<dyn Storage>,
-    branch: &str,
-) -> CliResult<TableReader> {
-    match selected(branch) {
-        None => TableReader::open(storage)
-            .await
-            .map_err(|e| CliError::at(location, e)),
-        Some(b) => arbor_branching::open_reader(storage, Some(b))
-            .await
-            .map_err(|e| branching_error(location, e)),
-    }
-}
 
 /// Arguments of `arbor branch`.
 #[derive(Debug, Args)]
@@ -316,10 +208,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             drop,
             json,
         } => {
-            let storage = open_table_storage(&table, options)?;
-            let branch = open_branch(storage, &name)
-                .await
-                .map_err(|e| branching_error(&table, e))?;
+            let branch = open_working_branch(&table, options, &name).await?;
             let outcome = if drop {
                 publish_and_drop(&branch).await
             } else {
@@ -359,32 +248,5 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 outcome.objects
             ))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_selected_main_is_none() {
-        assert_eq!(selected("main"), None);
-        assert_eq!(selected("audit"), Some("audit"));
-        assert_eq!(label("t", "main"), "t");
-        assert_eq!(label("t", "audit"), "t (branch audit)");
-    }
-
-    #[test]
-    fn test_from_branching_divergent_names_instants() {
-        let e = from_branching(BranchingError::Divergent {
-            branch: "audit".into(),
-            base: "20250101000000000".into(),
-            missing_on_branch: vec!["20250102000000000".into()],
-            branch_only: vec![],
-        });
-        let text = e.to_string();
-        assert!(text.contains("20250102000000000"), "{text}");
-        assert!(text.contains("own writes since then: none"), "{text}");
-        assert!(text.contains("fast-forward"), "{text}");
     }
 }

@@ -4,30 +4,14 @@
 //! Every clean goes through `arbor_branching::clean`: data files are shared by branches, so a
 //! file another branch (or its tags, pending services or retention window) needs is kept.
 
-use arbor_cleaner::{CleanOptions, CleanOutcome, CleanPolicy, CleanerError};
+use arbor_cleaner::{CleanOptions, CleanOutcome, CleanPolicy};
 use arbor_fsview::slice::join;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::branch::{branching_error, label, open_table_on};
-use crate::commands::write::Progress;
+use crate::context::{branching_error, label, open_table_on, Progress};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_text};
-
-/// A cleaner, savepoint or archival failure as a CLI error.
-pub fn from_cleaner(e: CleanerError) -> CliError {
-    match e {
-        CleanerError::Table(e) => CliError::Table(e),
-        CleanerError::Timeline(e) => CliError::Timeline(e),
-        CleanerError::Storage(e) => CliError::Storage(e),
-        other => CliError::Usage(other.to_string()),
-    }
-}
-
-/// A cleaner, savepoint or archival failure as one line naming the table.
-pub fn cleaner_error(location: &str, e: CleanerError) -> CliError {
-    CliError::at(location, from_cleaner(e))
-}
 
 /// Arguments of `arbor clean`.
 #[derive(Debug, Args)]
@@ -40,7 +24,7 @@ pub struct CleanArgs {
     /// The table's base path or URL.
     pub table: String,
     /// The branch to clean (main, or a working branch). Files any other branch needs are kept.
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// What to keep: `commits` (every snapshot of the N latest writes), `versions` (the N
     /// latest slices of every file group) or `hours` (every snapshot of the last N hours).

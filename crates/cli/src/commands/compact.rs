@@ -10,7 +10,7 @@ use arbor_timeline::ActiveTimeline;
 use clap::Args;
 use serde::Serialize;
 
-use crate::commands::branch::{label, open_table_on};
+use crate::context::{label, open_table_on};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 
@@ -30,7 +30,7 @@ pub struct CompactArgs {
     /// The table's base path or URL.
     pub table: String,
     /// The branch to compact (main, or a working branch).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -3,8 +3,7 @@
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::branch::open_table_on;
-use crate::commands::write::{CommitReport, Progress};
+use crate::context::{open_table_on, CommitReport, Progress};
 use crate::error::{CliError, CliResult};
 
 /// Arguments of `arbor delete-partition`.
@@ -17,7 +16,7 @@ pub struct DeletePartitionArgs {
     #[arg(required = true, value_name = "PARTITION")]
     pub partitions: Vec<String>,
     /// The branch to delete them on (main, or an existing working branch).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]

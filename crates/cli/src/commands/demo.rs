@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::branch::{self, BranchArgs, BranchCommand, MAIN};
-use crate::commands::create::{TableSpec, TypeArg};
+use crate::commands::branch::{self, BranchArgs, BranchCommand};
 use crate::commands::files::{print_slices, slices, SliceSelection};
 use crate::commands::read::{self, ReadArgs, ReadFormat};
 use crate::commands::tag::{self, TagArgs, TagCommand};
 use crate::commands::timeline::{self, TimelineArgs};
-use crate::commands::write::{self, CommitReport, OpArg, WriteArgs};
+use crate::commands::write::{self, OpArg, WriteArgs};
+use crate::context::{CommitReport, TableSpec, TypeArg, MAIN};
 use crate::error::{CliError, CliResult};
 use crate::output::print_text;
 

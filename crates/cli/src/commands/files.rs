@@ -7,8 +7,7 @@ use arbor_storage::StorageOptions;
 use clap::Args;
 use serde::Serialize;
 
-use crate::commands::branch::{branching_error, open_reader_at, selected};
-use crate::commands::open_table_storage;
+use crate::context::{branching_error, open_reader_at, open_table_storage, selected};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 
@@ -18,7 +17,7 @@ pub struct FilesArgs {
     /// The table's base path or URL.
     pub table: String,
     /// The branch whose file slices to list (a working branch, or main).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// The file slices as of this instant (requested time, or an ISO date/time as
     /// `arbor read --as-of` takes) instead of the latest.
@@ -116,7 +115,7 @@ impl SliceSelection<'static> {
     /// Main's latest file slices.
     pub fn main_latest() -> Self {
         SliceSelection {
-            branch: crate::commands::branch::MAIN,
+            branch: crate::context::MAIN,
             as_of: None,
             tag: None,
         }
@@ -143,7 +142,7 @@ pub async fn slices(
             let zone = reader.config().timeline_timezone();
             let as_of = selection
                 .as_of
-                .map(|t| crate::commands::read::parse_time("--as-of", t, zone))
+                .map(|t| crate::context::parse_time("--as-of", t, zone))
                 .transpose()?;
             (reader, as_of)
         }

@@ -2,12 +2,12 @@
 
 use arbor_mdt::secondary_index::{IndexDefinitions, SECONDARY_INDEX_PREFIX};
 use arbor_storage::StorageOptions;
-use arbor_table::{secondary_lookup, Table};
+use arbor_table::secondary_lookup;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::TableConfig;
 use clap::{Args, Subcommand};
 
-use crate::commands::open_table_storage;
+use crate::context::{open_table_on, open_table_storage, MAIN};
 use crate::error::{CliError, CliResult};
 
 /// Arguments of `arbor index`.
@@ -77,10 +77,7 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
             record_index,
             json,
         } => {
-            let storage = open_table_storage(&table, options)?;
-            let t = Table::open(storage)
-                .await
-                .map_err(|e| CliError::at(&table, e))?;
+            let t = open_table_on(&table, options, MAIN).await?;
             let (index, count) = match (secondary, record_index) {
                 (Some(column), _) => {
                     let name = name.unwrap_or_else(|| column.clone());

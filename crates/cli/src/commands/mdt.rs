@@ -1,10 +1,9 @@
 //! `arbor mdt init <table>`: create the metadata table of an existing table.
 
 use arbor_storage::StorageOptions;
-use arbor_table::Table;
 use clap::{Args, Subcommand};
 
-use crate::commands::open_table_storage;
+use crate::context::{open_table_on, MAIN};
 use crate::error::{CliError, CliResult};
 
 /// Arguments of `arbor mdt`.
@@ -33,10 +32,7 @@ pub enum MdtCommand {
 pub async fn run(args: MdtArgs, options: &StorageOptions) -> CliResult<()> {
     match args.command {
         MdtCommand::Init { table, json } => {
-            let storage = open_table_storage(&table, options)?;
-            let t = Table::open(storage)
-                .await
-                .map_err(|e| CliError::at(&table, e))?;
+            let t = open_table_on(&table, options, MAIN).await?;
             let files = t
                 .init_metadata_table()
                 .await

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arbor_branching::tag_reader;
 use arbor_format::meta;
 use arbor_storage::StorageOptions;
-use arbor_table::read::{parse_datetime, PartitionFilter, ReadOptions, TableReader};
+use arbor_table::read::{PartitionFilter, ReadOptions, TableReader};
 use arbor_timeline::config::TimelineTimezone;
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
@@ -20,8 +20,7 @@ use arrow::error::ArrowError;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use clap::{Args, ValueEnum};
 
-use crate::commands::branch::{branching_error, open_reader_at, selected};
-use crate::commands::open_table_storage;
+use crate::context::{branching_error, open_reader_at, open_table_storage, parse_time, selected};
 use crate::error::{CliError, CliResult};
 use crate::input::concat;
 use crate::output::{fit_table, print_text, terminal_width, wide_table};
@@ -65,7 +64,7 @@ pub struct ReadArgs {
     /// The table's base path or URL.
     pub table: String,
     /// The branch to read (a working branch, or main).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Read the table as of this tag of the branch (time travel to the tag's instant; the
     /// tag keeps its files however far the cleaner has moved).
@@ -127,40 +126,6 @@ fn parse_bound(s: &str, zone: TimelineTimezone) -> CliResult<Option<InstantTime>
     } else {
         parse_time("--incremental", s, zone).map(Some)
     }
-}
-
-/// Parses an instant time given to `flag`; the error names the flag.
-pub fn parse_instant(flag: &str, s: &str) -> CliResult<InstantTime> {
-    InstantTime::parse(s).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
-}
-
-/// Parses a time given to `flag`: an instant time (digits), or an ISO date/time
-/// ([`parse_datetime`]) turned into the instant time of the same moment on the timeline's
-/// clock `zone`: a zone-less time is taken as written (Hudi instant times are wall-clock times
-/// in that zone), a time with `Z` or an offset is converted to the zone; milliseconds are kept,
-/// finer digits dropped (instant times have millisecond precision, and "as of" includes every
-/// instant at or before). An unparsable text is a usage error naming the flag and the forms.
-pub fn parse_time(flag: &str, s: &str, zone: TimelineTimezone) -> CliResult<InstantTime> {
-    if s.bytes().all(|b| b.is_ascii_digit()) {
-        return parse_instant(flag, s);
-    }
-    let parsed = parse_datetime(s).ok_or_else(|| {
-        CliError::Usage(format!(
-            "{flag}: {s:?} is neither an instant time (yyyyMMddHHmmss[SSS]) nor an ISO date/time \
-             (2026-12-01, 2026-12-01T10:00:00[.123][Z|+02:00])"
-        ))
-    })?;
-    let wall = match (parsed.offset, zone) {
-        (None, _) => parsed.local,
-        (Some(_), TimelineTimezone::Utc) => parsed.to_utc_naive(),
-        (Some(_), TimelineTimezone::Local) => {
-            use chrono::TimeZone;
-            chrono::Local
-                .from_utc_datetime(&parsed.to_utc_naive())
-                .naive_local()
-        }
-    };
-    parse_instant(flag, &wall.format("%Y%m%d%H%M%S%3f").to_string())
 }
 
 /// Reads the rows the arguments select, sorted and projected, with the output schema and the
@@ -534,23 +499,6 @@ mod tests {
         assert!(parse_bound("-", utc).unwrap().is_none());
         assert!(parse_bound("20240101000000000", utc).unwrap().is_some());
         assert!(parse_bound("yesterday", utc).is_err());
-    }
-
-    #[test]
-    fn test_parse_time_iso_forms_on_a_utc_timeline() {
-        let utc = TimelineTimezone::Utc;
-        let t = |s: &str| parse_time("--as-of", s, utc).unwrap().to_string();
-        assert_eq!(t("2026-12-01"), "20261201000000000");
-        assert_eq!(t("2026-12-01T10:00:00"), "20261201100000000");
-        assert_eq!(t("2026-12-01 10:00:00.123"), "20261201100000123");
-        assert_eq!(t("2026-12-01 10:00:00.123999"), "20261201100000123");
-        assert_eq!(t("2026-12-01T10:00:00Z"), "20261201100000000");
-        assert_eq!(t("2026-12-01T10:00:00+02:00"), "20261201080000000");
-        assert_eq!(t("20261201100000"), "20261201100000");
-        let err = parse_time("--as-of", "next tuesday", utc)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("--as-of") && err.contains("ISO"), "{err}");
     }
 
     #[test]

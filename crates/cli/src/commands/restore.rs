@@ -6,8 +6,7 @@ use arbor_branching::restore;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::branch::{branching_error, label, open_table_on};
-use crate::commands::read::parse_instant;
+use crate::context::{branching_error, label, open_table_on, parse_instant};
 use crate::error::CliResult;
 use crate::output::{print_json, print_text};
 
@@ -20,7 +19,7 @@ pub struct RestoreArgs {
     #[arg(long, value_name = "T")]
     pub to: String,
     /// The branch to restore (main, or a working branch).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -7,9 +7,7 @@ use arrow::temporal_conversions::timestamp_s_to_datetime;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::commands::branch::{label, open_table_on};
-use crate::commands::clean::cleaner_error;
-use crate::commands::read::parse_instant;
+use crate::context::{cleaner_error, label, open_table_on, parse_instant};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 
@@ -30,7 +28,7 @@ pub enum SavepointCommand {
         /// The table's base path or URL.
         table: String,
         /// The branch (main, or a working branch).
-        #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+        #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
         branch: String,
         /// The instant to savepoint (default: the latest completed write).
         #[arg(long, value_name = "T")]
@@ -47,7 +45,7 @@ pub enum SavepointCommand {
         /// The table's base path or URL.
         table: String,
         /// The branch (main, or a working branch).
-        #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+        #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
         branch: String,
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -60,7 +58,7 @@ pub enum SavepointCommand {
         /// The savepointed instant.
         instant: String,
         /// The branch (main, or a working branch).
-        #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+        #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
         branch: String,
         /// Print JSON instead of text.
         #[arg(long)]

@@ -9,9 +9,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::commands::branch::{branching_error, open_table_at, selected, MAIN};
-use crate::commands::open_table_storage;
-use crate::commands::read::parse_instant;
+use crate::context::{
+    branching_error, open_table_at, open_table_storage, parse_instant, selected, MAIN,
+};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 

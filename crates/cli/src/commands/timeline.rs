@@ -6,8 +6,7 @@ use arbor_storage::StorageOptions;
 use arbor_timeline::summary::{list_instants, InstantSummary, ListScope};
 use clap::Args;
 
-use crate::commands::branch::{branching_error, selected};
-use crate::commands::open_table_storage;
+use crate::context::{branching_error, open_table_storage, selected};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table};
 
@@ -17,7 +16,7 @@ pub struct TimelineArgs {
     /// The table's base path or URL (the directory that holds `.hoodie/`).
     pub table: String,
     /// The branch whose timeline to list (main follows publications).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Only the instants up to this tag of the branch (requested at or before its instant).
     #[arg(long, value_name = "NAME")]

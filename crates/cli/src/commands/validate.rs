@@ -8,8 +8,7 @@ use arbor_branching::select_root;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::branch::{branching_error, label, selected};
-use crate::commands::open_table_storage;
+use crate::context::{branching_error, label, open_table_storage, selected};
 use crate::error::{CliError, CliResult};
 
 /// Arguments of `arbor validate`.
@@ -18,7 +17,7 @@ pub struct ValidateArgs {
     /// The table's base path or URL.
     pub table: String,
     /// The branch to validate (main, or a working branch).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -1,20 +1,17 @@
 //! `arbor write <table> <input> [--branch B] [--op OP] [table definition flags]`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use arbor_storage::StorageOptions;
-use arbor_table::{CommitResult, WriteOperation};
+use arbor_table::WriteOperation;
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 
-use crate::commands::branch::{open_table_at, selected};
-use crate::commands::create::{create_table, open_target, remove_made_dir, TableSpec};
+use crate::context::{
+    create_table, open_table_at, open_target, remove_made_dir, selected, CommitReport, Progress,
+    TableSpec,
+};
 use crate::error::{CliError, CliResult};
 use crate::input;
-use crate::output::{print_json, print_text};
 
 /// Arguments of `arbor write`.
 ///
@@ -46,7 +43,7 @@ pub struct WriteArgs {
     pub input: PathBuf,
     /// The branch to write to: main, or an existing working branch (`arbor branch create`;
     /// a missing branch is an error, and a new table is created on main only).
-    #[arg(long, value_name = "B", default_value = crate::commands::branch::MAIN)]
+    #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
     /// The write operation.
     #[arg(long, value_enum, default_value_t = OpArg::Upsert)]
@@ -94,160 +91,6 @@ impl OpArg {
             OpArg::Delete => WriteOperation::Delete,
             OpArg::InsertOverwrite => WriteOperation::InsertOverwrite,
             OpArg::InsertOverwriteTable => WriteOperation::InsertOverwriteTable,
-        }
-    }
-}
-
-/// A spinner on stderr while long work runs, shown only when both stdout and stderr are
-/// terminals (never in pipes, files or tests).
-pub struct Progress(Option<ProgressBar>);
-
-impl Progress {
-    /// Starts the spinner with `message`.
-    pub fn start(message: &str) -> Self {
-        if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
-            return Progress(None);
-        }
-        let bar = ProgressBar::new_spinner();
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} [{elapsed}]") {
-            bar.set_style(style);
-        }
-        bar.set_message(message.to_string());
-        bar.enable_steady_tick(Duration::from_millis(100));
-        Progress(Some(bar))
-    }
-
-    /// Changes the message.
-    pub fn set(&self, message: &str) {
-        if let Some(b) = &self.0 {
-            b.set_message(message.to_string());
-        }
-    }
-
-    /// Removes the spinner.
-    pub fn finish(&self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
-/// What `arbor write` and `arbor delete-partition` report.
-#[derive(Debug, Serialize)]
-pub struct CommitReport {
-    /// The table location.
-    pub table: String,
-    /// The branch written (`main` or a working branch).
-    pub branch: String,
-    /// True if this command created the table.
-    pub created: bool,
-    /// Rows read from the input (`None` for delete-partition).
-    pub input_rows: Option<usize>,
-    /// The instant (requested) time.
-    pub instant: String,
-    /// The completion time.
-    pub completion_time: String,
-    /// The completed action.
-    pub action: String,
-    /// The operation type.
-    pub operation: String,
-    /// Records inserted.
-    pub inserted: u64,
-    /// Records updated.
-    pub updated: u64,
-    /// Records deleted.
-    pub deleted: u64,
-    /// Input records not written because the stored record of their key is newer (event-time
-    /// ordering).
-    pub kept: u64,
-    /// Data files written.
-    pub files_written: usize,
-    /// File groups replaced.
-    pub file_groups_replaced: usize,
-    /// Schema changes the write made (columns added, types widened).
-    pub schema_changes: Vec<String>,
-}
-
-impl CommitReport {
-    /// The report of `result`.
-    pub fn new(table: &str, created: bool, input_rows: Option<usize>, r: &CommitResult) -> Self {
-        CommitReport {
-            table: table.to_string(),
-            branch: crate::commands::branch::MAIN.to_string(),
-            created,
-            input_rows,
-            instant: r.instant.to_string(),
-            completion_time: r.completion_time.to_string(),
-            action: r.action.name().to_string(),
-            operation: r.operation.name().to_string(),
-            inserted: r.inserted,
-            updated: r.updated,
-            deleted: r.deleted,
-            kept: r.skipped_stale,
-            files_written: r.files_written,
-            file_groups_replaced: r.file_groups_replaced,
-            schema_changes: r.schema_changes.iter().map(ToString::to_string).collect(),
-        }
-    }
-
-    /// The report of a commit on `branch`.
-    pub fn on_branch(mut self, branch: &str) -> Self {
-        self.branch = branch.to_string();
-        self
-    }
-
-    /// The human text: what was committed, then the counts.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        if self.created {
-            out.push_str(&format!("created the table at {}\n", self.table));
-        }
-        let on = if selected(&self.branch).is_some() {
-            format!(" on branch {}", self.branch)
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "{} committed{on}: instant {} ({}, completed {})\n",
-            self.operation.to_ascii_lowercase(),
-            self.instant,
-            self.action,
-            self.completion_time
-        ));
-        if let Some(n) = self.input_rows {
-            out.push_str(&format!("  input rows:  {n}\n"));
-        }
-        let kept = if self.kept > 0 {
-            format!(", {} kept (stored record newer)", self.kept)
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "  records:     {} inserted, {} updated, {} deleted{kept}\n",
-            self.inserted, self.updated, self.deleted
-        ));
-        out.push_str(&format!(
-            "  files:       {} written, {} file groups replaced",
-            self.files_written, self.file_groups_replaced
-        ));
-        for change in &self.schema_changes {
-            out.push_str(&format!("\n  schema:      {change}"));
-        }
-        out
-    }
-
-    /// Prints the report as text or JSON.
-    pub fn print(&self, json: bool) -> CliResult<()> {
-        if json {
-            print_json(self)
-        } else {
-            print_text(&self.text())
         }
     }
 }
@@ -305,7 +148,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
         }
         Some(target) if args.spec.table_type.is_some() => {
             let data = input::read_inferred(&args.input)?;
-            crate::commands::create::warn_storage_notes(&data.schema);
+            crate::context::warn_storage_notes(&data.schema);
             let rows = match non_empty(&args.input, &data) {
                 Ok(rows) => rows,
                 Err(e) => {

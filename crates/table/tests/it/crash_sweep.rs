@@ -42,6 +42,7 @@ use super::mdt::{
 use super::write_support::{
     assert_peer_agrees, batch, create, rows, Layout, Model, Query, Row, TestTable,
 };
+use arbor_testkit::crash::copy_dir;
 
 /// A snapshot in canonical form: `(record key, (id, region, ts, name))`, sorted.
 type Canon = Vec<(String, Row)>;
@@ -107,19 +108,6 @@ async fn read_canonical_from(
 
 fn local(base: &Path) -> Arc<dyn Storage> {
     Arc::new(ObjectStoreStorage::local(base).unwrap())
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// A copy of `template`'s directory in a new temporary directory, opened by a fresh `Table`

@@ -1,4 +1,4 @@
-//! `cargo xtask bench mdt`: what the metadata table buys (issue 4, item 6).
+//! `cargo xtask bench mdt`: what the metadata table buys.
 //!
 //! Sections (`--only` runs one; by default every written section runs):
 //! - `listing` ([`listing`]): listing every file of a table with many partitions through the

@@ -1,0 +1,21 @@
+//! What the commands share, so that no command imports another (only `demo`, which runs the
+//! others in sequence, uses them): opening storage, a table or a branch (the one place the CLI
+//! opens tables), creating a table where a command may, the table definition flags, library
+//! errors as CLI errors, time parsing and what a write prints.
+
+mod errors;
+mod open;
+mod report;
+mod spec;
+mod target;
+mod time;
+
+pub use errors::{branching_error, cleaner_error, from_cleaner};
+pub use open::{
+    label, open_reader_at, open_table_at, open_table_on, open_table_storage, open_working_branch,
+    selected, storage_options, MAIN,
+};
+pub use report::{warn_storage_notes, CommitReport, Progress};
+pub use spec::{TableSpec, TypeArg};
+pub use target::{create_table, open_target, remove_made_dir};
+pub use time::{parse_instant, parse_time};

@@ -1,0 +1,250 @@
+//! [`KeyGenerator`]: the record key and partition path of every row of a batch.
+
+use arbor_timeline::TableConfig;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
+
+use super::config::KeyGenConfig;
+use super::config::KeyGeneratorType;
+use super::config::DEFAULT_PARTITION_PATH;
+use super::config::EMPTY_RECORD_KEY_PLACEHOLDER;
+use super::config::NULL_RECORD_KEY_PLACEHOLDER;
+use super::value::escape_partition_value;
+use super::value::value_string;
+use crate::error::{Result, TableError};
+
+/// The key of one record: its record key and its partition path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HoodieKey {
+    /// The record key (`_hoodie_record_key`).
+    pub record_key: String,
+    /// The relative partition path (`_hoodie_partition_path`, `""` when non-partitioned).
+    pub partition_path: String,
+}
+
+/// Computes record keys and partition paths of Arrow rows.
+///
+/// Guarantees: a validated config (at least one record key field; SIMPLE has exactly one and at
+/// most one partition field); every returned record key is non-empty; one key per input row, in
+/// order. Errors are [`TableError::InvalidInput`] naming the column and, for bad values, the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyGenerator {
+    config: KeyGenConfig,
+}
+
+impl KeyGenerator {
+    /// Validates `config`.
+    pub fn new(config: KeyGenConfig) -> Result<KeyGenerator> {
+        if config.record_key_fields.is_empty() {
+            return Err(TableError::Unsupported {
+                reason: "tables without record key fields (auto-generated keys) are not supported"
+                    .into(),
+            });
+        }
+        if config.kind == KeyGeneratorType::Simple {
+            if config.record_key_fields.len() != 1 {
+                return Err(TableError::Unsupported {
+                    reason: format!(
+                        "the SIMPLE key generator takes one record key field, not {:?}",
+                        config.record_key_fields
+                    ),
+                });
+            }
+            if config.partition_fields.len() > 1 {
+                return Err(TableError::Unsupported {
+                    reason: format!(
+                        "the SIMPLE key generator takes at most one partition field, not {:?}",
+                        config.partition_fields
+                    ),
+                });
+            }
+        }
+        Ok(KeyGenerator { config })
+    }
+
+    /// Shortcut for [`KeyGenConfig::from_table_config`] then [`KeyGenerator::new`].
+    pub fn from_table_config(config: &TableConfig) -> Result<KeyGenerator> {
+        KeyGenerator::new(KeyGenConfig::from_table_config(config)?)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &KeyGenConfig {
+        &self.config
+    }
+
+    /// Whether partition paths come from data (false for NON_PARTITION or no partition fields).
+    pub fn is_partitioned(&self) -> bool {
+        self.config.kind != KeyGeneratorType::NonPartition
+            && !self.config.partition_fields.is_empty()
+    }
+
+    /// Keys of every row of `batch`; rows in errors are counted from 0.
+    pub fn keys(&self, batch: &RecordBatch) -> Result<Vec<HoodieKey>> {
+        self.keys_at(batch, 0)
+    }
+
+    /// Keys of every row of `batch`, whose first row is row `first_row` of the input (used in
+    /// errors).
+    pub fn keys_at(&self, batch: &RecordBatch, first_row: usize) -> Result<Vec<HoodieKey>> {
+        let record_keys = self.record_keys_at(batch, first_row)?;
+        let partition_paths = self.partition_paths_at(batch, first_row)?;
+        Ok(record_keys
+            .into_iter()
+            .zip(partition_paths)
+            .map(|(record_key, partition_path)| HoodieKey {
+                record_key,
+                partition_path,
+            })
+            .collect())
+    }
+
+    /// Record keys of every row of `batch` (first row numbered `first_row` in errors).
+    pub fn record_keys_at(&self, batch: &RecordBatch, first_row: usize) -> Result<Vec<String>> {
+        let fields = &self.config.record_key_fields;
+        let columns = fields
+            .iter()
+            .map(|f| resolve_column(batch, f))
+            .collect::<Result<Vec<_>>>()?;
+        let plain = match self.config.kind {
+            KeyGeneratorType::Simple => true,
+            KeyGeneratorType::NonPartition => fields.len() == 1,
+            KeyGeneratorType::Complex => false,
+        };
+        let mut out = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            let input_row = first_row + row;
+            if plain {
+                let (field, column) = match (fields.first(), columns.first()) {
+                    (Some(f), Some(c)) => (f, c),
+                    _ => return Err(invalid(None, None, "no record key field")),
+                };
+                match self.value(field, column, row, input_row)? {
+                    Some(v) if !v.is_empty() => out.push(v),
+                    Some(_) => {
+                        return Err(invalid(
+                            Some(field),
+                            Some(input_row),
+                            "record key is an empty string",
+                        ))
+                    }
+                    None => {
+                        return Err(invalid(Some(field), Some(input_row), "record key is null"))
+                    }
+                }
+                continue;
+            }
+            let mut key = String::new();
+            let mut any_value = false;
+            for (i, (field, column)) in fields.iter().zip(&columns).enumerate() {
+                if i > 0 {
+                    key.push(',');
+                }
+                key.push_str(field);
+                key.push(':');
+                match self.value(field, column, row, input_row)? {
+                    None => key.push_str(NULL_RECORD_KEY_PLACEHOLDER),
+                    Some(v) if v.is_empty() => key.push_str(EMPTY_RECORD_KEY_PLACEHOLDER),
+                    Some(v) => {
+                        any_value = true;
+                        key.push_str(&v);
+                    }
+                }
+            }
+            if !any_value {
+                return Err(invalid(
+                    fields.first().map(String::as_str),
+                    Some(input_row),
+                    &format!("all record key fields {fields:?} are null or empty"),
+                ));
+            }
+            out.push(key);
+        }
+        Ok(out)
+    }
+
+    /// Partition paths of every row of `batch` (first row numbered `first_row` in errors).
+    pub fn partition_paths_at(&self, batch: &RecordBatch, first_row: usize) -> Result<Vec<String>> {
+        if !self.is_partitioned() {
+            return Ok(vec![String::new(); batch.num_rows()]);
+        }
+        let fields = &self.config.partition_fields;
+        let columns = fields
+            .iter()
+            .map(|f| resolve_column(batch, f))
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            let mut path = String::new();
+            for (i, (field, column)) in fields.iter().zip(&columns).enumerate() {
+                if i > 0 {
+                    path.push('/');
+                }
+                if self.config.hive_style {
+                    path.push_str(field);
+                    path.push('=');
+                }
+                match self.value(field, column, row, first_row + row)? {
+                    Some(v) if !v.is_empty() => {
+                        if self.config.url_encode {
+                            path.push_str(&escape_partition_value(&v));
+                        } else {
+                            path.push_str(&v);
+                        }
+                    }
+                    _ => path.push_str(DEFAULT_PARTITION_PATH),
+                }
+            }
+            out.push(path);
+        }
+        Ok(out)
+    }
+
+    fn value(
+        &self,
+        field: &str,
+        column: &ArrayRef,
+        row: usize,
+        input_row: usize,
+    ) -> Result<Option<String>> {
+        value_string(column.as_ref(), row, self.config.timestamp_format)
+            .map_err(|reason| invalid(Some(field), Some(input_row), &reason))
+    }
+}
+
+fn invalid(column: Option<&str>, row: Option<usize>, reason: &str) -> TableError {
+    TableError::InvalidInput {
+        column: column.map(str::to_string),
+        row,
+        reason: reason.to_string(),
+    }
+}
+
+/// Finds a column by name, or by a dotted path into struct columns. Null struct parents make
+/// the leaf null.
+fn resolve_column(batch: &RecordBatch, field: &str) -> Result<ArrayRef> {
+    if let Some(column) = batch.column_by_name(field) {
+        return Ok(std::sync::Arc::clone(column));
+    }
+    let missing = || invalid(Some(field), None, "no such column in the input");
+    let mut parts = field.split('.');
+    let first = parts.next().ok_or_else(missing)?;
+    let mut current = std::sync::Arc::clone(batch.column_by_name(first).ok_or_else(missing)?);
+    for part in parts {
+        let parent: &StructArray = current.as_struct_opt().ok_or_else(missing)?;
+        let child = parent.column_by_name(part).ok_or_else(missing)?;
+        current = match parent.nulls() {
+            None => std::sync::Arc::clone(child),
+            Some(nulls) => {
+                let merged = arrow::buffer::NullBuffer::union(Some(nulls), child.nulls());
+                let data = child
+                    .to_data()
+                    .into_builder()
+                    .nulls(merged)
+                    .build()
+                    .map_err(|e| invalid(Some(field), None, &e.to_string()))?;
+                arrow_array::make_array(data)
+            }
+        };
+    }
+    Ok(current)
+}

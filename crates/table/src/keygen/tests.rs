@@ -1,0 +1,295 @@
+//! Unit tests of key generation: key shapes, partition paths and Java's value strings.
+
+use arrow::datatypes::DataType;
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
+
+use crate::error::TableError;
+use std::sync::Arc;
+
+use arrow_array::{
+    BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int32Array, Int64Array,
+    StringArray, TimestampMicrosecondArray,
+};
+use arrow_schema::{Field, Fields, Schema};
+
+use super::value::sql_timestamp;
+use super::value::value_string;
+use super::*;
+
+fn config(kind: KeyGeneratorType, keys: &[&str], parts: &[&str]) -> KeyGenConfig {
+    KeyGenConfig {
+        kind,
+        record_key_fields: keys.iter().map(|s| s.to_string()).collect(),
+        partition_fields: parts.iter().map(|s| s.to_string()).collect(),
+        hive_style: false,
+        url_encode: false,
+        timestamp_format: TimestampKeyFormat::EpochMicros,
+    }
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap()
+}
+
+fn one(array: ArrayRef) -> Option<String> {
+    value_string(array.as_ref(), 0, TimestampKeyFormat::EpochMicros).unwrap()
+}
+
+#[test]
+fn test_simple_keys_plain_value_and_partition() {
+    let b = batch(vec![
+        ("id", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef),
+        (
+            "region",
+            Arc::new(StringArray::from(vec![Some("us"), None])),
+        ),
+    ]);
+    let g = KeyGenerator::new(config(KeyGeneratorType::Simple, &["id"], &["region"])).unwrap();
+    let keys = g.keys(&b).unwrap();
+    assert_eq!(keys[0].record_key, "1");
+    assert_eq!(keys[0].partition_path, "us");
+    assert_eq!(keys[1].partition_path, DEFAULT_PARTITION_PATH);
+    let mut hive = config(KeyGeneratorType::Simple, &["id"], &["region"]);
+    hive.hive_style = true;
+    let keys = KeyGenerator::new(hive).unwrap().keys(&b).unwrap();
+    assert_eq!(keys[0].partition_path, "region=us");
+    assert_eq!(keys[1].partition_path, "region=__HIVE_DEFAULT_PARTITION__");
+}
+
+#[test]
+fn test_complex_keys_format_placeholders_and_all_null_error() {
+    let b = batch(vec![
+        (
+            "id",
+            Arc::new(Int32Array::from(vec![Some(2), None, None])) as ArrayRef,
+        ),
+        (
+            "name",
+            Arc::new(StringArray::from(vec![Some("Bob"), Some(""), None])),
+        ),
+        ("a", Arc::new(Int32Array::from(vec![10, 20, 30]))),
+        ("b", Arc::new(StringArray::from(vec!["x/y", "", "z"]))),
+    ]);
+    let mut c = config(KeyGeneratorType::Complex, &["id", "name", "a"], &["a", "b"]);
+    c.hive_style = true;
+    c.url_encode = true;
+    let g = KeyGenerator::new(c).unwrap();
+    let rk = g.record_keys_at(&b, 0).unwrap();
+    assert_eq!(
+        rk,
+        [
+            "id:2,name:Bob,a:10",
+            "id:__null__,name:__empty__,a:20",
+            "id:__null__,name:__null__,a:30"
+        ]
+    );
+    let pp = g.partition_paths_at(&b, 0).unwrap();
+    assert_eq!(pp[0], "a=10/b=x%2Fy");
+    assert_eq!(pp[1], "a=20/b=__HIVE_DEFAULT_PARTITION__");
+    let two = KeyGenerator::new(config(KeyGeneratorType::Complex, &["id", "name"], &[])).unwrap();
+    assert_eq!(
+        two.record_keys_at(&b.slice(0, 1), 0).unwrap(),
+        ["id:2,name:Bob"]
+    );
+    match two.record_keys_at(&b.slice(1, 2), 100) {
+        Err(TableError::InvalidInput { column, row, .. }) => {
+            assert_eq!(column.as_deref(), Some("id"));
+            assert_eq!(row, Some(100));
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+#[test]
+fn test_complex_single_field_is_encoded_with_field_name() {
+    let b = batch(vec![(
+        "id",
+        Arc::new(Int32Array::from(vec![7])) as ArrayRef,
+    )]);
+    let g = KeyGenerator::new(config(KeyGeneratorType::Complex, &["id"], &[])).unwrap();
+    assert_eq!(g.record_keys_at(&b, 0).unwrap(), ["id:7"]);
+    assert!(!g.is_partitioned());
+    assert_eq!(g.partition_paths_at(&b, 0).unwrap(), [""]);
+}
+
+#[test]
+fn test_non_partition_single_plain_multi_complex_path_empty() {
+    let b = batch(vec![
+        ("id", Arc::new(Int32Array::from(vec![7])) as ArrayRef),
+        ("k", Arc::new(StringArray::from(vec!["v"]))),
+    ]);
+    let single =
+        KeyGenerator::new(config(KeyGeneratorType::NonPartition, &["id"], &["k"])).unwrap();
+    assert_eq!(
+        single.keys(&b).unwrap(),
+        [HoodieKey {
+            record_key: "7".into(),
+            partition_path: String::new()
+        }]
+    );
+    let multi =
+        KeyGenerator::new(config(KeyGeneratorType::NonPartition, &["id", "k"], &[])).unwrap();
+    assert_eq!(multi.record_keys_at(&b, 0).unwrap(), ["id:7,k:v"]);
+}
+
+#[test]
+fn test_simple_null_or_empty_key_invalid_input_names_column_and_row() {
+    let b = batch(vec![(
+        "id",
+        Arc::new(StringArray::from(vec![Some("a"), Some(""), None])) as ArrayRef,
+    )]);
+    let g = KeyGenerator::new(config(KeyGeneratorType::Simple, &["id"], &[])).unwrap();
+    for (offset, expected_row) in [(1usize, 1usize), (2, 2)] {
+        match g.record_keys_at(&b.slice(offset, 1), offset) {
+            Err(TableError::InvalidInput { column, row, .. }) => {
+                assert_eq!(column.as_deref(), Some("id"));
+                assert_eq!(row, Some(expected_row));
+            }
+            other => panic!("expected InvalidInput, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn test_missing_column_invalid_input_names_column() {
+    let b = batch(vec![(
+        "id",
+        Arc::new(Int32Array::from(vec![1])) as ArrayRef,
+    )]);
+    let g = KeyGenerator::new(config(KeyGeneratorType::Simple, &["id"], &["nope"])).unwrap();
+    match g.keys(&b) {
+        Err(TableError::InvalidInput { column, row, .. }) => {
+            assert_eq!(column.as_deref(), Some("nope"));
+            assert_eq!(row, None);
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+#[test]
+fn test_new_invalid_configs_unsupported() {
+    assert!(KeyGenerator::new(config(KeyGeneratorType::Simple, &[], &[])).is_err());
+    assert!(KeyGenerator::new(config(KeyGeneratorType::Simple, &["a", "b"], &[])).is_err());
+    assert!(KeyGenerator::new(config(KeyGeneratorType::Simple, &["a"], &["x", "y"])).is_err());
+}
+
+#[test]
+fn test_nested_field_path_and_null_parent() {
+    let inner = StructArray::from(vec![(
+        Arc::new(Field::new("id", DataType::Int64, true)),
+        Arc::new(Int64Array::from(vec![5, 6])) as ArrayRef,
+    )]);
+    let outer = StructArray::new(
+        Fields::from(vec![Field::new("id", DataType::Int64, true)]),
+        inner.columns().to_vec(),
+        Some(vec![true, false].into()),
+    );
+    let b = batch(vec![("s", Arc::new(outer) as ArrayRef)]);
+    let g = KeyGenerator::new(config(KeyGeneratorType::Complex, &["s.id"], &[])).unwrap();
+    assert_eq!(g.record_keys_at(&b.slice(0, 1), 0).unwrap(), ["s.id:5"]);
+    assert!(g.record_keys_at(&b, 0).is_err()); // row 1: the only part is null
+}
+
+#[test]
+fn test_value_string_java_renderings() {
+    assert_eq!(
+        one(Arc::new(BooleanArray::from(vec![true]))).unwrap(),
+        "true"
+    );
+    assert_eq!(
+        one(Arc::new(Date32Array::from(vec![19_448]))).unwrap(),
+        "2023-04-01"
+    );
+    assert_eq!(
+        one(Arc::new(Date32Array::from(vec![-1]))).unwrap(),
+        "1969-12-31"
+    );
+    let dec = |v: i128, p: u8, s: i8| -> String {
+        one(Arc::new(
+            Decimal128Array::from(vec![v])
+                .with_precision_and_scale(p, s)
+                .unwrap(),
+        ))
+        .unwrap()
+    };
+    assert_eq!(dec(1_234_567_890, 10, 5), "12345.67890");
+    assert_eq!(dec(-5, 10, 2), "-0.05");
+    assert_eq!(dec(1, 10, 7), "1E-7");
+    assert_eq!(dec(0, 10, 7), "0E-7");
+    assert_eq!(dec(0, 10, 2), "0.00");
+    assert_eq!(dec(42, 10, 0), "42");
+    let f64s = |v: f64| one(Arc::new(Float64Array::from(vec![v]))).unwrap();
+    assert_eq!(f64s(1.0), "1.0");
+    assert_eq!(f64s(4.25159), "4.25159");
+    assert_eq!(f64s(-0.5), "-0.5");
+    assert_eq!(f64s(0.001), "0.001");
+    assert_eq!(f64s(0.0001), "1.0E-4");
+    assert_eq!(f64s(1e7), "1.0E7");
+    assert_eq!(f64s(9_999_999.0), "9999999.0");
+    assert_eq!(f64s(1.5e10), "1.5E10");
+    assert_eq!(f64s(123.456), "123.456");
+    assert_eq!(f64s(0.0), "0.0");
+    assert_eq!(f64s(-0.0), "-0.0");
+    assert_eq!(f64s(f64::NAN), "NaN");
+    assert_eq!(f64s(f64::NEG_INFINITY), "-Infinity");
+    assert_eq!(
+        one(Arc::new(Float32Array::from(vec![0.1f32]))).unwrap(),
+        "0.1"
+    );
+    assert_eq!(
+        one(Arc::new(Float32Array::from(vec![2.0f32]))).unwrap(),
+        "2.0"
+    );
+    // 2023-04-01 12:01:00 UTC in micros.
+    let ts = Arc::new(TimestampMicrosecondArray::from(vec![1_680_350_460_123_000]));
+    assert_eq!(one(ts.clone()).unwrap(), "1680350460123000");
+    assert_eq!(
+        value_string(ts.as_ref(), 0, TimestampKeyFormat::SqlTimestampUtc).unwrap(),
+        Some("2023-04-01 12:01:00.123".to_string())
+    );
+    assert_eq!(sql_timestamp(1_680_350_460_000), "2023-04-01 12:01:00.0");
+    assert_eq!(one(Arc::new(Int32Array::from(vec![None::<i32>]))), None);
+    let bin: ArrayRef = Arc::new(arrow_array::BinaryArray::from(vec![&b"x"[..]]));
+    assert!(value_string(bin.as_ref(), 0, TimestampKeyFormat::EpochMicros).is_err());
+}
+
+#[test]
+fn test_escape_partition_value_hive_set() {
+    assert_eq!(escape_partition_value("a/b:c=d%e"), "a%2Fb%3Ac%3Dd%25e");
+    assert_eq!(escape_partition_value("x\ny\u{7F}"), "x%0Ay%7F");
+    assert_eq!(escape_partition_value("héllo wörld"), "héllo wörld");
+    assert_eq!(
+        escape_partition_value("[a]{b}^'\"#*?\\"),
+        "%5Ba%5D%7Bb}%5E%27%22%23%2A%3F%5C"
+    );
+    assert_eq!(escape_partition_value(""), DEFAULT_PARTITION_PATH);
+}
+
+#[test]
+fn test_key_generator_type_parse_and_class_names() {
+    assert_eq!(
+        KeyGeneratorType::parse("simple"),
+        Some(KeyGeneratorType::Simple)
+    );
+    assert_eq!(
+        KeyGeneratorType::parse("COMPLEX_AVRO"),
+        Some(KeyGeneratorType::Complex)
+    );
+    assert_eq!(KeyGeneratorType::parse("TIMESTAMP"), None);
+    assert_eq!(
+        KeyGeneratorType::from_class_name("org.apache.hudi.keygen.NonpartitionedKeyGenerator"),
+        Some(KeyGeneratorType::NonPartition)
+    );
+    assert_eq!(
+        KeyGeneratorType::from_class_name("org.apache.hudi.keygen.TimestampBasedKeyGenerator"),
+        None
+    );
+}

@@ -1,0 +1,270 @@
+//! Unit tests of partition filters: parsing, path splitting, pruning and row filtering.
+
+#![allow(clippy::unwrap_used)]
+
+use arbor_timeline::config::keys;
+use arbor_timeline::TableConfig;
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, TimeUnit};
+
+use std::sync::Arc;
+
+use arbor_timeline::config::TableType;
+use arrow::datatypes::{Field, Schema};
+
+use super::*;
+
+fn config(fields: &[&str], hive: bool, urlencode: bool) -> TableConfig {
+    TableConfig::builder_v8("t", TableType::CopyOnWrite)
+        .record_key_fields(["id"])
+        .partition_fields(fields.iter().copied())
+        .hive_style_partitioning(hive)
+        .url_encode_partitioning(urlencode)
+        .build()
+        .unwrap()
+}
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("year", DataType::Int32, true),
+        Field::new("city", DataType::Utf8, true),
+        Field::new("day", DataType::Date32, true),
+    ]))
+}
+
+#[test]
+fn test_parse_operators_and_in() {
+    assert_eq!(
+        PartitionFilter::parse("year>=2024").unwrap(),
+        PartitionFilter::new("year", FilterOp::Ge, "2024")
+    );
+    assert_eq!(
+        PartitionFilter::parse("city!=a b").unwrap(),
+        PartitionFilter::new("city", FilterOp::Ne, "a b")
+    );
+    assert_eq!(
+        PartitionFilter::parse("city IN (a, b)").unwrap(),
+        PartitionFilter::is_in("city", ["a", "b"])
+    );
+    assert!(PartitionFilter::parse("nothing").is_err());
+    assert!(PartitionFilter::parse("=x").is_err());
+}
+
+#[test]
+fn test_matches_hive_typed_numeric_compares_numbers() {
+    let c = config(&["year", "city"], true, false);
+    let p = PartitionPruner::new(
+        &c,
+        &schema(),
+        &[PartitionFilter::new("year", FilterOp::Lt, "10")],
+    )
+    .unwrap();
+    // As strings "9" > "10"; typed, 9 < 10.
+    assert!(p.matches("year=9/city=x").unwrap());
+    assert!(!p.matches("year=10/city=x").unwrap());
+    assert!(!p.matches("year=__HIVE_DEFAULT_PARTITION__/city=x").unwrap());
+}
+
+#[test]
+fn test_matches_plain_segments_and_in() {
+    let c = config(&["year", "city"], false, false);
+    let p = PartitionPruner::new(
+        &c,
+        &schema(),
+        &[PartitionFilter::is_in("city", ["sf", "nyc"])],
+    )
+    .unwrap();
+    assert!(p.matches("2024/sf").unwrap());
+    assert!(!p.matches("2024/la").unwrap());
+    // Ambiguous (a value holds '/' and nothing says where): not pruned, rows decide.
+    assert!(p.matches("a/b/c").unwrap());
+    assert!(p.partition_values("a/b/c").is_err());
+}
+
+#[test]
+fn test_dropped_partition_columns_prune_by_path_only() {
+    let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+        .record_key_fields(["id"])
+        .partition_fields(["city"])
+        .property(keys::DROP_PARTITION_COLUMNS, "true")
+        .build()
+        .unwrap();
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "sf")]).unwrap();
+    assert!(p.row_columns().is_empty());
+    assert!(p.matches("sf").unwrap());
+    assert!(!p.matches("la").unwrap());
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("city", DataType::Utf8, true)])),
+        vec![Arc::new(arrow::array::StringArray::from(vec![
+            None::<&str>,
+        ]))],
+    )
+    .unwrap();
+    assert_eq!(
+        p.filter_rows(batch).unwrap().num_rows(),
+        1,
+        "null-filled rows stay"
+    );
+    let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+        .record_key_fields(["id"])
+        .partition_fields(["city"])
+        .key_generator_type("TIMESTAMP")
+        .property(keys::DROP_PARTITION_COLUMNS, "true")
+        .build()
+        .unwrap();
+    let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "sf")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("do not hold the field's values"), "{err}");
+}
+
+#[test]
+fn test_matches_hive_value_with_slash_not_url_encoded() {
+    let c = config(&["year", "city"], true, false);
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "a/b")]).unwrap();
+    assert_eq!(
+        p.partition_values("year=1/city=a/b").unwrap(),
+        vec!["1".to_string(), "a/b".to_string()]
+    );
+    assert!(p.matches("year=1/city=a/b").unwrap());
+    assert!(!p.matches("year=1/city=a").unwrap());
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("year", "2024")]).unwrap();
+    assert!(p.matches("year=2024/city=x/y/z").unwrap());
+    assert!(!p.matches("year=2023/city=x/y/z").unwrap());
+    let c = config(&["city", "year"], true, false);
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("year", "7")]).unwrap();
+    assert_eq!(
+        p.partition_values("city=x/y/year=7").unwrap(),
+        vec!["x/y".to_string(), "7".to_string()]
+    );
+    assert!(p.matches("city=x/y/year=7").unwrap());
+    assert!(!p.matches("city=x/y/year=8").unwrap());
+}
+
+#[test]
+fn test_timestamp_keygen_and_timestamp_columns_filter_rows_not_paths() {
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("ms", DataType::Int64, true),
+        Field::new(
+            "at",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+    ]));
+    let c = TableConfig::builder_v8("t", TableType::CopyOnWrite)
+        .record_key_fields(["id"])
+        .partition_fields(["ms"])
+        .key_generator_type("TIMESTAMP")
+        .build()
+        .unwrap();
+    let p =
+        PartitionPruner::new(&c, &schema, &[PartitionFilter::eq("ms", "1700000000000")]).unwrap();
+    assert!(
+        p.matches("2024/01/15/10").unwrap(),
+        "formatted paths are not pruned"
+    );
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(arrow::array::StringArray::from(vec!["a", "b", "c"])),
+            Arc::new(arrow::array::Int64Array::from(vec![
+                Some(1_700_000_000_000),
+                Some(1),
+                None,
+            ])),
+            Arc::new(
+                arrow::array::TimestampMicrosecondArray::from(vec![
+                    Some(1_705_314_600_000_000),
+                    Some(0),
+                    None,
+                ])
+                .with_timezone("UTC"),
+            ),
+        ],
+    )
+    .unwrap();
+    assert_eq!(p.filter_rows(batch.clone()).unwrap().num_rows(), 1);
+
+    let c = config(&["at"], false, false);
+    let p = PartitionPruner::new(
+        &c,
+        &schema,
+        &[PartitionFilter::new(
+            "at",
+            FilterOp::Ge,
+            "2024-01-15T10:30:00Z",
+        )],
+    )
+    .unwrap();
+    assert!(p.matches("1705314600000000").unwrap());
+    let kept = p.filter_rows(batch.clone()).unwrap();
+    assert_eq!(
+        kept.num_rows(),
+        1,
+        "2024-01-15T10:30:00Z >= itself; 1970 and null are not"
+    );
+    let p = PartitionPruner::new(
+        &c,
+        &schema,
+        &[PartitionFilter::new(
+            "at",
+            FilterOp::Lt,
+            "2024-01-15 10:30:00+01:00",
+        )],
+    )
+    .unwrap();
+    assert_eq!(p.filter_rows(batch).unwrap().num_rows(), 1, "only 1970");
+    let err = PartitionPruner::new(&c, &schema, &[PartitionFilter::eq("at", "soon")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("timestamp") && err.contains("at"), "{err}");
+}
+
+#[test]
+fn test_matches_url_encoded_value_is_decoded() {
+    let c = config(&["city"], true, true);
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "a/b")]).unwrap();
+    assert!(p.matches("city=a%2Fb").unwrap());
+    assert!(!p.matches("city=a").unwrap());
+}
+
+#[test]
+fn test_matches_date_and_single_field_multi_segment_path() {
+    let c = config(&["day"], false, false);
+    let p = PartitionPruner::new(
+        &c,
+        &schema(),
+        &[PartitionFilter::new("day", FilterOp::Gt, "2024-01-05")],
+    )
+    .unwrap();
+    assert!(p.matches("2024-01-10").unwrap());
+    assert!(!p.matches("2024-01-05").unwrap());
+    let c = config(&["city"], false, false);
+    let p =
+        PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "2024/01/31")]).unwrap();
+    assert!(p.matches("2024/01/31").unwrap());
+}
+
+#[test]
+fn test_new_unknown_field_or_bad_value_names_field() {
+    let c = config(&["year"], true, false);
+    let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "x")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("city"), "{err}");
+    let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("year", "abc")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("year"), "{err}");
+    let p = PartitionPruner::new(
+        &c,
+        &schema(),
+        &[PartitionFilter::eq("_hoodie_partition_path", "year=1")],
+    )
+    .unwrap();
+    assert!(p.matches("year=1").unwrap());
+    assert!(!p.matches("year=2").unwrap());
+}
