@@ -28,13 +28,16 @@ mod storage;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use error::{LockError, LockResult, Result, StorageError};
+pub use error::{LockError, LockHolder, LockResult, Result, StorageError};
 pub use factory::{open_storage, StorageOptions};
 pub use fault::{FaultInjectingStorage, FaultMode, OpKind, OpRecord};
 #[cfg(feature = "postgres")]
 pub use lock::postgres::PostgresLockProvider;
 pub use lock::{
-    file::FileLockProvider, memory::InProcessLockProvider, object::ObjectStoreLockProvider,
+    file::FileLockProvider,
+    held::{held_leases, release_held_leases, TrackedLockProvider},
+    memory::InProcessLockProvider,
+    object::ObjectStoreLockProvider,
     validate_lock_name, Lease, LockProvider, LockState,
 };
 pub use object::ObjectStoreStorage;

@@ -7,9 +7,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use crate::error::{LockError, LockResult};
+use crate::error::{LockError, LockHolder, LockResult};
 
 pub mod file;
+pub mod held;
 pub mod memory;
 pub mod object;
 #[cfg(feature = "postgres")]
@@ -119,7 +120,7 @@ impl Deadline {
     }
 
     /// The error for an `acquire` of `lock` that gave up at this deadline while `holder` held it.
-    pub(crate) fn timeout_error(&self, lock: &str, holder: Option<String>) -> LockError {
+    pub(crate) fn timeout_error(&self, lock: &str, holder: Option<LockHolder>) -> LockError {
         LockError::Timeout {
             lock: lock.to_string(),
             waited: self.started.elapsed(),

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Lease;
-use crate::error::{LockError, LockResult};
+use crate::error::{LockError, LockHolder, LockResult};
 
 /// The longest lease granted; longer requests are clamped to it (about 100 years).
 pub(super) const MAX_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -36,7 +36,7 @@ pub(super) enum Grant {
     /// Somebody holds a live lease.
     Held {
         /// The current owner.
-        holder: Option<String>,
+        holder: Option<LockHolder>,
     },
 }
 
@@ -70,6 +70,15 @@ impl LockState {
         }
     }
 
+    /// The current holder as a waiter reports it (`None` when the lock is free).
+    pub(super) fn holder(&self) -> Option<LockHolder> {
+        self.owner.as_ref().map(|owner| LockHolder {
+            owner: owner.clone(),
+            token: self.token,
+            expires_at: self.expires_at,
+        })
+    }
+
     /// The state of a lock that was never taken: no owner, last token 0.
     pub(super) fn free() -> Self {
         LockState {
@@ -89,7 +98,7 @@ impl LockState {
     ) -> LockResult<Grant> {
         if self.is_held_at(now) {
             return Ok(Grant::Held {
-                holder: self.owner.clone(),
+                holder: self.holder(),
             });
         }
         let token = self
@@ -215,7 +224,7 @@ mod tests {
         };
         let before = state.clone();
         match state.try_grant("t", now, LONG).unwrap() {
-            Grant::Held { holder } => assert_eq!(holder, Some(first.owner)),
+            Grant::Held { holder } => assert_eq!(holder.map(|h| h.owner), Some(first.owner)),
             Grant::Granted(l) => panic!("a held lock was granted again: {l:?}"),
         }
         assert_eq!(state, before, "a refused grant changed the state");
