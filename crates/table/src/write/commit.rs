@@ -35,8 +35,11 @@ pub const HEARTBEAT_DIR: &str = ".hoodie/.heartbeat";
 /// The file name of the partition marker (spec 1.4).
 pub const PARTITION_MARKER: &str = ".hoodie_partition_metadata";
 
-/// How long a lease of the table lock lasts; every step under the lock is short.
-const LEASE: Duration = Duration::from_secs(120);
+/// How long a lease of the table lock lasts. Short, so that the lock of a writer that died
+/// holding it (killed, crashed, cut off) is free again within seconds; [`with_lock`] renews it
+/// every third of its length while the work under the lock runs. Waiters wait longer than this
+/// (`WriteOptions::lock_timeout`, default 120 s).
+pub const LEASE: Duration = Duration::from_secs(10);
 
 /// Takes the table lock, waiting at most `timeout`.
 pub async fn acquire(lock: &dyn LockProvider, timeout: Duration) -> Result<Lease> {
@@ -270,22 +273,91 @@ pub async fn with_lock<T, F>(lock: &dyn LockProvider, timeout: Duration, work: F
 where
     F: std::future::Future<Output = Result<T>>,
 {
+    with_lock_fenced(lock, timeout, |_| work).await
+}
+
+/// The lease [`with_lock_fenced`] holds, for the work under the lock to check at its commit
+/// point that it still holds the lock with the token it was granted.
+#[derive(Debug, Clone)]
+pub struct Fence<'l> {
+    lock: &'l dyn LockProvider,
+    current: Arc<std::sync::Mutex<Lease>>,
+}
+
+impl Fence<'_> {
+    /// The lease as last renewed.
+    fn lease(&self) -> Lease {
+        match self.current.lock() {
+            Ok(l) => l.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set(&self, lease: Lease) {
+        match self.current.lock() {
+            Ok(mut l) => *l = lease,
+            Err(poisoned) => *poisoned.into_inner() = lease,
+        }
+    }
+
+    /// The fencing token of the lease.
+    pub fn token(&self) -> u64 {
+        self.lease().token
+    }
+
+    /// Renews the lease now, with the same owner and token, for a full [`LEASE`]: on success the
+    /// caller holds the lock for at least that long from now. Fails with
+    /// [`TableError::LockLost`] when the lease lapsed and another writer took the lock (or the
+    /// provider cannot confirm it): the caller must not make its change visible.
+    pub async fn confirm(&self) -> Result<()> {
+        let held = self.lease();
+        match self.lock.renew(&held, LEASE).await {
+            Ok(renewed) if renewed.token == held.token => {
+                self.set(renewed);
+                Ok(())
+            }
+            Ok(renewed) => Err(TableError::LockLost {
+                token: held.token,
+                reason: format!("the provider renewed it with token {}", renewed.token),
+            }),
+            Err(e) => Err(TableError::LockLost {
+                token: held.token,
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// [`with_lock`], handing `work` a [`Fence`] on the lease so that it can confirm, just before
+/// its commit point, that it still holds the lock with its token.
+pub async fn with_lock_fenced<'l, T, F, Fut>(
+    lock: &'l dyn LockProvider,
+    timeout: Duration,
+    work: F,
+) -> Result<T>
+where
+    F: FnOnce(Fence<'l>) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
     let lease = acquire(lock, timeout).await?;
-    let mut current = lease.clone();
+    let fence = Fence {
+        lock,
+        current: Arc::new(std::sync::Mutex::new(lease)),
+    };
     let renewals = async {
         loop {
             tokio::time::sleep(LEASE / 3).await;
-            match lock.renew(&current, LEASE).await {
-                Ok(l) => current = l,
+            match lock.renew(&fence.lease(), LEASE).await {
+                Ok(l) => fence.set(l),
                 Err(e) => return e,
             }
         }
     };
     let result = tokio::select! {
-        r = work => r,
+        r = work(fence.clone()) => r,
         e = renewals => Err(TableError::Lock(e)),
     };
-    release(lock, &current, result).await
+    release(lock, &fence.lease(), result).await
 }
 
 /// True if the writer of `instant` beat within `timeout`.

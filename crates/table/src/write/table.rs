@@ -611,8 +611,7 @@ impl Table {
         operation: WriteOperationType,
     ) -> Result<(ActiveTimeline, Instant, Heartbeat)> {
         let lock = self.lock_provider();
-        let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
-        let result = async {
+        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
             self.ensure_still_main().await?;
             commit::rollback_failed(
                 &self.storage,
@@ -646,23 +645,23 @@ impl Table {
             );
             let requested = tl.create_requested(time, action, content).await?;
             Ok::<_, TableError>((tl, requested, heartbeat))
-        }
-        .await;
-        commit::release(lock.as_ref(), &lease, result).await
+        })
+        .await
     }
 
     /// Best-effort removal of this writer's own instant after a failure before the commit point.
     async fn abort(&self, instant: &Instant) {
         let lock = self.lock_provider();
-        let Ok(lease) = commit::acquire(lock.as_ref(), self.options.lock_timeout).await else {
-            return;
-        };
-        let r =
-            rollback::rollback_instant(&self.storage, &self.layout, instant, &self.generator).await;
-        if r.is_ok() {
-            let _ = commit::stop_heartbeat(&self.storage, &instant.requested_time).await;
-        }
-        let _ = commit::release(lock.as_ref(), &lease, r).await;
+        let _ = commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
+            let r =
+                rollback::rollback_instant(&self.storage, &self.layout, instant, &self.generator)
+                    .await;
+            if r.is_ok() {
+                let _ = commit::stop_heartbeat(&self.storage, &instant.requested_time).await;
+            }
+            r
+        })
+        .await;
     }
 
     /// Phase one of a write: validates, starts the instant, plans, writes the data files and
@@ -937,9 +936,10 @@ impl Table {
     /// failure is logged; the write stays committed).
     pub async fn commit(&self, prepared: PreparedWrite) -> Result<CommitResult> {
         let lock = self.lock_provider();
-        let lease = commit::acquire(lock.as_ref(), self.options.lock_timeout).await?;
-        let result = self.commit_locked(&prepared).await;
-        let result = commit::release(lock.as_ref(), &lease, result).await;
+        let result = commit::with_lock_fenced(lock.as_ref(), self.options.lock_timeout, |fence| {
+            self.commit_locked(&prepared, fence)
+        })
+        .await;
         prepared.heartbeat.stop().await;
         let completed = result?;
         let _ = commit::stop_heartbeat(&self.storage, prepared.instant()).await;
@@ -967,7 +967,11 @@ impl Table {
         Ok(result)
     }
 
-    async fn commit_locked(&self, prepared: &PreparedWrite) -> Result<Instant> {
+    async fn commit_locked(
+        &self,
+        prepared: &PreparedWrite,
+        fence: commit::Fence<'_>,
+    ) -> Result<Instant> {
         if let Err(e) = self.ensure_still_main().await {
             // The write can never complete on main: remove it from the metadata it started in.
             if let Ok(()) = rollback::rollback_instant(
@@ -1053,6 +1057,8 @@ impl Table {
             None => InstantContent::Commit(Box::new(prepared.metadata.clone())),
         };
         let bytes = encode_instant_for(&completed, &content)?;
+        // Fencing: the lease must still be ours, with its token, at the commit point.
+        fence.confirm().await?;
         let done = tl
             .complete(&prepared.inflight, completion, Bytes::from(bytes))
             .await?;
