@@ -35,7 +35,7 @@ fn main() -> ExitCode {
                  bench mdt [--only listing|upsert] [--sizes PxF,PxF] [--runs N] [--no-s3]  the metadata-table benchmark (release build)\n  \
                  bench clean [--commits N] [--partitions N] [--sizes N,N] [--runs N]  clean planning (release build)\n  \
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
-                 services            start PostgreSQL and moto, print their environment"
+                 services            start PostgreSQL, moto and ZooKeeper, print their environment"
             );
             Err("no task given".to_string())
         }
@@ -143,10 +143,16 @@ fn services() -> Result<Vec<(String, String)>, String> {
     let pg = script_output("postgres.sh", &[])?;
     let s3 = script_output("moto.sh", &[])?;
     let peer = script_output("peer.sh", &[])?;
+    let zk = script_output("zookeeper.sh", &[])?;
+    let zk = zk
+        .strip_prefix("export ARBOR_TEST_ZK_URL=")
+        .unwrap_or(&zk)
+        .to_string();
     Ok(vec![
         ("ARBOR_TEST_PG_URL".to_string(), pg),
         ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
         ("ARBOR_PEER_PYTHON".to_string(), peer),
+        ("ARBOR_TEST_ZK_URL".to_string(), zk),
     ])
 }
 

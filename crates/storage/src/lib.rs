@@ -33,6 +33,8 @@ pub use factory::{open_storage, StorageOptions};
 pub use fault::{FaultInjectingStorage, FaultMode, OpKind, OpRecord};
 #[cfg(feature = "postgres")]
 pub use lock::postgres::PostgresLockProvider;
+#[cfg(feature = "zookeeper")]
+pub use lock::zookeeper::ZookeeperLockProvider;
 pub use lock::{
     file::FileLockProvider,
     held::{held_leases, release_held_leases, TrackedLockProvider},

@@ -16,6 +16,8 @@ pub mod object;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod state;
+#[cfg(feature = "zookeeper")]
+pub mod zookeeper;
 
 pub use state::LockState;
 

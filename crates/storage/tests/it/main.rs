@@ -9,6 +9,7 @@
 #![allow(missing_docs)]
 
 mod locks;
+mod locks_zookeeper;
 mod prefixed;
 mod storage_backends;
 mod support;
