@@ -178,6 +178,15 @@ pub enum LockError {
         /// Why.
         reason: String,
     },
+    /// A lock provider was named (by URL or configuration) that does not exist or is not
+    /// configured completely.
+    #[error("lock provider {given:?}: {reason}")]
+    InvalidProvider {
+        /// The URL or setting given.
+        given: String,
+        /// What is wrong, naming the accepted forms.
+        reason: String,
+    },
     /// The stored state of the lock could not be read.
     #[error("corrupt state for lock {lock:?}: {reason}")]
     Corrupt {

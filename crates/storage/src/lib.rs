@@ -37,6 +37,11 @@ pub use lock::postgres::PostgresLockProvider;
 pub use lock::zookeeper::ZookeeperLockProvider;
 pub use lock::{
     file::FileLockProvider,
+    from_config::{
+        lock_provider_from_hudi_config, lock_provider_from_url, ACCEPTED_HUDI_PROVIDERS,
+        ACCEPTED_LOCK_URLS, HUDI_LOCK_PROVIDER, HUDI_ZK_BASE_PATH, HUDI_ZK_LOCK_KEY, HUDI_ZK_PORT,
+        HUDI_ZK_SESSION_TIMEOUT_MS, HUDI_ZK_URL, TABLE_LOCK_DIR,
+    },
     held::{held_leases, release_held_leases, TrackedLockProvider},
     memory::InProcessLockProvider,
     object::ObjectStoreLockProvider,

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::error::{LockError, LockHolder, LockResult};
 
 pub mod file;
+pub mod from_config;
 pub mod held;
 pub mod memory;
 pub mod object;
