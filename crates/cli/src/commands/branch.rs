@@ -15,6 +15,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use crate::commands::clean::from_cleaner;
+use crate::commands::lock::with_chosen_lock;
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
@@ -80,20 +81,22 @@ pub fn label(location: &str, branch: &str) -> String {
 
 /// Opens `branch` of the table at `storage` for writing: main through `Table::open` (which
 /// follows publications), a working branch through `arbor_branching::open_branch` (identity
-/// checked; a missing branch is an error, never created).
+/// checked; a missing branch is an error, never created), with the table lock this process
+/// uses (`--lock`, the table's lock properties, or the default; see [`with_chosen_lock`]).
 pub async fn open_table_at(
     location: &str,
     storage: Arc<dyn Storage>,
     branch: &str,
 ) -> CliResult<Table> {
-    match selected(branch) {
+    let table = match selected(branch) {
         None => Table::open(storage)
             .await
-            .map_err(|e| CliError::at(location, e)),
+            .map_err(|e| CliError::at(location, e))?,
         Some(b) => open_branch(storage, b)
             .await
-            .map_err(|e| branching_error(location, e)),
-    }
+            .map_err(|e| branching_error(location, e))?,
+    };
+    with_chosen_lock(location, table).await
 }
 
 /// Opens the storage at `location` and then `branch` of its table (see [`open_table_at`]).
@@ -311,6 +314,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             let branch = open_branch(storage, &name)
                 .await
                 .map_err(|e| branching_error(&table, e))?;
+            let branch = with_chosen_lock(&table, branch).await?;
             let outcome = publish(&branch)
                 .await
                 .map_err(|e| branching_error(&table, e))?;

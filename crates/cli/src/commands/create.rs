@@ -13,6 +13,7 @@ use arrow::datatypes::SchemaRef;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use crate::commands::lock::with_chosen_lock;
 use crate::error::{CliError, CliResult};
 use crate::input;
 use crate::output::{print_json, print_text};
@@ -304,7 +305,13 @@ pub async fn create_table(
     options: CreateOptions,
 ) -> CliResult<Table> {
     match Table::create(target.storage.clone(), options).await {
-        Ok(t) => Ok(t),
+        Ok(t) => match with_chosen_lock(location, t).await {
+            Ok(t) => Ok(t),
+            Err(e) => {
+                remove_made_dir(target);
+                Err(e)
+            }
+        },
         Err(e) => {
             remove_made_dir(target);
             Err(CliError::at(location, e))

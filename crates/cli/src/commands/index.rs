@@ -7,6 +7,7 @@ use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::TableConfig;
 use clap::{Args, Subcommand};
 
+use crate::commands::lock::with_chosen_lock;
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 
@@ -81,6 +82,7 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
             let t = Table::open(storage)
                 .await
                 .map_err(|e| CliError::at(&table, e))?;
+            let t = with_chosen_lock(&table, t).await?;
             let (index, count) = match (secondary, record_index) {
                 (Some(column), _) => {
                     let name = name.unwrap_or_else(|| column.clone());

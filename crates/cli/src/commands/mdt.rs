@@ -4,6 +4,7 @@ use arbor_storage::StorageOptions;
 use arbor_table::Table;
 use clap::{Args, Subcommand};
 
+use crate::commands::lock::with_chosen_lock;
 use crate::commands::open_table_storage;
 use crate::error::{CliError, CliResult};
 
@@ -37,6 +38,7 @@ pub async fn run(args: MdtArgs, options: &StorageOptions) -> CliResult<()> {
             let t = Table::open(storage)
                 .await
                 .map_err(|e| CliError::at(&table, e))?;
+            let t = with_chosen_lock(&table, t).await?;
             let files = t
                 .init_metadata_table()
                 .await

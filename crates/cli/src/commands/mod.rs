@@ -9,6 +9,7 @@ pub mod delete_partition;
 pub mod demo;
 pub mod files;
 pub mod index;
+pub mod lock;
 pub mod mdt;
 pub mod read;
 pub mod restore;

@@ -51,9 +51,33 @@ pub const ACCEPTED_HUDI_PROVIDERS: &str = "org.apache.hudi.client.transaction.lo
 
 fn invalid(given: &str, reason: impl Into<String>) -> LockError {
     LockError::InvalidProvider {
-        given: given.to_string(),
+        given: redact(given),
         reason: reason.into(),
     }
+}
+
+/// `given` without credentials: the user info of a URL (`user:password@`) and the value of a
+/// `password=` setting are replaced by `***`, so errors never show a password.
+fn redact(given: &str) -> String {
+    let shown = match given.split_once("://") {
+        Some((scheme, rest)) => match rest
+            .split_once('/')
+            .map_or(rest, |(auth, _)| auth)
+            .rfind('@')
+        {
+            Some(at) => format!("{scheme}://***{}", rest.get(at..).unwrap_or("")),
+            None => given.to_string(),
+        },
+        None => given.to_string(),
+    };
+    shown
+        .split(' ')
+        .map(|part| match part.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One in-process lock space per process, shared by every handle that asks for it.
@@ -322,6 +346,19 @@ mod tests {
 
     fn memory() -> Arc<dyn Storage> {
         Arc::new(ObjectStoreStorage::memory())
+    }
+
+    #[test]
+    fn test_redact_hides_passwords() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db"),
+            "postgres://***@h:5432/db"
+        );
+        assert_eq!(
+            redact("host=h user=u password=secret dbname=d"),
+            "host=h user=u password=*** dbname=d"
+        );
+        assert_eq!(redact("zk://h:1/a@b"), "zk://h:1/a@b");
     }
 
     #[test]
