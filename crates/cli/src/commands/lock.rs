@@ -17,7 +17,8 @@ use crate::error::{CliError, CliResult};
 
 /// Test hook: when set (milliseconds), the first acquisition of a table lock in the process
 /// prints `arbor: test hook: holding lock ...` to stderr and then sleeps this long while
-/// holding the lock (the CLI's crash and signal tests kill the process there).
+/// holding the lock, renewing it as work under the lock would (the CLI's crash and signal tests
+/// kill the process there).
 pub const PAUSE_IN_LOCK_ENV: &str = "ARBOR_TEST_PAUSE_IN_LOCK_MS";
 
 /// How long an interrupted process spends releasing each lock it holds before exiting.
@@ -130,7 +131,18 @@ impl LockProvider for PauseInLock {
                 held.token,
                 self.pause.as_millis()
             );
-            tokio::time::sleep(self.pause).await;
+            // Keep the lease alive while pausing, as the work under the lock would.
+            let until = tokio::time::Instant::now() + self.pause;
+            let mut held = held;
+            loop {
+                let now = tokio::time::Instant::now();
+                if now >= until {
+                    break;
+                }
+                tokio::time::sleep((until - now).min(lease / 3)).await;
+                held = self.inner.renew(&held, lease).await?;
+            }
+            return Ok(held);
         }
         Ok(held)
     }
