@@ -18,6 +18,11 @@ use crate::storage::{Storage, StorageExt, Version};
 /// give up (each loss means the state changed under them, which is rare for a live holder).
 const MAX_CAS_ATTEMPTS: u32 = 16;
 
+/// How many tokens one write of the fencing high-water mark reserves: the mark is written on the
+/// first acquisition, after the state object was lost, and then once every this many
+/// acquisitions, so an uncontended acquire stays one read and one compare-and-swap.
+const FENCE_BLOCK: u64 = 1000;
+
 /// What the state object of a lock holds.
 enum Stored {
     /// Nothing: the lock was never taken (or its state was deleted).
@@ -55,10 +60,12 @@ enum Stored {
 /// **Recovery.** A state object that cannot be read (empty, truncated, edited by hand) counts as
 /// held by an unknown writer for one lease (the lease the waiter asks for) after it was last
 /// written; then the next `acquire` replaces it by compare-and-swap on the corrupt version.
-/// **Fencing high-water mark.** Before a grant is written, the token is reserved in a second
-/// object, `<prefix>/<name>.fence`, that only ever grows; a grant's token is one more than the
-/// larger of the state's token and that mark, so deleting or corrupting the state object never
-/// lowers the tokens (deleting both objects does).
+/// **Fencing high-water mark.** Tokens are reserved, a block of 1000 at a time, in a second
+/// object, `<prefix>/<name>.fence`, that only ever grows, before any of them is handed out (the
+/// state records its reservation in [`LockState::reserved`]). When the state object is gone or
+/// unreadable, the next token is one more than that mark, so deleting or corrupting the state
+/// object never lowers the tokens (they may jump ahead by up to a block); deleting both objects
+/// does reset them.
 pub struct ObjectStoreLockProvider {
     storage: Arc<dyn Storage>,
     prefix: String,
@@ -273,9 +280,11 @@ impl LockProvider for ObjectStoreLockProvider {
         let mut attempt = 0u32;
         loop {
             let now = Utc::now();
-            let (mut state, version) = match self.read_stored(lock).await? {
-                Stored::Absent => (LockState::free(), None),
-                Stored::Valid(state, version) => (state, Some(version)),
+            // `lost`: the state object is gone or unreadable, so its token says nothing about the
+            // tokens handed out before; the high-water mark does.
+            let (mut state, version, lost) = match self.read_stored(lock).await? {
+                Stored::Absent => (LockState::free(), None, true),
+                Stored::Valid(state, version) => (state, Some(version), false),
                 // A corrupt state may hide a live holder: it counts as held by an unknown writer
                 // for one lease after it was last written, then it is repaired by replacing it
                 // (compare-and-swap on the corrupt version) with a fresh grant.
@@ -285,7 +294,7 @@ impl LockProvider for ObjectStoreLockProvider {
                     reason,
                 } if lease_end(last_modified, lease) <= now => {
                     tracing::warn!(lock, %reason, "repairing corrupt lock state");
-                    (LockState::free(), Some(version))
+                    (LockState::free(), Some(version), true)
                 }
                 Stored::Corrupt { .. } => {
                     let Some(left) = deadline.remaining(Instant::now()) else {
@@ -299,13 +308,21 @@ impl LockProvider for ObjectStoreLockProvider {
             let holder = if state.is_held_at(now) {
                 state.holder()
             } else {
-                // Never below the high-water mark: deleting or corrupting the state object does
-                // not reset the tokens.
-                let (mark, _) = self.read_fence(lock).await?;
-                state.token = state.token.max(mark);
-                match state.try_grant(lock, now, lease)? {
+                if lost {
+                    let (mark, _) = self.read_fence(lock).await?;
+                    state.token = state.token.max(mark);
+                }
+                // Never hand out a token above the persisted high-water mark: reserve a block of
+                // tokens in the mark first when the state's reservation is used up.
+                let next = state.token.saturating_add(1);
+                if state.reserved < next {
+                    let target = next.saturating_add(FENCE_BLOCK - 1);
+                    self.raise_fence(lock, target).await?;
+                    state.reserved = target;
+                }
+                // The lease runs from the state write on, not from before the reads above.
+                match state.try_grant(lock, Utc::now(), lease)? {
                     Grant::Granted(held) => {
-                        self.raise_fence(lock, held.token).await?;
                         if self.write(lock, &state, version.as_ref()).await? {
                             return Ok(held);
                         }

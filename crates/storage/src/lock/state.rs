@@ -26,6 +26,16 @@ pub struct LockState {
     pub token: u64,
     /// When the current holder's lease lapses.
     pub expires_at: Option<DateTime<Utc>>,
+    /// The object-store provider's fencing reservation: a lower bound of the high-water mark it
+    /// keeps beside the state (`<name>.fence`) when this state was written, so tokens up to it
+    /// are granted without touching the mark. 0 for the other providers (and for states written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The outcome of [`LockState::try_grant`].
@@ -85,6 +95,7 @@ impl LockState {
             owner: None,
             token: 0,
             expires_at: None,
+            reserved: 0,
         }
     }
 
@@ -118,6 +129,7 @@ impl LockState {
             owner: Some(held.owner.clone()),
             token,
             expires_at: Some(held.expires_at),
+            reserved: self.reserved,
         };
         Ok(Grant::Granted(held))
     }
@@ -236,6 +248,7 @@ mod tests {
             owner: None,
             token: u64::MAX,
             expires_at: None,
+            reserved: 0,
         };
         assert!(matches!(
             state.try_grant("t", Utc::now(), LONG),

@@ -11,7 +11,7 @@ use std::time::Duration;
 use arbor_storage::conformance::{run_lock_suite, run_object_lock_recovery_suite};
 use arbor_storage::{
     FileLockProvider, InProcessLockProvider, Lease, LockError, LockProvider, LockResult,
-    ObjectStoreLockProvider, ObjectStoreStorage, PostgresLockProvider, Storage,
+    ObjectStoreLockProvider, ObjectStoreStorage, PostgresLockProvider, Storage, StorageExt,
 };
 use bytes::Bytes;
 use chrono::Utc;
@@ -252,7 +252,18 @@ async fn test_object_store_acquire_corrupt_state_repaired_after_a_lease() {
         "the token continues above the high-water mark"
     );
     let (bytes, _) = storage.get("locks/t.fence").await.unwrap();
-    assert_eq!(&bytes[..], b"8");
+    let mark: u64 = std::str::from_utf8(&bytes).unwrap().parse().unwrap();
+    assert!(mark >= held.token, "mark {mark} below the token handed out");
+    // Deleting the state: the next token is still larger.
+    p.release(&held).await.unwrap();
+    storage.delete("locks/t.json").await.unwrap();
+    let next = p.acquire("t", LONG, LONG).await.unwrap();
+    assert!(
+        next.token > held.token,
+        "{} after {}",
+        next.token,
+        held.token
+    );
 }
 
 #[tokio::test]

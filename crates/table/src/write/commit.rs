@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_fsview::slice::join;
-use arbor_storage::{Lease, LockProvider, Storage, StorageError, StorageExt};
+use arbor_storage::{Lease, LockError, LockProvider, Storage, StorageError, StorageExt};
 use arbor_timeline::avro::{
     decode, decode_instant, HoodieCommitMetadata, HoodieRollbackMetadata, HoodieRollbackPlan,
     HoodieWriteStat, InstantContent, WriteOperationType, SCHEMA_KEY,
@@ -41,8 +41,20 @@ pub const PARTITION_MARKER: &str = ".hoodie_partition_metadata";
 /// (`WriteOptions::lock_timeout`, default 120 s).
 pub const LEASE: Duration = Duration::from_secs(10);
 
-/// Takes the table lock, waiting at most `timeout`.
+/// Takes the table lock, waiting at most `timeout`. When the lock is held, says so (a warning
+/// naming the holder, its token and lease end) before waiting.
 pub async fn acquire(lock: &dyn LockProvider, timeout: Duration) -> Result<Lease> {
+    match lock.acquire(LOCK_NAME, LEASE, Duration::ZERO).await {
+        Ok(lease) => return Ok(lease),
+        Err(LockError::Timeout { holder, .. }) if !timeout.is_zero() => {
+            let holder = holder.map_or_else(|| "an unknown writer".to_string(), |h| h.to_string());
+            tracing::warn!(
+                "waiting up to {} s for the table lock, held by {holder}",
+                timeout.as_secs()
+            );
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(lock.acquire(LOCK_NAME, LEASE, timeout).await?)
 }
 
