@@ -285,7 +285,10 @@ pub async fn with_lock<T, F>(lock: &dyn LockProvider, timeout: Duration, work: F
 where
     F: std::future::Future<Output = Result<T>>,
 {
-    with_lock_fenced(lock, timeout, |_| work).await
+    // Boxed, so that the (often large) work future is not laid out again inside
+    // `with_lock_fenced`'s future: deep callers' stacks stay as small as before.
+    let work = Box::pin(work);
+    with_lock_fenced(lock, timeout, move |_| work).await
 }
 
 /// The lease [`with_lock_fenced`] holds, for the work under the lock to check at its commit
@@ -365,6 +368,7 @@ where
             }
         }
     };
+    let renewals = Box::pin(renewals);
     let result = tokio::select! {
         r = work(fence.clone()) => r,
         e = renewals => Err(TableError::Lock(e)),

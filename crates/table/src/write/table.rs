@@ -611,56 +611,70 @@ impl Table {
         operation: WriteOperationType,
     ) -> Result<(ActiveTimeline, Instant, Heartbeat)> {
         let lock = self.lock_provider();
-        commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
-            self.ensure_still_main().await?;
-            commit::rollback_failed(
-                &self.storage,
-                &self.layout,
-                &self.generator,
-                self.options.heartbeat_timeout,
-            )
-            .await?;
-            let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
-            refuse_during_restore(&tl)?;
-            let time = tl.next_instant_time(&self.generator).await?;
-            let requested = Instant::requested(time.clone(), action);
-            let content = if action == Action::ReplaceCommit {
-                let plan = HoodieRequestedReplaceMetadata {
-                    operation_type: Some(operation.name().to_string()),
-                    version: Some(1),
-                    ..HoodieRequestedReplaceMetadata::default()
+        // Boxed: keeps the callers' futures (and stacks) small.
+        commit::with_lock(
+            lock.as_ref(),
+            self.options.lock_timeout,
+            Box::pin(async {
+                self.ensure_still_main().await?;
+                commit::rollback_failed(
+                    &self.storage,
+                    &self.layout,
+                    &self.generator,
+                    self.options.heartbeat_timeout,
+                )
+                .await?;
+                let mut tl =
+                    ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+                refuse_during_restore(&tl)?;
+                let time = tl.next_instant_time(&self.generator).await?;
+                let requested = Instant::requested(time.clone(), action);
+                let content = if action == Action::ReplaceCommit {
+                    let plan = HoodieRequestedReplaceMetadata {
+                        operation_type: Some(operation.name().to_string()),
+                        version: Some(1),
+                        ..HoodieRequestedReplaceMetadata::default()
+                    };
+                    Bytes::from(encode_instant_for(
+                        &requested,
+                        &InstantContent::RequestedReplace(Box::new(plan)),
+                    )?)
+                } else {
+                    Bytes::new()
                 };
-                Bytes::from(encode_instant_for(
-                    &requested,
-                    &InstantContent::RequestedReplace(Box::new(plan)),
-                )?)
-            } else {
-                Bytes::new()
-            };
-            commit::beat(&self.storage, &time).await?;
-            let heartbeat = Heartbeat::start(
-                self.storage.clone(),
-                time.clone(),
-                self.options.heartbeat_timeout,
-            );
-            let requested = tl.create_requested(time, action, content).await?;
-            Ok::<_, TableError>((tl, requested, heartbeat))
-        })
+                commit::beat(&self.storage, &time).await?;
+                let heartbeat = Heartbeat::start(
+                    self.storage.clone(),
+                    time.clone(),
+                    self.options.heartbeat_timeout,
+                );
+                let requested = tl.create_requested(time, action, content).await?;
+                Ok::<_, TableError>((tl, requested, heartbeat))
+            }),
+        )
         .await
     }
 
     /// Best-effort removal of this writer's own instant after a failure before the commit point.
     async fn abort(&self, instant: &Instant) {
         let lock = self.lock_provider();
-        let _ = commit::with_lock(lock.as_ref(), self.options.lock_timeout, async {
-            let r =
-                rollback::rollback_instant(&self.storage, &self.layout, instant, &self.generator)
-                    .await;
-            if r.is_ok() {
-                let _ = commit::stop_heartbeat(&self.storage, &instant.requested_time).await;
-            }
-            r
-        })
+        let _ = commit::with_lock(
+            lock.as_ref(),
+            self.options.lock_timeout,
+            Box::pin(async {
+                let r = rollback::rollback_instant(
+                    &self.storage,
+                    &self.layout,
+                    instant,
+                    &self.generator,
+                )
+                .await;
+                if r.is_ok() {
+                    let _ = commit::stop_heartbeat(&self.storage, &instant.requested_time).await;
+                }
+                r
+            }),
+        )
         .await;
     }
 
@@ -937,7 +951,7 @@ impl Table {
     pub async fn commit(&self, prepared: PreparedWrite) -> Result<CommitResult> {
         let lock = self.lock_provider();
         let result = commit::with_lock_fenced(lock.as_ref(), self.options.lock_timeout, |fence| {
-            self.commit_locked(&prepared, fence)
+            Box::pin(self.commit_locked(&prepared, fence))
         })
         .await;
         prepared.heartbeat.stop().await;
