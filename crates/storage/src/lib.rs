@@ -8,7 +8,10 @@
 //! - backends for the local file system (the default), memory and S3, built from a URL or a plain
 //!   path by [`open_storage`];
 //! - [`LockProvider`], a leased lock with fencing tokens, with in-process, local-file,
-//!   object-store and (feature `postgres`) PostgreSQL implementations;
+//!   object-store, (feature `postgres`) PostgreSQL and (feature `zookeeper`) ZooKeeper
+//!   implementations, chosen by URL ([`lock_provider_from_url`]) or by Hudi's lock configuration
+//!   ([`lock_provider_from_hudi_config`]); a process-wide registry of held leases
+//!   ([`TrackedLockProvider`], [`release_held_leases`]) lets a process release its locks on exit;
 //! - [`FaultInjectingStorage`], a wrapper that fails or "crashes" at the N-th operation, for crash
 //!   sweeps;
 //! - [`PrefixedStorage`], the subtree under a key prefix as a storage of its own (the Hudi

@@ -67,7 +67,7 @@ impl NodeData {
 /// deleting the node. A contender next in line that finds the holder's lease lapsed deletes the
 /// holder's node (versioned, so a concurrent renewal wins) and takes over; a node without arbor's
 /// data (a Curator client's) is waited for until its owner deletes it or its session expires. A
-/// process that dies loses its nodes when its session expires ([`DEFAULT_SESSION_TIMEOUT`]).
+/// process that dies loses its nodes when its session expires (the default session timeout (10 s)).
 /// Clocks of arbor clients must agree as for the object-store provider.
 ///
 /// **Fencing token.** The token is the `czxid` of the holder's node: the ZooKeeper transaction
@@ -133,7 +133,7 @@ fn node_prefix(owner: &str) -> String {
 
 impl ZookeeperLockProvider {
     /// Connects to the ZooKeeper ensemble `cluster` (`host:port[,host:port...]`) with
-    /// [`DEFAULT_SESSION_TIMEOUT`]; locks go under `base_path` (absolute, e.g. `/hudi/locks`),
+    /// the default session timeout (10 s); locks go under `base_path` (absolute, e.g. `/hudi/locks`),
     /// each at `<base_path>/<lock_key>` when `lock_key` is given (Hudi's
     /// `hoodie.write.lock.zookeeper.lock_key`), else at `<base_path>/<lock name>`.
     pub async fn connect(
