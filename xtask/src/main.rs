@@ -40,7 +40,7 @@ fn main() -> ExitCode {
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
                  bench cache [--sizes PxF,PxF] [--runs N] [--quick]  second open + plan against the first (release build)\n  \
                  cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \
-                 services            start PostgreSQL, moto and Azurite, print their environment"
+                 services            start PostgreSQL, moto, Azurite and ZooKeeper, print their environment"
             );
             Err("no task given".to_string())
         }
@@ -150,6 +150,11 @@ fn services() -> Result<Vec<(String, String)>, String> {
     let peer = script_output("peer.sh", &[])?;
     // Azurite, with the container the Azure tests use.
     let azurite = script_output("azurite.sh", &["container", "arbor-test"])?;
+    let zk = script_output("zookeeper.sh", &[])?;
+    let zk = zk
+        .strip_prefix("export ARBOR_TEST_ZK_URL=")
+        .unwrap_or(&zk)
+        .to_string();
     Ok(vec![
         ("ARBOR_TEST_PG_URL".to_string(), pg),
         ("ARBOR_TEST_S3_ENDPOINT".to_string(), s3),
@@ -157,6 +162,7 @@ fn services() -> Result<Vec<(String, String)>, String> {
         // object_store's emulator mode reads the address from here.
         ("AZURITE_BLOB_STORAGE_URL".to_string(), azurite.clone()),
         ("ARBOR_TEST_AZURITE_ENDPOINT".to_string(), azurite),
+        ("ARBOR_TEST_ZK_URL".to_string(), zk),
     ])
 }
 

@@ -1,9 +1,11 @@
 //! What the commands share, so that no command imports another (only `demo`, which runs the
 //! others in sequence, uses them): opening storage, a table or a branch (the one place the CLI
 //! opens tables), creating a table where a command may, the table definition flags, library
-//! errors as CLI errors, time parsing and what a write prints.
+//! errors as CLI errors, time parsing, what a write prints, and the table lock the process
+//! uses (`--lock`, released on SIGINT/SIGTERM).
 
 mod errors;
+pub mod lock;
 mod open;
 mod report;
 mod spec;

@@ -9,6 +9,10 @@ pub enum CliError {
     /// A storage failure.
     #[error(transparent)]
     Storage(#[from] arbor_storage::StorageError),
+    /// The table lock provider could not be chosen or reached (`--lock`, the table's lock
+    /// properties).
+    #[error("table lock: {0}")]
+    Lock(#[from] arbor_storage::LockError),
     /// A timeline failure (config, instants, archive).
     #[error(transparent)]
     Timeline(#[from] arbor_timeline::TimelineError),

@@ -48,6 +48,15 @@ struct Cli {
     )]
     storage_options: Vec<String>,
 
+    /// The table lock of the commands that change a table: `storage` (the default: an object
+    /// in the table's storage under .hoodie/.locks), `file` (OS-locked files in a local table's
+    /// .hoodie/.locks), `file:///DIR`, `postgres://USER:PASSWORD@HOST:PORT/DB`, or
+    /// `zk://HOST:PORT[,HOST:PORT]/BASE/PATH[?lock_key=KEY]` (Hudi's ZooKeeper lock: use the
+    /// base path and lock key of the Spark writers to exclude them). Without it, the table's
+    /// `hoodie.write.lock.provider` properties decide, else `storage`.
+    #[arg(long = "lock", value_name = "URL", global = true)]
+    lock: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -114,7 +123,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    context::lock::set_lock_url(cli.lock.clone());
     let result = runtime.block_on(async {
+        context::lock::release_locks_on_interrupt();
         let options = context::storage_options(&cli.storage_options)?;
         match cli.command {
             Command::Create(args) => commands::create::run(args, &options).await,

@@ -1,6 +1,9 @@
 //! The error types of this crate.
 
+use std::fmt;
 use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 /// A boxed source error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -104,19 +107,57 @@ impl StorageError {
     }
 }
 
+/// Who holds a lock, as a waiter that gave up saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The holder's owner id (unique per acquisition).
+    pub owner: String,
+    /// The holder's fencing token.
+    pub token: u64,
+    /// When the holder's lease lapses unless renewed, when the provider knows it.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl fmt::Display for LockHolder {
+    /// `writer <owner> (token <n>) until <RFC 3339 time>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "writer {} (token {})", self.owner, self.token)?;
+        if let Some(at) = self.expires_at {
+            write!(
+                f,
+                " until {}",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `held by <holder>` or, when the provider could not tell, `holder unknown`.
+fn describe_holder(holder: Option<&LockHolder>) -> String {
+    match holder {
+        Some(h) => format!("held by {h}"),
+        None => "holder unknown".to_string(),
+    }
+}
+
 /// Everything a [`crate::LockProvider`] operation can fail with. Every variant names the lock.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LockError {
     /// The lock could not be acquired before the timeout.
-    #[error("timed out after {waited:?} waiting for lock {lock:?} (held by {holder:?})")]
+    #[error(
+        "timed out after {:.1} s waiting for lock {lock:?}, {}",
+        .waited.as_secs_f64(),
+        describe_holder(.holder.as_ref())
+    )]
     Timeout {
         /// The lock's name.
         lock: String,
         /// How long the caller waited.
         waited: Duration,
         /// The current holder, when known.
-        holder: Option<String>,
+        holder: Option<LockHolder>,
     },
     /// The caller does not hold the lock (it expired and was taken over, was released, or never
     /// belonged to the caller).
@@ -135,6 +176,15 @@ pub enum LockError {
         /// The rejected name.
         lock: String,
         /// Why.
+        reason: String,
+    },
+    /// A lock provider was named (by URL or configuration) that does not exist or is not
+    /// configured completely.
+    #[error("lock provider {given:?}: {reason}")]
+    InvalidProvider {
+        /// The URL or setting given.
+        given: String,
+        /// What is wrong, naming the accepted forms.
         reason: String,
     },
     /// The stored state of the lock could not be read.

@@ -11,7 +11,10 @@
 //!   scheme, which other crates extend with [`register_storage_factory`]; [`StorageOptions`] holds
 //!   their options, namespaced per backend (`s3.*`, `azure.*`, `gs.*`);
 //! - [`LockProvider`], a leased lock with fencing tokens, with in-process, local-file,
-//!   object-store and (feature `postgres`) PostgreSQL implementations;
+//!   object-store, (feature `postgres`) PostgreSQL and (feature `zookeeper`) ZooKeeper
+//!   implementations, chosen by URL ([`lock_provider_from_url`]) or by Hudi's lock configuration
+//!   ([`lock_provider_from_hudi_config`]); a process-wide registry of held leases
+//!   ([`TrackedLockProvider`], [`release_held_leases`]) lets a process release its locks on exit;
 //! - [`FaultInjectingStorage`], a wrapper that fails or "crashes" at the N-th operation, for crash
 //!   sweeps;
 //! - [`PrefixedStorage`], the subtree under a key prefix as a storage of its own (the Hudi
@@ -35,14 +38,24 @@ mod storage;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use error::{LockError, LockResult, Result, StorageError};
+pub use error::{LockError, LockHolder, LockResult, Result, StorageError};
 pub use factory::StorageFactory;
 pub use fault::{FaultInjectingStorage, FaultMode, OpKind, OpRecord};
 pub use location::bucket_and_prefix;
 #[cfg(feature = "postgres")]
 pub use lock::postgres::PostgresLockProvider;
+#[cfg(feature = "zookeeper")]
+pub use lock::zookeeper::ZookeeperLockProvider;
 pub use lock::{
-    file::FileLockProvider, memory::InProcessLockProvider, object::ObjectStoreLockProvider,
+    file::FileLockProvider,
+    from_config::{
+        lock_provider_from_hudi_config, lock_provider_from_url, ACCEPTED_HUDI_PROVIDERS,
+        ACCEPTED_LOCK_URLS, HUDI_LOCK_PROVIDER, HUDI_ZK_BASE_PATH, HUDI_ZK_LOCK_KEY, HUDI_ZK_PORT,
+        HUDI_ZK_SESSION_TIMEOUT_MS, HUDI_ZK_URL, TABLE_LOCK_DIR,
+    },
+    held::{held_leases, release_held_leases, TrackedLockProvider},
+    memory::InProcessLockProvider,
+    object::ObjectStoreLockProvider,
     validate_lock_name, Lease, LockProvider, LockState,
 };
 pub use object::ObjectStoreStorage;

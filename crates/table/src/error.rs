@@ -59,6 +59,19 @@ pub enum TableError {
     /// The table lock could not be taken or kept.
     #[error("table lock: {0}")]
     Lock(#[from] arbor_storage::LockError),
+    /// At the commit point the writer found it no longer holds the table lock with the fencing
+    /// token it was granted (its lease lapsed and another writer may have taken the lock): the
+    /// commit was aborted before its completion was written.
+    #[error(
+        "commit aborted: the table lock (fencing token {token}) was lost before the commit \
+         point: {reason}"
+    )]
+    LockLost {
+        /// The fencing token the writer held.
+        token: u64,
+        /// Why the lease could not be confirmed.
+        reason: String,
+    },
     /// This writer's instant was rolled back (or is being rolled back) by another writer, e.g.
     /// because its heartbeat lapsed; the instant was not completed and never will be.
     #[error(

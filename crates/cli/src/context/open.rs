@@ -12,6 +12,7 @@ use arbor_table::read::TableReader;
 use arbor_table::Table;
 
 use super::errors::branching_error;
+use super::lock::with_chosen_lock;
 use crate::error::{CliError, CliResult};
 
 /// The name `--branch` takes by default: main.
@@ -78,14 +79,15 @@ pub async fn open_table_at(
     storage: Arc<dyn Storage>,
     branch: &str,
 ) -> CliResult<Table> {
-    match selected(branch) {
+    let table = match selected(branch) {
         None => Table::open(storage)
             .await
-            .map_err(|e| CliError::at(location, e)),
+            .map_err(|e| CliError::at(location, e))?,
         Some(b) => open_branch(storage, b)
             .await
-            .map_err(|e| branching_error(location, e)),
-    }
+            .map_err(|e| branching_error(location, e))?,
+    };
+    with_chosen_lock(location, table).await
 }
 
 /// Opens the storage at `location` and then `branch` of its table (see [`open_table_at`]).
@@ -106,9 +108,10 @@ pub async fn open_working_branch(
     name: &str,
 ) -> CliResult<Table> {
     let storage = open_table_storage(location, options)?;
-    open_branch(storage, name)
+    let branch = open_branch(storage, name)
         .await
-        .map_err(|e| branching_error(location, e))
+        .map_err(|e| branching_error(location, e))?;
+    with_chosen_lock(location, branch).await
 }
 
 /// Opens a reader of `branch`: main through `TableReader::open` (which follows

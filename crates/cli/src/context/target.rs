@@ -8,6 +8,7 @@ use arbor_storage::{open_storage, Storage, StorageExt, StorageOptions};
 use arbor_table::{CreateOptions, Table};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 
+use super::lock::with_chosen_lock;
 use crate::error::{CliError, CliResult};
 
 /// Where a table would be created, and whether it already exists.
@@ -94,7 +95,13 @@ pub async fn create_table(
     options: CreateOptions,
 ) -> CliResult<Table> {
     match Table::create(target.storage.clone(), options).await {
-        Ok(t) => Ok(t),
+        Ok(t) => match with_chosen_lock(location, t).await {
+            Ok(t) => Ok(t),
+            Err(e) => {
+                remove_made_dir(target);
+                Err(e)
+            }
+        },
         Err(e) => {
             remove_made_dir(target);
             Err(CliError::at(location, e))

@@ -12,6 +12,7 @@ mod compact;
 mod create_write;
 mod demo;
 mod index;
+mod locks;
 mod mdt;
 mod read;
 mod read_output;

@@ -10,7 +10,9 @@
 )]
 
 mod lock;
+mod lock_recovery;
 mod storage;
 
 pub use lock::run_lock_suite;
+pub use lock_recovery::run_object_lock_recovery_suite;
 pub use storage::run_storage_suite;

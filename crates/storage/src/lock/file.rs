@@ -208,7 +208,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, LockError::Timeout { holder: Some(h), .. } if *h == held.owner),
+            matches!(&err, LockError::Timeout { holder: Some(h), .. } if h.owner == held.owner),
             "{err:?}"
         );
     }

@@ -126,7 +126,7 @@ mod tests {
         match err {
             LockError::Timeout { lock, holder, .. } => {
                 assert_eq!(lock, "t");
-                assert_eq!(holder, Some(a.owner));
+                assert_eq!(holder.map(|h| h.owner), Some(a.owner));
             }
             other => panic!("expected Timeout, got {other:?}"),
         }

@@ -7,14 +7,18 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use crate::error::{LockError, LockResult};
+use crate::error::{LockError, LockHolder, LockResult};
 
 pub mod file;
+pub mod from_config;
+pub mod held;
 pub mod memory;
 pub mod object;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod state;
+#[cfg(feature = "zookeeper")]
+pub mod zookeeper;
 
 pub use state::LockState;
 
@@ -119,7 +123,7 @@ impl Deadline {
     }
 
     /// The error for an `acquire` of `lock` that gave up at this deadline while `holder` held it.
-    pub(crate) fn timeout_error(&self, lock: &str, holder: Option<String>) -> LockError {
+    pub(crate) fn timeout_error(&self, lock: &str, holder: Option<LockHolder>) -> LockError {
         LockError::Timeout {
             lock: lock.to_string(),
             waited: self.started.elapsed(),

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use super::state::{not_holder, Grant};
+use super::state::{lease_end, not_holder, Grant};
 use super::{backoff, validate_lock_name, Deadline, Lease, LockProvider, LockState};
 use crate::error::{LockError, LockResult, StorageError};
 use crate::storage::{Storage, StorageExt, Version};
@@ -17,6 +17,28 @@ use crate::storage::{Storage, StorageExt, Version};
 /// How often `renew` and `release` re-read and retry after losing a compare-and-swap before they
 /// give up (each loss means the state changed under them, which is rare for a live holder).
 const MAX_CAS_ATTEMPTS: u32 = 16;
+
+/// How many tokens one write of the fencing high-water mark reserves: the mark is written on the
+/// first acquisition, after the state object was lost, and then once every this many
+/// acquisitions, so an uncontended acquire stays one read and one compare-and-swap.
+const FENCE_BLOCK: u64 = 1000;
+
+/// What the state object of a lock holds.
+enum Stored {
+    /// Nothing: the lock was never taken (or its state was deleted).
+    Absent,
+    /// A readable state and the version to compare against.
+    Valid(LockState, Version),
+    /// Bytes that are not a [`LockState`] (empty, truncated, edited by hand).
+    Corrupt {
+        /// The version to compare against when repairing.
+        version: Version,
+        /// When the corrupt object was last written.
+        last_modified: DateTime<Utc>,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
 
 /// Locks kept as JSON [`LockState`] objects at `<prefix>/<name>.json` in any [`Storage`]: local
 /// files, memory, S3 or anything else with atomic conditional writes.
@@ -34,6 +56,16 @@ const MAX_CAS_ATTEMPTS: u32 = 16;
 ///
 /// A write whose outcome is unknown (e.g. a timeout after the request was sent) is resolved by
 /// reading the object back, never assumed to have failed.
+///
+/// **Recovery.** A state object that cannot be read (empty, truncated, edited by hand) counts as
+/// held by an unknown writer for one lease (the lease the waiter asks for) after it was last
+/// written; then the next `acquire` replaces it by compare-and-swap on the corrupt version.
+/// **Fencing high-water mark.** Tokens are reserved, a block of 1000 at a time, in a second
+/// object, `<prefix>/<name>.fence`, that only ever grows, before any of them is handed out (the
+/// state records its reservation in [`LockState::reserved`]). When the state object is gone or
+/// unreadable, the next token is one more than that mark, so deleting or corrupting the state
+/// object never lowers the tokens (they may jump ahead by up to a block); deleting both objects
+/// does reset them.
 pub struct ObjectStoreLockProvider {
     storage: Arc<dyn Storage>,
     prefix: String,
@@ -75,8 +107,9 @@ impl ObjectStoreLockProvider {
         }
     }
 
-    /// Reads the state of `lock` and the version to compare against; `None` if never taken.
-    async fn read(&self, lock: &str) -> LockResult<Option<(LockState, Version)>> {
+    /// Reads the stored state of `lock` as it is: absent, valid, or corrupt (empty, truncated,
+    /// not JSON of a [`LockState`]).
+    async fn read_stored(&self, lock: &str) -> LockResult<Stored> {
         let key = self.state_key(lock);
         let Some((bytes, meta)) = self
             .storage
@@ -84,14 +117,100 @@ impl ObjectStoreLockProvider {
             .await
             .map_err(|e| Self::storage_err(lock, e))?
         else {
-            return Ok(None);
+            return Ok(Stored::Absent);
         };
-        let state =
-            serde_json::from_slice::<LockState>(&bytes).map_err(|e| LockError::Corrupt {
-                lock: lock.to_string(),
+        Ok(match serde_json::from_slice::<LockState>(&bytes) {
+            Ok(state) => Stored::Valid(state, meta.version),
+            Err(e) => Stored::Corrupt {
+                version: meta.version,
+                last_modified: meta.last_modified,
                 reason: format!("{key}: {e}"),
-            })?;
-        Ok(Some((state, meta.version)))
+            },
+        })
+    }
+
+    /// Reads the state of `lock` and the version to compare against; `None` if never taken.
+    /// A corrupt state fails with [`LockError::Corrupt`].
+    async fn read(&self, lock: &str) -> LockResult<Option<(LockState, Version)>> {
+        match self.read_stored(lock).await? {
+            Stored::Absent => Ok(None),
+            Stored::Valid(state, version) => Ok(Some((state, version))),
+            Stored::Corrupt { reason, .. } => Err(LockError::Corrupt {
+                lock: lock.to_string(),
+                reason,
+            }),
+        }
+    }
+
+    /// The key of the fencing high-water mark of `lock`: `<prefix>/<name>.fence`, the largest
+    /// token ever handed out (or reserved), as decimal text.
+    pub fn fence_key(&self, lock: &str) -> String {
+        if self.prefix.is_empty() {
+            format!("{lock}.fence")
+        } else {
+            format!("{}/{lock}.fence", self.prefix)
+        }
+    }
+
+    /// Reads the fencing high-water mark of `lock` (0 when absent) and its version. An
+    /// unreadable mark counts as 0 (the state's own token still bounds the next token from
+    /// below) and is overwritten by the next acquisition.
+    async fn read_fence(&self, lock: &str) -> LockResult<(u64, Option<Version>)> {
+        let key = self.fence_key(lock);
+        let Some((bytes, meta)) = self
+            .storage
+            .get_opt(&key)
+            .await
+            .map_err(|e| Self::storage_err(lock, e))?
+        else {
+            return Ok((0, None));
+        };
+        let mark = match std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        {
+            Some(mark) => mark,
+            None => {
+                tracing::warn!(%key, "unreadable fencing high-water mark; rewriting it");
+                0
+            }
+        };
+        Ok((mark, Some(meta.version)))
+    }
+
+    /// Raises the fencing high-water mark of `lock` to at least `token` (never lowers it).
+    async fn raise_fence(&self, lock: &str, token: u64) -> LockResult<()> {
+        let key = self.fence_key(lock);
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let (mark, version) = self.read_fence(lock).await?;
+            if mark >= token {
+                return Ok(());
+            }
+            let data = Bytes::from(token.to_string());
+            let result = match &version {
+                None => self.storage.put_if_absent(&key, data).await,
+                Some(v) => self.storage.put_if_match(&key, data, v).await,
+            };
+            match result {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => {
+                    // Outcome unknown: the next read tells.
+                    if self.read_fence(lock).await?.0 >= token {
+                        return Ok(());
+                    }
+                    return Err(Self::storage_err(lock, e));
+                }
+            }
+        }
+        Err(LockError::Backend {
+            lock: lock.to_string(),
+            source: format!(
+                "fencing mark {key} changed concurrently {MAX_CAS_ATTEMPTS} times in a row; \
+                 giving up"
+            )
+            .into(),
+        })
     }
 
     /// Writes `state` conditionally: create-if-absent when `expected` is `None`, else
@@ -160,26 +279,67 @@ impl LockProvider for ObjectStoreLockProvider {
         let deadline = Deadline::after(timeout);
         let mut attempt = 0u32;
         loop {
-            let current = self.read(lock).await?;
-            let (mut state, version) = match current {
-                Some((state, version)) => (state, Some(version)),
-                None => (LockState::free(), None),
-            };
-            let holder = match state.try_grant(lock, Utc::now(), lease)? {
-                Grant::Granted(held) => {
-                    if self.write(lock, &state, version.as_ref()).await? {
-                        return Ok(held);
-                    }
-                    // Lost a race: somebody else changed the state since we read it.
-                    None
+            let now = Utc::now();
+            // `lost`: the state object is gone or unreadable, so its token says nothing about the
+            // tokens handed out before; the high-water mark does.
+            let (mut state, version, lost) = match self.read_stored(lock).await? {
+                Stored::Absent => (LockState::free(), None, true),
+                Stored::Valid(state, version) => (state, Some(version), false),
+                // A corrupt state may hide a live holder: it counts as held by an unknown writer
+                // for one lease after it was last written, then it is repaired by replacing it
+                // (compare-and-swap on the corrupt version) with a fresh grant.
+                Stored::Corrupt {
+                    version,
+                    last_modified,
+                    reason,
+                } if lease_end(last_modified, lease) <= now => {
+                    tracing::warn!(lock, %reason, "repairing corrupt lock state");
+                    (LockState::free(), Some(version), true)
                 }
-                Grant::Held { holder } => holder,
+                Stored::Corrupt { .. } => {
+                    let Some(left) = deadline.remaining(Instant::now()) else {
+                        return Err(deadline.timeout_error(lock, None));
+                    };
+                    tokio::time::sleep(backoff(attempt).min(left)).await;
+                    attempt = attempt.saturating_add(1);
+                    continue;
+                }
+            };
+            let holder = if state.is_held_at(now) {
+                state.holder()
+            } else {
+                if lost {
+                    let (mark, _) = self.read_fence(lock).await?;
+                    state.token = state.token.max(mark);
+                }
+                // Never hand out a token above the persisted high-water mark: reserve a block of
+                // tokens in the mark first when the state's reservation is used up.
+                let next = state.token.saturating_add(1);
+                if state.reserved < next {
+                    let target = next.saturating_add(FENCE_BLOCK - 1);
+                    self.raise_fence(lock, target).await?;
+                    state.reserved = target;
+                }
+                // The lease runs from the state write on, not from before the reads above.
+                match state.try_grant(lock, Utc::now(), lease)? {
+                    Grant::Granted(held) => {
+                        if self.write(lock, &state, version.as_ref()).await? {
+                            return Ok(held);
+                        }
+                        // Lost a race: somebody else changed the state since we read it.
+                        None
+                    }
+                    Grant::Held { holder } => holder,
+                }
             };
             let Some(left) = deadline.remaining(Instant::now()) else {
                 // After a lost race, report the winner if we can see it.
                 let holder = match holder {
                     Some(h) => Some(h),
-                    None => self.read(lock).await?.and_then(|(s, _)| s.owner),
+                    None => match self.read_stored(lock).await? {
+                        Stored::Valid(s, _) => s.holder(),
+                        _ => None,
+                    },
                 };
                 return Err(deadline.timeout_error(lock, holder));
             };

@@ -12,7 +12,7 @@ use tokio_postgres::{Client, NoTls};
 
 use super::state::{new_owner, not_holder, MAX_LEASE};
 use super::{backoff, validate_lock_name, Deadline, Lease, LockProvider};
-use crate::error::{LockError, LockResult};
+use crate::error::{LockError, LockHolder, LockResult};
 
 /// Creates the state table if absent; serialised by an advisory lock because concurrent
 /// `CREATE TABLE IF NOT EXISTS` can fail on PostgreSQL's catalog unique indexes.
@@ -30,7 +30,8 @@ const LOCK_ROW: &str = "SELECT pg_advisory_xact_lock(hashtext('arbor:' || $1::te
 
 /// Reads a lock's row and whether its lease is live by the database's clock.
 const READ: &str = "
-    SELECT owner, token, (owner IS NOT NULL AND expires_at > clock_timestamp()) AS live
+    SELECT owner, token, (owner IS NOT NULL AND expires_at > clock_timestamp()) AS live,
+           (extract(epoch FROM expires_at) * 1000000)::bigint AS expires_micros
     FROM arbor_locks WHERE name = $1";
 
 /// The lease end `$2` microseconds from now by the database's clock, as microseconds since the
@@ -114,7 +115,7 @@ fn expiry_of(lock: &str, micros: i64) -> LockResult<DateTime<Utc>> {
 /// The outcome of one acquisition attempt.
 enum Attempt {
     Granted(Lease),
-    Held { holder: Option<String> },
+    Held { holder: Option<LockHolder> },
 }
 
 impl PostgresLockProvider {
@@ -220,7 +221,18 @@ async fn try_acquire_on(client: &mut Client, lock: &str, lease: Duration) -> Loc
         Some(row) => {
             let live: bool = row.try_get("live").map_err(|e| backend(lock, e))?;
             if live {
-                let holder: Option<String> = row.try_get("owner").map_err(|e| backend(lock, e))?;
+                let owner: Option<String> = row.try_get("owner").map_err(|e| backend(lock, e))?;
+                let token: i64 = row.try_get("token").map_err(|e| backend(lock, e))?;
+                let micros: Option<i64> = row
+                    .try_get("expires_micros")
+                    .map_err(|e| backend(lock, e))?;
+                let expires_at = micros.and_then(DateTime::from_timestamp_micros);
+                let token = token_of(lock, token)?;
+                let holder = owner.map(|owner| LockHolder {
+                    owner,
+                    token,
+                    expires_at,
+                });
                 // Dropping the transaction rolls it back; nothing was changed.
                 return Ok(Attempt::Held { holder });
             }

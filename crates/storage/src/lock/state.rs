@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Lease;
-use crate::error::{LockError, LockResult};
+use crate::error::{LockError, LockHolder, LockResult};
 
 /// The longest lease granted; longer requests are clamped to it (about 100 years).
 pub(super) const MAX_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -26,6 +26,16 @@ pub struct LockState {
     pub token: u64,
     /// When the current holder's lease lapses.
     pub expires_at: Option<DateTime<Utc>>,
+    /// The object-store provider's fencing reservation: a lower bound of the high-water mark it
+    /// keeps beside the state (`<name>.fence`) when this state was written, so tokens up to it
+    /// are granted without touching the mark. 0 for the other providers (and for states written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The outcome of [`LockState::try_grant`].
@@ -36,7 +46,7 @@ pub(super) enum Grant {
     /// Somebody holds a live lease.
     Held {
         /// The current owner.
-        holder: Option<String>,
+        holder: Option<LockHolder>,
     },
 }
 
@@ -70,12 +80,22 @@ impl LockState {
         }
     }
 
+    /// The current holder as a waiter reports it (`None` when the lock is free).
+    pub(super) fn holder(&self) -> Option<LockHolder> {
+        self.owner.as_ref().map(|owner| LockHolder {
+            owner: owner.clone(),
+            token: self.token,
+            expires_at: self.expires_at,
+        })
+    }
+
     /// The state of a lock that was never taken: no owner, last token 0.
     pub(super) fn free() -> Self {
         LockState {
             owner: None,
             token: 0,
             expires_at: None,
+            reserved: 0,
         }
     }
 
@@ -89,7 +109,7 @@ impl LockState {
     ) -> LockResult<Grant> {
         if self.is_held_at(now) {
             return Ok(Grant::Held {
-                holder: self.owner.clone(),
+                holder: self.holder(),
             });
         }
         let token = self
@@ -109,6 +129,7 @@ impl LockState {
             owner: Some(held.owner.clone()),
             token,
             expires_at: Some(held.expires_at),
+            reserved: self.reserved,
         };
         Ok(Grant::Granted(held))
     }
@@ -215,7 +236,7 @@ mod tests {
         };
         let before = state.clone();
         match state.try_grant("t", now, LONG).unwrap() {
-            Grant::Held { holder } => assert_eq!(holder, Some(first.owner)),
+            Grant::Held { holder } => assert_eq!(holder.map(|h| h.owner), Some(first.owner)),
             Grant::Granted(l) => panic!("a held lock was granted again: {l:?}"),
         }
         assert_eq!(state, before, "a refused grant changed the state");
@@ -227,6 +248,7 @@ mod tests {
             owner: None,
             token: u64::MAX,
             expires_at: None,
+            reserved: 0,
         };
         assert!(matches!(
             state.try_grant("t", Utc::now(), LONG),

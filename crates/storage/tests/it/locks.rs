@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use arbor_storage::conformance::run_lock_suite;
+use arbor_storage::conformance::{run_lock_suite, run_object_lock_recovery_suite};
 use arbor_storage::{
     FileLockProvider, InProcessLockProvider, Lease, LockError, LockProvider, LockResult,
-    ObjectStoreLockProvider, ObjectStoreStorage, PostgresLockProvider, Storage,
+    ObjectStoreLockProvider, ObjectStoreStorage, PostgresLockProvider, Storage, StorageExt,
 };
 use bytes::Bytes;
 use chrono::Utc;
@@ -204,19 +204,86 @@ async fn test_object_store_acquire_state_object_layout() {
     assert_eq!(next.token, held.token + 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_object_store_recovery_suite_memory_passes() {
+    let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+    run_object_lock_recovery_suite("object-store/memory", storage).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_object_store_recovery_suite_local_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(dir.path()).unwrap());
+    run_object_lock_recovery_suite("object-store/local", storage).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_object_store_recovery_suite_s3_passes() {
+    let Some(storage) = support::s3_storage().await else {
+        return;
+    };
+    run_object_lock_recovery_suite("object-store/s3", storage).await;
+}
+
 #[tokio::test]
-async fn test_object_store_acquire_corrupt_state_corrupt() {
+async fn test_object_store_acquire_corrupt_state_repaired_after_a_lease() {
     let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
     storage
         .put_if_absent("locks/t.json", Bytes::from_static(b"not json"))
         .await
         .unwrap();
-    let p = ObjectStoreLockProvider::new(storage, "locks");
-    let err = p.acquire("t", LONG, LONG).await.unwrap_err();
+    storage
+        .put_if_absent("locks/t.fence", Bytes::from_static(b"7"))
+        .await
+        .unwrap();
+    let p = ObjectStoreLockProvider::new(storage.clone(), "locks");
+    let err = p.acquire("t", LONG, Duration::ZERO).await.unwrap_err();
     assert!(
-        matches!(&err, LockError::Corrupt { lock, .. } if lock == "t"),
+        matches!(&err, LockError::Timeout { lock, holder: None, .. } if lock == "t"),
         "{err:?}"
     );
+    assert!(err.to_string().contains("holder unknown"), "{err}");
+    let held = p
+        .acquire("t", Duration::from_millis(100), LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        held.token, 8,
+        "the token continues above the high-water mark"
+    );
+    let (bytes, _) = storage.get("locks/t.fence").await.unwrap();
+    let mark: u64 = std::str::from_utf8(&bytes).unwrap().parse().unwrap();
+    assert!(mark >= held.token, "mark {mark} below the token handed out");
+    // Deleting the state: the next token is still larger.
+    p.release(&held).await.unwrap();
+    storage.delete("locks/t.json").await.unwrap();
+    let next = p.acquire("t", LONG, LONG).await.unwrap();
+    assert!(
+        next.token > held.token,
+        "{} after {}",
+        next.token,
+        held.token
+    );
+}
+
+#[tokio::test]
+async fn test_object_store_timeout_display_names_holder_token_and_expiry() {
+    let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+    let p = ObjectStoreLockProvider::new(storage, "locks");
+    let held = p.acquire("t", LONG, LONG).await.unwrap();
+    let err = p.acquire("t", LONG, Duration::ZERO).await.unwrap_err();
+    let text = err.to_string();
+    let until = held
+        .expires_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    assert!(
+        text.contains(&format!(
+            "held by writer {} (token {}) until {until}",
+            held.owner, held.token
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("Some("), "{text}");
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@
 
 mod azure;
 mod locks;
+mod locks_zookeeper;
 mod prefixed;
 mod storage_backends;
 mod support;

@@ -195,6 +195,8 @@ async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result
         None => InstantContent::Commit(Box::new(prepared.metadata.clone())),
     };
     let bytes = encode_instant_for(&completed, &content)?;
+    // Fencing: the lease must still be ours, with its token, at the commit point.
+    commit::confirm_held_lease().await?;
     let done = tl
         .complete(&prepared.inflight, completion, Bytes::from(bytes))
         .await?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_fsview::slice::join;
-use arbor_storage::{Lease, LockProvider, Storage, StorageError, StorageExt};
+use arbor_storage::{Lease, LockError, LockProvider, Storage, StorageError, StorageExt};
 use arbor_timeline::avro::{
     decode, decode_instant, HoodieCommitMetadata, HoodieRollbackMetadata, HoodieRollbackPlan,
     HoodieWriteStat, InstantContent, WriteOperationType, SCHEMA_KEY,
@@ -25,11 +25,26 @@ use crate::error::{Result, TableError};
 /// of the table layout (`arbor_timeline::layout::paths`).
 pub use arbor_timeline::layout::paths::{LOCK_DIR, LOCK_NAME, PARTITION_MARKER};
 
-/// How long a lease of the table lock lasts; every step under the lock is short.
-const LEASE: Duration = Duration::from_secs(120);
+/// How long a lease of the table lock lasts. Short, so that the lock of a writer that died
+/// holding it (killed, crashed, cut off) is free again within seconds; [`with_lock`] renews it
+/// every third of its length while the work under the lock runs. Waiters wait longer than this
+/// (`WriteOptions::lock_timeout`, default 120 s).
+pub const LEASE: Duration = Duration::from_secs(10);
 
-/// Takes the table lock, waiting at most `timeout`.
+/// Takes the table lock, waiting at most `timeout`. When the lock is held, says so (a warning
+/// naming the holder, its token and lease end) before waiting.
 pub async fn acquire(lock: &dyn LockProvider, timeout: Duration) -> Result<Lease> {
+    match lock.acquire(LOCK_NAME, LEASE, Duration::ZERO).await {
+        Ok(lease) => return Ok(lease),
+        Err(LockError::Timeout { holder, .. }) if !timeout.is_zero() => {
+            let holder = holder.map_or_else(|| "an unknown writer".to_string(), |h| h.to_string());
+            tracing::warn!(
+                "waiting up to {} s for the table lock, held by {holder}",
+                timeout.as_secs()
+            );
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(lock.acquire(LOCK_NAME, LEASE, timeout).await?)
 }
 
@@ -256,26 +271,113 @@ pub async fn check_still_requested(
 /// runs; releases the lock afterwards. If a renewal fails, `work` is dropped (cancelled) and the
 /// lock error returned: the work must be safe to cancel at any await point (compaction is: it
 /// stays pending and is re-run).
-pub async fn with_lock<T, F>(lock: &dyn LockProvider, timeout: Duration, work: F) -> Result<T>
+pub async fn with_lock<T, F>(lock: Arc<dyn LockProvider>, timeout: Duration, work: F) -> Result<T>
 where
     F: std::future::Future<Output = Result<T>>,
 {
-    let lease = acquire(lock, timeout).await?;
-    let mut current = lease.clone();
+    // Boxed, so that the (often large) work future is not laid out again inside
+    // `with_lock_fenced`'s future: deep callers' stacks stay as small as before.
+    let work = Box::pin(work);
+    with_lock_fenced(lock, timeout, move |_| work).await
+}
+
+/// The lease [`with_lock_fenced`] holds, for the work under the lock to check at its commit
+/// point that it still holds the lock with the token it was granted.
+#[derive(Debug, Clone)]
+pub struct Fence {
+    lock: Arc<dyn LockProvider>,
+    current: Arc<std::sync::Mutex<Lease>>,
+}
+
+tokio::task_local! {
+    /// The lease of the innermost [`with_lock_fenced`] the current task runs inside.
+    static HELD: Fence;
+}
+
+/// Confirms, at a commit point, that the current task still holds the table lock with the token
+/// it was granted ([`Fence::confirm`] on the lease of the innermost [`with_lock`] /
+/// [`with_lock_fenced`] around the caller). Fails with [`TableError::LockLost`] when it does
+/// not, or when the caller runs outside any of them.
+pub async fn confirm_held_lease() -> Result<()> {
+    let fence = HELD
+        .try_with(Fence::clone)
+        .map_err(|_| TableError::LockLost {
+            token: 0,
+            reason: "the commit point was reached without holding the table lock".to_string(),
+        })?;
+    fence.confirm().await
+}
+
+impl Fence {
+    /// The lease as last renewed.
+    fn lease(&self) -> Lease {
+        match self.current.lock() {
+            Ok(l) => l.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set(&self, lease: Lease) {
+        match self.current.lock() {
+            Ok(mut l) => *l = lease,
+            Err(poisoned) => *poisoned.into_inner() = lease,
+        }
+    }
+
+    /// Renews the lease now, with the same owner and token, for a full [`LEASE`]: on success the
+    /// caller holds the lock for at least that long from now. Fails with
+    /// [`TableError::LockLost`] when the lease lapsed and another writer took the lock (or the
+    /// provider cannot confirm it): the caller must not make its change visible.
+    pub async fn confirm(&self) -> Result<()> {
+        let held = self.lease();
+        match self.lock.renew(&held, LEASE).await {
+            Ok(renewed) if renewed.token == held.token => {
+                self.set(renewed);
+                Ok(())
+            }
+            Ok(renewed) => Err(TableError::LockLost {
+                token: held.token,
+                reason: format!("the provider renewed it with token {}", renewed.token),
+            }),
+            Err(e) => Err(TableError::LockLost {
+                token: held.token,
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// [`with_lock`], handing `work` a [`Fence`] on the lease so that it can confirm, just before
+/// its commit point, that it still holds the lock with its token.
+pub async fn with_lock_fenced<T, F, Fut>(
+    lock: Arc<dyn LockProvider>,
+    timeout: Duration,
+    work: F,
+) -> Result<T>
+where
+    F: FnOnce(Fence) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let lease = acquire(lock.as_ref(), timeout).await?;
+    let fence = Fence {
+        lock: lock.clone(),
+        current: Arc::new(std::sync::Mutex::new(lease)),
+    };
     let renewals = async {
         loop {
             tokio::time::sleep(LEASE / 3).await;
-            match lock.renew(&current, LEASE).await {
-                Ok(l) => current = l,
+            match lock.renew(&fence.lease(), LEASE).await {
+                Ok(l) => fence.set(l),
                 Err(e) => return e,
             }
         }
     };
+    let renewals = Box::pin(renewals);
     let result = tokio::select! {
-        r = work => r,
+        r = HELD.scope(fence.clone(), work(fence.clone())) => r,
         e = renewals => Err(TableError::Lock(e)),
     };
-    release(lock, &current, result).await
+    release(lock.as_ref(), &fence.lease(), result).await
 }
 
 /// True if the writer of `instant` beat within `timeout`.

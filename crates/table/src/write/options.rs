@@ -41,7 +41,8 @@ pub struct WriteOptions {
     /// Merge-on-read: compact inline after this many deltacommits since the last compaction;
     /// `None` never compacts inline.
     pub inline_compact_every: Option<u32>,
-    /// How long to wait for the table lock.
+    /// How long to wait for the table lock; default 120 s, longer than a lease of the lock
+    /// (`commit::LEASE`, 10 s), so that a waiter outlasts a holder that died holding it.
     pub lock_timeout: std::time::Duration,
     /// A pending write whose writer has not sent a heartbeat for this long is considered failed
     /// and is rolled back by the next writer; default 60 s. `Duration::ZERO` rolls back every
@@ -68,7 +69,7 @@ impl Default for WriteOptions {
             max_file_size: 120 * 1024 * 1024,
             small_file_limit: 100 * 1024 * 1024,
             inline_compact_every: None,
-            lock_timeout: std::time::Duration::from_secs(60),
+            lock_timeout: std::time::Duration::from_secs(120),
             heartbeat_timeout: std::time::Duration::from_secs(60),
             key_move: KeyMove::default(),
             schema_evolution: true,

@@ -11,6 +11,7 @@ mod compaction;
 mod crash_sweep;
 mod fixtures_read;
 mod keygen;
+mod lock_fencing;
 mod mdt;
 mod mdt_compaction;
 mod null_ordering;

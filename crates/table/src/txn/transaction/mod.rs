@@ -72,7 +72,7 @@ impl<'a> Transaction<'a> {
         Box::pin(async move {
             let ctx = &table.ctx;
             let lock = ctx.lock_provider();
-            commit::with_lock(lock.as_ref(), ctx.options.lock_timeout, async {
+            commit::with_lock(lock, ctx.options.lock_timeout, async {
                 let txn = Transaction { table };
                 match entry {
                     Entry::Begin => {
