@@ -8,7 +8,7 @@ use arbor_table::WriteOperation;
 use arbor_timeline::config::TableType;
 use arbor_timeline::{resolve_main, MetaRoot};
 
-use crate::support::{create, rows, rows_of, Model};
+use arbor_testkit_tables::{create, rows, rows_of, Model};
 
 #[tokio::test]
 async fn test_branch_writes_leave_main_unchanged_then_publish_fast_forwards_main() {
@@ -32,7 +32,8 @@ async fn test_branch_writes_leave_main_unchanged_then_publish_fast_forwards_main
         branch_model.delete(&d);
         // Main is exactly as before, for arbor and for hudi-rs.
         assert_eq!(t.read(None).await, main_model.sorted(), "{tt:?}");
-        t.assert_peer_agrees("main after branch writes").await;
+        t.assert_peer_agrees("branching peer check", "main after branch writes")
+            .await;
         t.assert_valid("main after branch writes").await;
         assert_eq!(
             t.read_branch(Some("audit"), None).await,
@@ -56,7 +57,7 @@ async fn test_branch_writes_leave_main_unchanged_then_publish_fast_forwards_main
             .table
             .write(
                 WriteOperation::Upsert,
-                vec![crate::support::batch(&rows(50..51, 9, "x"))],
+                vec![arbor_testkit_tables::batch(&rows(50..51, 9, "x"))],
             )
             .await
             .unwrap_err();
@@ -325,8 +326,11 @@ async fn test_main_mdt_archival_past_branch_instants_keeps_both_isolated() {
         "main's MDT was not archived past the branch: first active {first}"
     );
     assert_eq!(t.read(None).await, main_model.sorted());
-    t.assert_peer_agrees("main after its MDT archived past the branch")
-        .await;
+    t.assert_peer_agrees(
+        "branching peer check",
+        "main after its MDT archived past the branch",
+    )
+    .await;
     t.assert_valid("main").await;
     assert_eq!(t.read_branch(Some("b"), None).await, branch_model.sorted());
     t.assert_branch_valid("b", "branch").await;
@@ -402,7 +406,7 @@ async fn test_branch_clean_after_main_cleaned_by_file_versions_keeps_what_main_l
 }
 
 /// The completed savepoints of main (resolved) as `data <time>` / `mdt <time>`.
-async fn main_savepoints(t: &crate::support::TestTable) -> Vec<String> {
+async fn main_savepoints(t: &arbor_testkit_tables::TestTable) -> Vec<String> {
     use arbor_timeline::{Action, ActiveTimeline, State, TableConfig, TableLayout};
     let view = resolve_main(t.storage.as_ref())
         .await
@@ -585,9 +589,12 @@ async fn test_publication_moves_main_for_a_reader_whose_main_was_cached() {
         // And a write on the new main is seen too.
         let main = arbor_table::Table::open(handle.clone()).await.unwrap();
         let r3 = rows(0..2, 3, "c");
-        main.write(WriteOperation::Upsert, vec![crate::support::batch(&r3)])
-            .await
-            .unwrap();
+        main.write(
+            WriteOperation::Upsert,
+            vec![arbor_testkit_tables::batch(&r3)],
+        )
+        .await
+        .unwrap();
         model.upsert(&r3);
         assert_eq!(
             rows_of(&open().await.unwrap().snapshot(None).await.unwrap()),

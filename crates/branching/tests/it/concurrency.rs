@@ -38,7 +38,7 @@ use arbor_timeline::metaroot::SUCCESS_FILE;
 use arbor_timeline::{resolve_main, MetaRoot, TableConfig, TableLayout};
 use serde_json::{json, Value};
 
-use crate::support::{batch, create, rows_of, Row};
+use arbor_testkit_tables::{batch, create, rows_of, Row};
 
 /// The environment variable that makes [`test_concurrency_worker_process`] a worker: JSON
 /// `{"table": path, "worker": id, "ops": n, "pg": null | {"conn": .., "prefix": ..}}`.
@@ -346,7 +346,7 @@ async fn run_and_check(table_type: TableType, workers: u64, ops: u64, pg: Option
     // Main has a write to branch from and tag.
     t.write(
         WriteOperation::Upsert,
-        &crate::support::rows(0..4, 0, "init"),
+        &arbor_testkit_tables::rows(0..4, 0, "init"),
     )
     .await;
     let pg = pg.map(

@@ -66,8 +66,8 @@ use arbor_timeline::{
 };
 use arrow::array::RecordBatch;
 
-use super::support::{batch, create, rows, rows_of, Model, Row, TestTable};
 use arbor_testkit::crash::{copy_dir, fingerprint};
+use arbor_testkit_tables::{batch, create, rows, rows_of, Model, Row, TestTable};
 
 fn local(base: &Path) -> Arc<dyn Storage> {
     Arc::new(ObjectStoreStorage::local(base).unwrap())

@@ -7,7 +7,7 @@ use arbor_table::{Table, WriteOperation};
 use arbor_timeline::config::TableType;
 use arbor_timeline::{MetaRoot, TableConfig, TableLayout};
 
-use crate::support::{create, rows, Model, TestTable};
+use arbor_testkit_tables::{create, rows, Model, TestTable};
 
 /// Main with one upsert, branch `audit` with an upsert and a delete, published as p1. Returns
 /// main's model after the publication.
@@ -49,7 +49,7 @@ async fn test_writer_at_the_root_after_publication_writes_into_main_seen_by_arbo
         let t = create(tt, true).await;
         let mut model = published(&t).await;
         assert_eq!(t.read(None).await, model.sorted(), "{tt:?}");
-        t.assert_peer_agrees("hudi-rs at the table path after p1")
+        t.assert_peer_agrees("branching peer check", "hudi-rs at the table path after p1")
             .await;
         let own = root_own_timeline(&t).await;
 
@@ -85,14 +85,15 @@ async fn test_writer_at_the_root_after_publication_writes_into_main_seen_by_arbo
             "{:?}",
             report.discrepancies
         );
-        t.assert_peer_agrees("hudi-rs after the legacy write").await;
+        t.assert_peer_agrees("branching peer check", "hudi-rs after the legacy write")
+            .await;
 
         // arbor's main keeps writing; both see it.
         let r = rows(40..44, 5, "main");
         t.write_on(&main, WriteOperation::Upsert, &r).await;
         model.upsert(&r);
         assert_eq!(t.read(None).await, model.sorted(), "{tt:?}");
-        t.assert_peer_agrees("hudi-rs after arbor's next write")
+        t.assert_peer_agrees("branching peer check", "hudi-rs after arbor's next write")
             .await;
     }
 }
@@ -118,7 +119,8 @@ async fn test_main_property_changes_after_publication_are_mirrored_to_the_root()
     assert_eq!(root.metadata_partitions(), p1.metadata_partitions());
     assert_eq!(root.timeline_path(), "branches/publications/p1/timeline");
     assert_eq!(t.read(None).await, model.sorted());
-    t.assert_peer_agrees("hudi-rs after the record index").await;
+    t.assert_peer_agrees("branching peer check", "hudi-rs after the record index")
+        .await;
 }
 
 /// A publication interrupted between `_SUCCESS` and the root repoint (simulated by putting the
@@ -159,8 +161,11 @@ async fn test_interrupted_repoint_is_finished_by_the_next_write_to_main() {
         );
     }
     assert_eq!(t.read(None).await, model.sorted());
-    t.assert_peer_agrees("hudi-rs after the repoint was finished")
-        .await;
+    t.assert_peer_agrees(
+        "branching peer check",
+        "hudi-rs after the repoint was finished",
+    )
+    .await;
 }
 
 /// A branch-unaware writer's write in flight while arbor writes main: heartbeats are shared by
@@ -175,7 +180,10 @@ async fn test_legacy_writer_in_flight_survives_a_concurrent_arbor_write_to_main(
         .unwrap();
     let r = rows(60..63, 7, "legacy");
     let prepared = legacy
-        .prepare(WriteOperation::Upsert, vec![crate::support::batch(&r)])
+        .prepare(
+            WriteOperation::Upsert,
+            vec![arbor_testkit_tables::batch(&r)],
+        )
         .await
         .unwrap();
     // arbor's main rolls back failed writes (no live heartbeat) before its own.
@@ -194,5 +202,6 @@ async fn test_legacy_writer_in_flight_survives_a_concurrent_arbor_write_to_main(
     model.upsert(&r);
     assert_eq!(t.read(None).await, model.sorted());
     t.assert_valid("after both writes").await;
-    t.assert_peer_agrees("hudi-rs after both writes").await;
+    t.assert_peer_agrees("branching peer check", "hudi-rs after both writes")
+        .await;
 }

@@ -12,4 +12,3 @@ mod crash;
 mod legacy;
 mod model;
 mod schema;
-mod support;

@@ -65,7 +65,7 @@ use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use proptest::prelude::*;
 
-use super::support::{batch, rows_of, schema, Row};
+use arbor_testkit_tables::{batch, rows_of, schema, Row};
 
 /// Keys `k0000`..`k0007`: even ids in partition `us`, odd in `eu`.
 const KEYS: u32 = 8;

@@ -11,10 +11,10 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema};
 
-use crate::support::{batch, create, rows};
+use arbor_testkit_tables::{batch, create, rows};
 
 /// `rows` with a `note` column (one value for every row).
-fn with_note(rows: &[crate::support::Row], note: &str) -> RecordBatch {
+fn with_note(rows: &[arbor_testkit_tables::Row], note: &str) -> RecordBatch {
     let b = batch(rows);
     let mut fields: Vec<Field> = b
         .schema()
@@ -70,7 +70,8 @@ async fn test_branch_schema_evolves_alone_and_publication_carries_it_to_main() {
             notes(&main).await.is_none(),
             "{tt:?}: main sees the branch's column"
         );
-        t.assert_peer_agrees("main while the branch evolved").await;
+        t.assert_peer_agrees("branching peer check", "main while the branch evolved")
+            .await;
         let branch = arbor_branching::open_reader(t.storage.clone(), Some("wide"))
             .await
             .unwrap();

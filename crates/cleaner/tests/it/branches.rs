@@ -9,7 +9,7 @@ use arbor_cleaner::{clean, CleanOptions, CleanPolicy};
 use arbor_table::{Table, WriteOperation};
 use arbor_timeline::config::TableType;
 
-use crate::support::{batch, create, rows, rows_of, Row, TestTable};
+use arbor_testkit_tables::{batch, create, rows, rows_of, Row, TestTable};
 
 fn keep(n: usize) -> CleanOptions {
     CleanOptions {

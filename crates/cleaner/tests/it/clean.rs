@@ -8,7 +8,7 @@ use arbor_table::WriteOperation;
 use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, InstantTime};
 
-use super::support::{create, rows, Model, TestTable};
+use arbor_testkit_tables::{create, rows, Model, TestTable};
 
 fn options(policy: CleanPolicy) -> CleanOptions {
     CleanOptions {
@@ -18,7 +18,7 @@ fn options(policy: CleanPolicy) -> CleanOptions {
 }
 
 /// Five upserts of the same keys: every commit rewrites (COW) or appends to (MOR) the groups.
-async fn history(t: &TestTable) -> (Vec<InstantTime>, Vec<Vec<super::support::Row>>) {
+async fn history(t: &TestTable) -> (Vec<InstantTime>, Vec<Vec<arbor_testkit_tables::Row>>) {
     let mut model = Model::default();
     let mut instants = Vec::new();
     let mut snapshots = Vec::new();
@@ -52,7 +52,8 @@ async fn test_clean_keep_latest_commits_keeps_retained_snapshots_and_deletes_the
         }
         assert_eq!(t.read(None).await, snapshots[4]);
         t.assert_valid("after clean").await;
-        t.assert_peer_agrees("after clean").await;
+        t.assert_peer_agrees("cleaner peer check", "after clean")
+            .await;
         // A second clean finds nothing.
         let again = clean(&t.table, &options(CleanPolicy::KeepLatestCommits(2)))
             .await
@@ -153,7 +154,8 @@ async fn test_clean_savepoint_protects_its_snapshot_until_deleted() {
     assert!(out.deleted > 0);
     assert_eq!(t.read(None).await, snapshots[4]);
     t.assert_valid("clean after savepoint deletion").await;
-    t.assert_peer_agrees("clean after savepoint deletion").await;
+    t.assert_peer_agrees("cleaner peer check", "clean after savepoint deletion")
+        .await;
     assert!(delete_savepoint(&t.table, &instants[1]).await.is_err());
 }
 
@@ -172,7 +174,8 @@ async fn test_clean_keep_latest_file_versions_after_compaction_keeps_latest_slic
     assert!(left.iter().all(|f| f.ends_with(".parquet")), "{left:?}");
     assert_eq!(t.read(None).await, snapshots[4]);
     t.assert_valid("versions clean").await;
-    t.assert_peer_agrees("versions clean").await;
+    t.assert_peer_agrees("cleaner peer check", "versions clean")
+        .await;
 }
 
 #[tokio::test]
@@ -248,7 +251,8 @@ async fn test_clean_replaced_groups_go_after_the_window_and_archival_follows() {
     }
     assert_eq!(t.read(None).await, model.sorted());
     t.assert_valid("after replaced groups cleaned").await;
-    t.assert_peer_agrees("after replaced groups cleaned").await;
+    t.assert_peer_agrees("cleaner peer check", "after replaced groups cleaned")
+        .await;
 }
 
 #[tokio::test]

@@ -41,8 +41,8 @@ use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, State, TableConfig, TableLayout};
 
-use super::support::{create, rows, Model, Row, TestTable};
 use arbor_testkit::crash::{copy_dir, fingerprint};
+use arbor_testkit_tables::{create, rows, Model, Row, TestTable};
 
 fn local(base: &Path) -> Arc<dyn Storage> {
     Arc::new(ObjectStoreStorage::local(base).unwrap())

@@ -11,4 +11,3 @@ mod clean;
 mod crash;
 mod model;
 mod restore;
-mod support;

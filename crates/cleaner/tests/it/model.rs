@@ -33,7 +33,7 @@ use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use proptest::prelude::*;
 
-use super::support::{batch, rows_of, schema, Row, TestTable};
+use arbor_testkit_tables::{batch, rows_of, schema, Row, TestTable};
 
 /// Keys `k0000`..`k0007`: even ids in partition `us`, odd in `eu`.
 const KEYS: u32 = 8;
@@ -559,7 +559,7 @@ proptest! {
         (table_type, ops) in case(6..9).prop_map(|(t, _, ops)| (t, ops))
     ) {
         runtime().block_on(async {
-            let t: TestTable = super::support::create(table_type, true).await;
+            let t: TestTable = arbor_testkit_tables::create(table_type, true).await;
             let mut run = Run {
                 storage: t.storage.clone(),
                 table: t.table.clone(),
@@ -567,7 +567,7 @@ proptest! {
                 step: 0,
             };
             run.run(&ops).await;
-            t.assert_peer_agrees(&format!("{ops:?}")).await;
+            t.assert_peer_agrees("cleaner peer check", &format!("{ops:?}")).await;
         });
     }
 }

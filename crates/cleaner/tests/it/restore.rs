@@ -16,8 +16,8 @@ use arbor_timeline::config::TableType;
 use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
 use bytes::Bytes;
 
-use super::support::{create, rows, Model, Row, TestTable};
 use arbor_testkit::crash::copy_dir;
+use arbor_testkit_tables::{create, rows, Model, Row, TestTable};
 
 async fn timeline(t: &TestTable) -> ActiveTimeline {
     ActiveTimeline::load(t.storage.clone(), t.table.layout().clone())
@@ -157,7 +157,8 @@ async fn test_restore_rolls_back_every_later_write_and_reads_as_the_savepoint() 
             }
         }
         t.assert_valid("after restore").await;
-        t.assert_peer_agrees("after restore").await;
+        t.assert_peer_agrees("cleaner peer check", "after restore")
+            .await;
 
         // Later writes work and stay valid.
         let mut model = Model::default();
@@ -167,7 +168,8 @@ async fn test_restore_rolls_back_every_later_write_and_reads_as_the_savepoint() 
         model.upsert(&r);
         assert_eq!(t.read(None).await, model.sorted(), "{table_type:?}");
         t.assert_valid("write after restore").await;
-        t.assert_peer_agrees("write after restore").await;
+        t.assert_peer_agrees("cleaner peer check", "write after restore")
+            .await;
     }
 }
 
@@ -194,7 +196,8 @@ async fn test_restore_with_record_index_leaves_the_index_valid() {
         assert_eq!(t.read(None).await, model.sorted(), "{table_type:?}");
         t.assert_valid("after restore").await;
         assert_indexes_valid(&t.storage, "after restore").await;
-        t.assert_peer_agrees("after restore").await;
+        t.assert_peer_agrees("cleaner peer check", "after restore")
+            .await;
 
         // Keys the rolled-back writes added are written again: the index takes them.
         let r = rows(10..14, 5, "e");
@@ -236,7 +239,8 @@ async fn test_restore_across_a_metadata_table_compaction_undoes_it() {
     assert_eq!(t.read(None).await, at_sp);
     t.assert_valid("after restore").await;
     assert_indexes_valid(&t.storage, "after restore").await;
-    t.assert_peer_agrees("after restore").await;
+    t.assert_peer_agrees("cleaner peer check", "after restore")
+        .await;
 
     // The table keeps working: enough writes to compact the metadata table again.
     let mut model = Model::default();
@@ -379,7 +383,9 @@ async fn test_restore_crash_at_any_write_is_finished_by_the_next_call() {
         crashed_with_pending_restore > 5,
         "crashes left pending restores {crashed_with_pending_restore} times"
     );
-    template.assert_peer_agrees("template").await;
+    template
+        .assert_peer_agrees("cleaner peer check", "template")
+        .await;
 }
 
 #[tokio::test]
@@ -412,7 +418,7 @@ async fn test_write_during_pending_restore_is_refused_until_restore_finishes() {
         .table
         .write(
             WriteOperation::Upsert,
-            vec![super::support::batch(&rows(0..2, 3, "c"))],
+            vec![arbor_testkit_tables::batch(&rows(0..2, 3, "c"))],
         )
         .await
         .unwrap_err()
@@ -447,14 +453,14 @@ async fn test_restore_is_seen_by_a_reader_whose_table_state_was_cached() {
             .unwrap();
         assert!(cached.is_from_cache(), "{table_type:?}");
         assert_ne!(
-            super::support::rows_of(&before.snapshot(None).await.unwrap()),
+            arbor_testkit_tables::rows_of(&before.snapshot(None).await.unwrap()),
             at_sp
         );
         restore(&t.table, &sp).await.unwrap();
         let after = arbor_table::read::TableReader::open(handle).await.unwrap();
         assert!(!after.is_from_cache(), "{table_type:?}");
         assert_eq!(
-            super::support::rows_of(&after.snapshot(None).await.unwrap()),
+            arbor_testkit_tables::rows_of(&after.snapshot(None).await.unwrap()),
             at_sp,
             "{table_type:?}"
         );

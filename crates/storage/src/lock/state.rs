@@ -26,10 +26,10 @@ pub struct LockState {
     pub token: u64,
     /// When the current holder's lease lapses.
     pub expires_at: Option<DateTime<Utc>>,
-    /// The object-store provider's fencing reservation: a lower bound of the high-water mark it
-    /// keeps beside the state (`<name>.fence`) when this state was written, so tokens up to it
-    /// are granted without touching the mark. 0 for the other providers (and for states written
-    /// before it existed).
+    /// The fencing reservation of the object-store and file providers: a lower bound of the
+    /// high-water mark they keep beside the state (`<name>.fence`, `<name>.lock.fence`) when this
+    /// state was written, so tokens up to it are granted without touching the mark. 0 for the
+    /// other providers (and for states written before it existed).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reserved: u64,
 }

@@ -1,6 +1,19 @@
-#![allow(dead_code)] // shared by several test modules; not every module uses every helper
-//! Test support shared by the branching tests (as the cleaner's): a small table (`id` key, `region` partition,
-//! `ts` ordering, `name`) on local storage, rows, canonical reads, and the peer check.
+//! Test support shared by the cleaner's and the branching integration tests: a small table (`id`
+//! key, `region` partition, `ts` ordering, `name`) on local storage, rows, canonical reads of main
+//! and of branches, metadata-table validation and the peer check.
+//!
+//! It is a crate of its own, not a module of `arbor-testkit`, because it depends on arbor-table
+//! (and on arbor-branching), whose own tests depend on `arbor-testkit`.
+//!
+//! Only for tests (`publish = false`, used as a path-only dev-dependency). A helper that cannot do
+//! its job fails the calling test at once, so `unwrap`, `expect`, `panic!` and indexing are
+//! allowed here as they are in the tests themselves.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,12 +28,18 @@ pub use arbor_testkit::tables::{batch, rows, rows_of, schema, Model, Row};
 
 /// A table in a temporary directory.
 pub struct TestTable {
+    /// The temporary directory (removed when dropped).
     pub _tmp: tempfile::TempDir,
+    /// The table's base directory (inside `_tmp`).
     pub base: PathBuf,
+    /// Local storage over `base`.
     pub storage: Arc<dyn Storage>,
+    /// The table's write handle (main).
     pub table: Table,
 }
 
+/// Creates the small table (`id` key, `region` partition, `ts` ordering, event-time merging) of
+/// `table_type`, with a metadata table when `metadata_table`, in a fresh temporary directory.
 pub async fn create(table_type: TableType, metadata_table: bool) -> TestTable {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("t");
@@ -122,7 +141,8 @@ impl TestTable {
             .collect()
     }
 
-    /// Asserts the metadata table agrees with storage.
+    /// Asserts the metadata table of main (as `arbor_timeline::resolve_main` resolves it: the
+    /// root while nothing is published) agrees with storage.
     pub async fn assert_valid(&self, step: &str) {
         let main = arbor_timeline::resolve_main(self.storage.as_ref())
             .await
@@ -139,9 +159,9 @@ impl TestTable {
 
     /// hudi-rs reads the latest snapshot with the same rows as arbor (`row_count` and
     /// `data_sha256` through `scripts/peer_digest.py`; skipped visibly without the peer
-    /// outside CI).
-    pub async fn assert_peer_agrees(&self, step: &str) {
-        let Some(python) = arbor_testkit::peer_python_or_skip("branching peer check") else {
+    /// outside CI, the skip naming `need`, e.g. `"cleaner peer check"`).
+    pub async fn assert_peer_agrees(&self, need: &str, step: &str) {
+        let Some(python) = arbor_testkit::peer_python_or_skip(need) else {
             return;
         };
         let reader = TableReader::open(self.storage.clone()).await.unwrap();
