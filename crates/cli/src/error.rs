@@ -39,6 +39,19 @@ pub enum CliError {
         #[source]
         source: Box<CliError>,
     },
+    /// A state change on a table whose version arbor only reads (version 6): one line naming
+    /// the command that converts it.
+    #[error(
+        "table version {version} (Hudi {release}) is read-only in arbor; run `arbor upgrade {location}` to convert it to version 9"
+    )]
+    ReadOnlyVersion {
+        /// The table location as given on the command line.
+        location: String,
+        /// The table's version.
+        version: u32,
+        /// The Hudi release line that writes that version.
+        release: &'static str,
+    },
     /// Writing output failed.
     #[error("cannot write output: {0}")]
     Output(String),
@@ -50,9 +63,19 @@ pub type CliResult<T> = Result<T, CliError>;
 impl CliError {
     /// Wraps an error with the table location it concerns.
     pub fn at(location: &str, source: impl Into<CliError>) -> Self {
+        let source = source.into();
+        if let CliError::Table(arbor_table::TableError::ReadOnlyVersion { version, release }) =
+            source
+        {
+            return CliError::ReadOnlyVersion {
+                location: location.to_string(),
+                version,
+                release,
+            };
+        }
         CliError::AtTable {
             location: location.to_string(),
-            source: Box::new(source.into()),
+            source: Box::new(source),
         }
     }
 }

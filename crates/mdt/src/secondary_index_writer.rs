@@ -5,8 +5,9 @@
 //!
 //! Layout (as Java writes it, spec §6.2): `secondary_index_<name>/` holds `n` file groups
 //! `secondary-index-<name with _ as ->-0000-0` ... ; an entry `<escaped value>$<escaped key>`
-//! lives in group [`secondary_index_file_group`] (index version V1, the version arbor writes
-//! for table version 8: the hash of the whole MDT key). Initialisation writes one base HFile
+//! lives in group [`secondary_index_file_group`] (index version V1, which arbor writes for
+//! table version 8: the hash of the whole MDT key; V2, which it writes for table version 9 as
+//! Hudi 1.1 does: the hash of the escaped value and its `$`). Initialisation writes one base HFile
 //! per group under an MDT deltacommit whose time has the 14-zero prefix of initialisation
 //! instants (the next one free: FILES uses `00000000000000000`, the record index
 //! `00000000000000001`). A data instant `T` writes, for each group it touches,
@@ -24,6 +25,7 @@ use arbor_format::log::block::BlockMetadata;
 use arbor_format::log::writer::encode_block;
 use arbor_format::log::{BlockType, HeaderKey};
 use arbor_timeline::avro::HoodieWriteStat;
+use arbor_timeline::config::TableVersion;
 use arbor_timeline::InstantTime;
 use bytes::Bytes;
 
@@ -40,6 +42,20 @@ pub const DEFAULT_SECONDARY_INDEX_GROUPS: usize = 10;
 
 /// The index version arbor writes for the secondary indexes of table version 8.
 pub const SECONDARY_INDEX_VERSION: &str = "V1";
+
+/// The index version arbor writes for the secondary indexes of table version 9 (Java 1.1's
+/// `HoodieIndexVersion` for secondary indexes of that version).
+pub const SECONDARY_INDEX_VERSION_V9: &str = "V2";
+
+/// The secondary-index version arbor writes for a table of version `version`: V1 up to
+/// version 8, V2 from version 9.
+pub fn secondary_index_version_for(version: TableVersion) -> &'static str {
+    if version >= TableVersion::Nine {
+        SECONDARY_INDEX_VERSION_V9
+    } else {
+        SECONDARY_INDEX_VERSION
+    }
+}
 
 /// The write token of MDT files written by arbor.
 const TOKEN: &str = "0-0-1";
@@ -89,16 +105,20 @@ pub fn secondary_index_file_id(partition: &str, i: usize) -> String {
 }
 
 /// The `index.json` definition of a new secondary index `name` (with or without the prefix) on
-/// `column` (Java `HoodieIndexDefinition`: function `identity`, no options, version
-/// [`SECONDARY_INDEX_VERSION`]).
-pub fn secondary_index_definition(name: &str, column: &str) -> IndexDefinition {
+/// `column` of a table of version `table_version` (Java `HoodieIndexDefinition`: function
+/// `identity`, no options, version [`secondary_index_version_for`] the table's version).
+pub fn secondary_index_definition(
+    name: &str,
+    column: &str,
+    table_version: TableVersion,
+) -> IndexDefinition {
     IndexDefinition {
         index_name: secondary_index_partition(name),
         index_type: INDEX_TYPE_SECONDARY.to_string(),
         index_function: "identity".to_string(),
         source_fields: vec![column.to_string()],
         index_options: BTreeMap::new(),
-        version: Some(SECONDARY_INDEX_VERSION.to_string()),
+        version: Some(secondary_index_version_for(table_version).to_string()),
     }
 }
 

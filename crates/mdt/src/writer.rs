@@ -34,7 +34,7 @@ use arbor_timeline::avro::{
     encode_instant_for, HoodieCommitMetadata, HoodieWriteStat, InstantContent, WriteOperationType,
     SCHEMA_KEY,
 };
-use arbor_timeline::config::{keys, BaseFileFormat, RecordMergeMode, TableType};
+use arbor_timeline::config::{keys, BaseFileFormat, RecordMergeMode, TableType, TableVersion};
 use arbor_timeline::{
     Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
     TableLayout,
@@ -232,10 +232,14 @@ fn encode_hfile(records: &BTreeMap<String, FilesRecord>, path: &str) -> Result<B
     w.finish().map_err(fmt)
 }
 
-/// The config of the MDT of a data table named `data_name` (spec §6.1).
-pub fn metadata_table_config(data_name: &str) -> Result<TableConfig> {
+/// The config of the MDT of a data table named `data_name` of table version `version` (spec
+/// §6.1). The MDT always carries its data table's version; at version 9 it has no
+/// `hoodie.table.format` (as Spark 1.1 writes it) and keeps the payload class and the
+/// all-zero merge strategy id of its `CUSTOM` merge mode.
+pub fn metadata_table_config(data_name: &str, version: TableVersion) -> Result<TableConfig> {
     Ok(
-        TableConfig::builder_v8(format!("{data_name}_metadata"), TableType::MergeOnRead)
+        TableConfig::builder(format!("{data_name}_metadata"), TableType::MergeOnRead)
+            .table_version(version)
             .database_name(None)
             .record_key_fields(["key"])
             .key_generator_type(MDT_KEY_GENERATOR)
@@ -245,6 +249,7 @@ pub fn metadata_table_config(data_name: &str) -> Result<TableConfig> {
             .property(keys::PAYLOAD_CLASS, MDT_PAYLOAD_CLASS)
             .property(keys::RECORD_MERGE_STRATEGY_ID, MDT_MERGE_STRATEGY)
             .property(keys::ARCHIVELOG_FOLDER, "history")
+            .without(keys::TABLE_FORMAT)
             .without(keys::METADATA_PARTITIONS)
             .without(keys::METADATA_PARTITIONS_INFLIGHT)
             .build()?,
@@ -307,7 +312,7 @@ impl MdtWriter {
         generator: &InstantTimeGenerator,
     ) -> Result<MdtWriter> {
         Self::remove_all(&storage).await?;
-        let config = metadata_table_config(data_config.name())?;
+        let config = metadata_table_config(data_config.name(), data_config.version())?;
         TableConfig::create(storage.as_ref(), MDT_META_DIR, &config).await?;
         let layout = TableLayout::from_config(MDT_META_DIR, &config)?;
         let init = InstantTime::parse(FILES_INIT_INSTANT)?;

@@ -92,6 +92,18 @@ pub enum TableError {
         /// What is wrong.
         reason: String,
     },
+    /// The table's version is one arbor reads but does not write (version 6): every state
+    /// change is refused before anything is written, naming the conversion that makes the
+    /// table writable. The CLI shows it with the table's path in place of `<path>`.
+    #[error(
+        "table version {version} (Hudi {release}) is read-only in arbor; run `arbor upgrade <path>` to convert it to version 9"
+    )]
+    ReadOnlyVersion {
+        /// The table's version (`hoodie.table.version`).
+        version: u32,
+        /// The Hudi release line that writes that version (`0.x`).
+        release: &'static str,
+    },
     /// The table's config does not allow the operation.
     #[error("unsupported for this table: {reason}")]
     Unsupported {

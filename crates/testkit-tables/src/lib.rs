@@ -57,6 +57,7 @@ pub async fn create(table_type: TableType, metadata_table: bool) -> TestTable {
             merge_mode: Some(RecordMergeMode::EventTimeOrdering),
             schema: schema(),
             metadata_table,
+            table_version: Default::default(),
         },
     )
     .await

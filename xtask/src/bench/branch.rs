@@ -208,6 +208,7 @@ fn table_options() -> CreateOptions {
         merge_mode: None,
         schema: schema(),
         metadata_table: true,
+        table_version: Default::default(),
     }
 }
 

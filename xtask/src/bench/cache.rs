@@ -121,6 +121,7 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, shape: (u32, u32)) -> Result<f
         merge_mode: None,
         schema: schema(),
         metadata_table: true,
+        table_version: Default::default(),
     };
     let table = rt
         .block_on(Table::create(storage.clone(), options))

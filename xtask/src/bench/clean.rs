@@ -168,6 +168,7 @@ fn create_options(metadata_table: bool) -> CreateOptions {
         merge_mode: None,
         schema: schema(),
         metadata_table,
+        table_version: Default::default(),
     }
 }
 

@@ -288,6 +288,7 @@ fn create_options(table_type: TableType) -> CreateOptions {
         merge_mode: None,
         schema: data::schema(),
         metadata_table: true,
+        table_version: Default::default(),
     }
 }
 

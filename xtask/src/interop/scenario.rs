@@ -168,6 +168,7 @@ impl Scenario {
             merge_mode: None,
             schema: data::schema(),
             metadata_table: self.metadata_table,
+            table_version: Default::default(),
         }
     }
 }

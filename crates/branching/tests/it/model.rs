@@ -446,6 +446,7 @@ impl Run {
                 merge_mode: Some(RecordMergeMode::EventTimeOrdering),
                 schema: schema(),
                 metadata_table: true,
+                table_version: Default::default(),
             },
         )
         .await

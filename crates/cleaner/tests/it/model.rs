@@ -231,6 +231,7 @@ async fn create_table(storage: Arc<dyn Storage>, table_type: TableType, mdt: boo
             merge_mode: Some(RecordMergeMode::EventTimeOrdering),
             schema: schema(),
             metadata_table: mdt,
+            table_version: Default::default(),
         },
     )
     .await

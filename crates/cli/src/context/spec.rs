@@ -2,7 +2,7 @@
 //! needs and `arbor write` uses to create a missing table.
 
 use arbor_table::CreateOptions;
-use arbor_timeline::config::{RecordMergeMode, TableType};
+use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
 use arbor_timeline::TableConfig;
 use arrow::datatypes::SchemaRef;
 use clap::{Args, ValueEnum};
@@ -76,6 +76,20 @@ pub struct TableSpec {
     /// Create the table without a metadata table (readers then list directories).
     #[arg(long)]
     pub no_metadata_table: bool,
+    /// The Hudi table version to create: 9 (Hudi 1.1, the default) or 8 (Hudi 1.0). Every
+    /// later write keeps the table at its version; on an existing table the value must be
+    /// its version (a table is never converted).
+    #[arg(long, value_name = "8|9", value_parser = parse_table_version)]
+    pub table_version: Option<TableVersion>,
+}
+
+/// Parses `--table-version`: `8` or `9`; any other value is a usage error.
+fn parse_table_version(s: &str) -> Result<TableVersion, String> {
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .and_then(TableVersion::writable_from_code)
+        .ok_or_else(|| format!("{s:?} is not a table version arbor creates (8 or 9)"))
 }
 
 impl TableSpec {
@@ -89,6 +103,7 @@ impl TableSpec {
             || self.merge_mode.is_some()
             || self.name.is_some()
             || self.no_metadata_table
+            || self.table_version.is_some()
     }
 
     /// The create options for a table at `location` with data schema `schema`; `command` names
@@ -122,6 +137,7 @@ impl TableSpec {
             merge_mode: self.merge_mode.map(MergeModeArg::merge_mode),
             schema,
             metadata_table: !self.no_metadata_table,
+            table_version: self.table_version.unwrap_or_default(),
         })
     }
 
@@ -160,6 +176,11 @@ impl TableSpec {
                     o.clone(),
                     config.ordering_fields().join(","),
                 );
+            }
+        }
+        if let Some(v) = self.table_version {
+            if v != config.version() {
+                return mismatch("table version", v.to_string(), config.version().to_string());
             }
         }
         if let Some(n) = &self.name {

@@ -21,4 +21,5 @@ mod restore;
 mod table_services;
 mod timeline;
 mod values;
+mod versions;
 mod write_counts;

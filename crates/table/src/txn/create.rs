@@ -63,7 +63,17 @@ pub(crate) async fn create(
         }
         _ => {}
     }
-    let mut builder = TableConfig::builder_v8(options.name.clone(), options.table_type)
+    if !options.table_version.is_writable() {
+        return Err(invalid(
+            None,
+            format!(
+                "arbor creates tables of version 8 or 9, not {}",
+                options.table_version
+            ),
+        ));
+    }
+    let mut builder = TableConfig::builder(options.name.clone(), options.table_type)
+        .table_version(options.table_version)
         .record_key_fields(options.record_key_fields.iter().cloned())
         .partition_fields(options.partition_fields.iter().cloned())
         .hive_style_partitioning(options.hive_style_partitioning)

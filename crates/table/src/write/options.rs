@@ -1,7 +1,7 @@
 //! Options and results of the write path.
 
 use arbor_timeline::avro::WriteOperationType;
-use arbor_timeline::config::{RecordMergeMode, TableType};
+use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
 use arbor_timeline::{Action, InstantTime};
 use arrow::datatypes::SchemaRef;
 
@@ -28,6 +28,9 @@ pub struct CreateOptions {
     /// step with every commit and readers list files through it. `true` is the default of
     /// `arbor create`.
     pub metadata_table: bool,
+    /// The table version to create: 8 or 9 (the default, [`TableVersion::default`]); 6 is
+    /// refused. Every later state change keeps the table at this version.
+    pub table_version: TableVersion,
 }
 
 /// Tuning of writes.

@@ -527,7 +527,7 @@ pub async fn init_secondary_index(
     }
     let reader = TableReader::open_view(storage.clone()).await?;
     let entries = table_entries(storage, &reader, column).await?;
-    let def = secondary_index_definition(&partition, column);
+    let def = secondary_index_definition(&partition, column, config.version());
     save_index_definition(storage.as_ref(), &def).await?;
     let value_only = def.hashes_value_only(config.version().code());
     writer

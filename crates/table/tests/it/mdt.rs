@@ -248,6 +248,7 @@ async fn create_without_mdt(table_type: TableType, layout: Layout) -> TestTable 
         merge_mode: Some(RecordMergeMode::EventTimeOrdering),
         schema: schema(),
         metadata_table: false,
+        table_version: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await.unwrap();
     TestTable {

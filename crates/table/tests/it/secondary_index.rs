@@ -244,6 +244,7 @@ async fn test_create_secondary_index_without_metadata_table_refused() {
             merge_mode: None,
             schema: super::write_support::schema(),
             metadata_table: false,
+            table_version: Default::default(),
         },
     )
     .await

@@ -539,6 +539,7 @@ pub async fn client_table() -> (tempfile::TempDir, PathBuf, arbor_table::Table) 
         merge_mode: Some(RecordMergeMode::EventTimeOrdering),
         schema: data_arrow_schema(),
         metadata_table: true,
+        table_version: Default::default(),
     };
     let table = arbor_table::Table::create(storage, options).await.unwrap();
     (tmp, base, table)

@@ -403,6 +403,7 @@ async fn create(
         merge_mode: Some(RecordMergeMode::EventTimeOrdering),
         schema,
         metadata_table: true,
+        table_version: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await;
     (storage, table)

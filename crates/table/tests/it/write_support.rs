@@ -100,6 +100,7 @@ pub async fn create(table_type: TableType, layout: Layout) -> TestTable {
         merge_mode: Some(RecordMergeMode::EventTimeOrdering),
         schema: schema(),
         metadata_table: true,
+        table_version: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await.unwrap();
     TestTable {

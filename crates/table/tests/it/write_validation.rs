@@ -169,11 +169,13 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
         merge_mode: None,
         schema: schema(),
         metadata_table: true,
+        table_version: Default::default(),
     };
     let cases: Vec<(CreateOptions, &str)> = vec![
         (
             CreateOptions {
                 record_key_fields: vec!["nope".into()],
+                table_version: Default::default(),
                 ..base.clone()
             },
             "nope",
@@ -181,6 +183,7 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
         (
             CreateOptions {
                 partition_fields: vec!["zone".into()],
+                table_version: Default::default(),
                 ..base.clone()
             },
             "zone",
@@ -188,6 +191,7 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
         (
             CreateOptions {
                 ordering_field: Some("when".into()),
+                table_version: Default::default(),
                 ..base.clone()
             },
             "when",
@@ -200,6 +204,7 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
                 ])),
                 partition_fields: vec![],
                 ordering_field: None,
+                table_version: Default::default(),
                 ..base.clone()
             },
             "_hoodie_commit_time",

@@ -1,4 +1,5 @@
-//! [`TableConfigBuilder`]: the `hoodie.properties` of a new version-8 table.
+//! [`TableConfigBuilder`]: the `hoodie.properties` of a new table of version 8 or 9, in that
+//! version's spelling.
 
 use super::keys;
 use super::properties::Properties;
@@ -10,9 +11,15 @@ use super::PROPERTIES_FILE;
 use crate::error::Result;
 
 impl TableConfig {
-    /// A builder for the config of a new version-8 table (what arbor writes).
-    pub fn builder_v8(name: impl Into<String>, table_type: TableType) -> TableConfigBuilder {
+    /// A builder for the config of a new table of the default version, 9
+    /// ([`TableConfigBuilder::table_version`] picks another).
+    pub fn builder(name: impl Into<String>, table_type: TableType) -> TableConfigBuilder {
         TableConfigBuilder::new(name.into(), table_type)
+    }
+
+    /// A builder for the config of a new version-8 table.
+    pub fn builder_v8(name: impl Into<String>, table_type: TableType) -> TableConfigBuilder {
+        TableConfigBuilder::new(name.into(), table_type).table_version(TableVersion::Eight)
     }
 
     /// The config of a new version-8 table with every default of [`TableConfigBuilder`].
@@ -21,8 +28,16 @@ impl TableConfig {
     }
 }
 
-/// Builds the `hoodie.properties` of a new version-8 table, writing the keys the spec lists for
-/// Java compatibility. Defaults: database `default`, no partition fields (`NON_PARTITION` key
+/// Builds the `hoodie.properties` of a new table, writing the keys the spec lists for Java
+/// compatibility in the spelling of the table version (spec §1.2):
+///
+/// - version 8 (Hudi 1.0): the ordering field as `hoodie.table.precombine.field`, and the merge
+///   mode with its `hoodie.record.merge.strategy.id` and `hoodie.compaction.payload.class`;
+/// - version 9 (Hudi 1.1, the default): `hoodie.table.format=native`, the ordering field as
+///   `hoodie.table.ordering.fields`, and for the built-in commit-time and event-time merge
+///   modes neither a strategy id nor a payload class (as Spark 1.1 writes them).
+///
+/// Defaults: database `default`, no partition fields (`NON_PARTITION` key
 /// generator), no ordering field (commit-time ordering), timezone `UTC`, layout 2, timeline
 /// paths `timeline`/`history`, archive folder `archived`, hive-style partitioning, URL
 /// encoding and dropping of partition columns all `false`, empty metadata partition lists.
@@ -34,6 +49,7 @@ impl TableConfig {
 pub struct TableConfigBuilder {
     name: String,
     table_type: TableType,
+    version: TableVersion,
     database: Option<String>,
     record_key_fields: Vec<String>,
     partition_fields: Vec<String>,
@@ -54,6 +70,7 @@ impl TableConfigBuilder {
         TableConfigBuilder {
             name,
             table_type,
+            version: TableVersion::default(),
             database: Some("default".to_string()),
             record_key_fields: Vec::new(),
             partition_fields: Vec::new(),
@@ -68,6 +85,13 @@ impl TableConfigBuilder {
             populate_meta_fields: None,
             extra: Vec::new(),
         }
+    }
+
+    /// The table version (8 or 9; default 9). [`build`](Self::build) refuses version 6, which
+    /// arbor reads but does not write.
+    pub fn table_version(mut self, version: TableVersion) -> Self {
+        self.version = version;
+        self
     }
 
     /// The database name (part of the checksum); `None` omits the key (as the metadata table
@@ -98,7 +122,8 @@ impl TableConfigBuilder {
         self
     }
 
-    /// The ordering field (`hoodie.table.precombine.field`); also makes event-time ordering
+    /// The ordering field (`hoodie.table.precombine.field` at version 8,
+    /// `hoodie.table.ordering.fields` at version 9); also makes event-time ordering
     /// the default merge mode. hudi-rs accepts at most one.
     pub fn ordering_field(mut self, field: impl Into<String>) -> Self {
         self.ordering_field = Some(field.into());
@@ -112,7 +137,8 @@ impl TableConfigBuilder {
         self
     }
 
-    /// The merge mode (with Hudi 1.0's strategy id and payload class for it).
+    /// The merge mode (at version 8 with Hudi 1.0's strategy id and payload class for it; at
+    /// version 9 alone, except `CUSTOM`, which keeps its strategy id).
     pub fn merge_mode(mut self, mode: RecordMergeMode) -> Self {
         self.merge_mode = Some(mode);
         self
@@ -170,9 +196,25 @@ impl TableConfigBuilder {
         self
     }
 
-    /// The config; `InvalidConfig` for an empty name or a name, database or field that would
-    /// need escaping.
+    /// The config; `InvalidConfig` for a version arbor does not write (6), an empty name or a
+    /// name, database or field that would need escaping.
     pub fn build(self) -> Result<TableConfig> {
+        if !self.version.is_writable() {
+            return Err(invalid(
+                PROPERTIES_FILE,
+                Some(keys::VERSION),
+                format!(
+                    "arbor creates tables of version 8 or 9, not {}",
+                    self.version
+                ),
+            ));
+        }
+        let v9 = self.version.uses_v9_properties();
+        let ordering_key = if v9 {
+            keys::ORDERING_FIELDS
+        } else {
+            keys::PRECOMBINE_FIELD
+        };
         let plain = |key: &str, v: &str| -> Result<()> {
             let ok = !v.is_empty()
                 && v.chars().all(|c| {
@@ -202,7 +244,7 @@ impl TableConfigBuilder {
             plain(keys::PARTITION_FIELDS, f)?;
         }
         if let Some(f) = &self.ordering_field {
-            plain(keys::PRECOMBINE_FIELD, f)?;
+            plain(ordering_key, f)?;
         }
         for p in &self.metadata_partitions {
             plain(keys::METADATA_PARTITIONS, p)?;
@@ -220,13 +262,16 @@ impl TableConfigBuilder {
                 _ => "COMPLEX".to_string(),
             }
         });
-        let v8 = TableVersion::Eight.code().to_string();
+        let version = self.version.code().to_string();
 
         let mut p = Properties::new();
         p.set(keys::NAME, self.name.clone());
         p.set(keys::TYPE, self.table_type.name());
-        p.set(keys::VERSION, v8.clone());
-        p.set(keys::INITIAL_VERSION, v8);
+        p.set(keys::VERSION, version.clone());
+        p.set(keys::INITIAL_VERSION, version);
+        if v9 {
+            p.set(keys::TABLE_FORMAT, "native");
+        }
         p.set(keys::TIMELINE_LAYOUT_VERSION, "2");
         p.set(keys::TIMELINE_PATH, "timeline");
         p.set(keys::TIMELINE_HISTORY_PATH, "history");
@@ -242,13 +287,18 @@ impl TableConfigBuilder {
             p.set(keys::PARTITION_FIELDS, self.partition_fields.join(","));
         }
         if let Some(f) = &self.ordering_field {
-            p.set(keys::PRECOMBINE_FIELD, f.clone());
+            p.set(ordering_key, f.clone());
         }
         p.set(keys::KEY_GENERATOR_TYPE, key_generator_type);
         p.set(keys::RECORD_MERGE_MODE, merge_mode.name());
-        p.set(keys::RECORD_MERGE_STRATEGY_ID, merge_mode.strategy_id());
-        if let Some(payload) = merge_mode.payload_class() {
-            p.set(keys::PAYLOAD_CLASS, payload);
+        // Hudi 1.1 drops the strategy id and payload class of the built-in modes.
+        if !v9 || merge_mode == RecordMergeMode::Custom {
+            p.set(keys::RECORD_MERGE_STRATEGY_ID, merge_mode.strategy_id());
+        }
+        if !v9 {
+            if let Some(payload) = merge_mode.payload_class() {
+                p.set(keys::PAYLOAD_CLASS, payload);
+            }
         }
         p.set(keys::HIVE_STYLE_PARTITIONING, self.hive_style.to_string());
         p.set(keys::URL_ENCODE_PARTITIONING, self.url_encode.to_string());

@@ -393,3 +393,92 @@ fn test_render_adds_missing_checksum_last() {
         format!("hoodie.table.checksum={}", table_checksum(None, "t"))
     );
 }
+
+#[test]
+fn test_builder_defaults_to_v9_with_v9_spelling() {
+    let cfg = TableConfig::builder("trips", TableType::CopyOnWrite)
+        .record_key_fields(["uuid"])
+        .partition_fields(["city"])
+        .ordering_field("ts")
+        .build()
+        .unwrap();
+    assert_eq!(cfg.version(), TableVersion::Nine);
+    for (k, v) in [
+        (keys::VERSION, "9"),
+        (keys::INITIAL_VERSION, "9"),
+        (keys::TABLE_FORMAT, "native"),
+        (keys::ORDERING_FIELDS, "ts"),
+        (keys::RECORD_MERGE_MODE, "EVENT_TIME_ORDERING"),
+        (keys::TIMELINE_LAYOUT_VERSION, "2"),
+    ] {
+        assert_eq!(cfg.get(k), Some(v), "{k}");
+    }
+    for absent in [
+        keys::PRECOMBINE_FIELD,
+        keys::PAYLOAD_CLASS,
+        keys::RECORD_MERGE_STRATEGY_ID,
+    ] {
+        assert_eq!(cfg.get(absent), None, "{absent}");
+    }
+    assert_eq!(cfg.ordering_fields(), vec!["ts".to_string()]);
+}
+
+#[test]
+fn test_v9_commit_time_has_no_strategy_but_custom_keeps_it() {
+    let commit = TableConfig::builder("t", TableType::CopyOnWrite)
+        .build()
+        .unwrap();
+    assert_eq!(
+        commit.get(keys::RECORD_MERGE_MODE),
+        Some("COMMIT_TIME_ORDERING")
+    );
+    assert_eq!(commit.get(keys::RECORD_MERGE_STRATEGY_ID), None);
+    assert_eq!(commit.get(keys::PAYLOAD_CLASS), None);
+    let custom = TableConfig::builder("t", TableType::MergeOnRead)
+        .merge_mode(RecordMergeMode::Custom)
+        .build()
+        .unwrap();
+    assert_eq!(
+        custom.get(keys::RECORD_MERGE_STRATEGY_ID),
+        Some(RecordMergeMode::Custom.strategy_id())
+    );
+}
+
+#[test]
+fn test_builder_refuses_version_6() {
+    let err = TableConfig::builder("t", TableType::CopyOnWrite)
+        .table_version(TableVersion::Six)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("version 8 or 9"), "{err}");
+}
+
+#[test]
+fn test_v8_builder_keeps_v8_spelling() {
+    let cfg = TableConfig::builder("t", TableType::CopyOnWrite)
+        .table_version(TableVersion::Eight)
+        .ordering_field("ts")
+        .build()
+        .unwrap();
+    assert_eq!(cfg.version(), TableVersion::Eight);
+    assert_eq!(cfg.get(keys::PRECOMBINE_FIELD), Some("ts"));
+    assert_eq!(cfg.get(keys::ORDERING_FIELDS), None);
+    assert_eq!(cfg.get(keys::TABLE_FORMAT), None);
+    assert!(cfg.get(keys::PAYLOAD_CLASS).is_some());
+}
+
+#[test]
+fn test_writable_versions() {
+    assert_eq!(TableVersion::default(), TableVersion::Nine);
+    assert_eq!(
+        TableVersion::writable_from_code(8),
+        Some(TableVersion::Eight)
+    );
+    assert_eq!(
+        TableVersion::writable_from_code(9),
+        Some(TableVersion::Nine)
+    );
+    for code in [6, 7, 10] {
+        assert_eq!(TableVersion::writable_from_code(code), None, "{code}");
+    }
+}

@@ -40,14 +40,17 @@ impl fmt::Display for TableType {
     }
 }
 
-/// A table version arbor can read (`hoodie.table.version`). arbor writes [`TableVersion::Eight`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A table version arbor can read (`hoodie.table.version`). arbor writes versions 8 and 9
+/// ([`TableVersion::is_writable`]) and creates version 9 by default ([`TableVersion::default`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum TableVersion {
     /// Version 6 (Hudi 0.14/0.15), timeline layout 1; read only.
     Six,
-    /// Version 8 (Hudi 1.0), timeline layout 2; what arbor writes.
+    /// Version 8 (Hudi 1.0), timeline layout 2; read and written.
     Eight,
-    /// Version 9 (Hudi 1.1), timeline layout 2; read only.
+    /// Version 9 (Hudi 1.1), timeline layout 2; read and written, the version new tables get
+    /// by default.
+    #[default]
     Nine,
 }
 
@@ -69,6 +72,35 @@ impl TableVersion {
             9 => Some(TableVersion::Nine),
             _ => None,
         }
+    }
+
+    /// The version of a numeric code if arbor writes it (8 or 9); `None` for every other code,
+    /// including the readable but read-only 6.
+    pub fn writable_from_code(code: u32) -> Option<TableVersion> {
+        TableVersion::from_code(code).filter(|v| v.is_writable())
+    }
+
+    /// True for the versions arbor writes (8 and 9): every operation on such a table keeps it
+    /// at its version. Version 6 tables are read only.
+    pub fn is_writable(self) -> bool {
+        matches!(self, TableVersion::Eight | TableVersion::Nine)
+    }
+
+    /// The Hudi release line that writes this version (`0.x`, `1.0`, `1.1`).
+    pub fn hudi_release(self) -> &'static str {
+        match self {
+            TableVersion::Six => "0.x",
+            TableVersion::Eight => "1.0",
+            TableVersion::Nine => "1.1",
+        }
+    }
+
+    /// True when this version spells the table's properties as Hudi 1.1 does (version 9 and
+    /// later): `hoodie.table.ordering.fields` instead of `hoodie.table.precombine.field`,
+    /// `hoodie.table.format=native`, and neither a payload class nor a merge strategy id for
+    /// the built-in commit-time and event-time merge modes.
+    pub fn uses_v9_properties(self) -> bool {
+        self >= TableVersion::Nine
     }
 
     /// The timeline layout this version uses: 1 for version 6, 2 for 8 and 9.
@@ -181,7 +213,9 @@ impl RecordMergeMode {
         }
     }
 
-    /// The merge strategy id Hudi 1.0 writes with this mode.
+    /// The merge strategy id Hudi 1.0 (table version 8) writes with this mode. Version 9 tables
+    /// written by Hudi 1.1 carry no strategy id for the built-in commit-time and event-time
+    /// modes.
     pub fn strategy_id(self) -> &'static str {
         match self {
             RecordMergeMode::CommitTimeOrdering => "ce9acb64-bde0-424c-9b91-f6ebba25356d",
@@ -190,7 +224,8 @@ impl RecordMergeMode {
         }
     }
 
-    /// The payload class Hudi 1.0 writes for this mode (none for `CUSTOM`).
+    /// The payload class Hudi 1.0 (table version 8) writes for this mode (none for `CUSTOM`).
+    /// Version 9 tables carry none for the built-in modes.
     pub fn payload_class(self) -> Option<&'static str> {
         match self {
             RecordMergeMode::CommitTimeOrdering => {

@@ -71,6 +71,7 @@ fn options() -> CreateOptions {
         merge_mode: None,
         schema: data::schema(),
         metadata_table: true,
+        table_version: Default::default(),
     }
 }
 

@@ -57,6 +57,7 @@ impl BranchScenario {
             merge_mode: None,
             schema: data::schema(),
             metadata_table: true,
+            table_version: Default::default(),
         }
     }
 }

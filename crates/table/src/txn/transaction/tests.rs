@@ -50,6 +50,7 @@ async fn table() -> (Arc<dyn Storage>, Table) {
         merge_mode: None,
         schema: schema(),
         metadata_table: false,
+        table_version: Default::default(),
     };
     let t = Table::create(storage.clone(), options).await.unwrap();
     t.write(
