@@ -14,6 +14,7 @@ use arbor_timeline::{
     TableLayout,
 };
 
+use super::writable;
 use crate::error::{Result, TableError};
 use crate::read::{MergeMode, TableReader};
 use crate::write::commit::LOCK_DIR;
@@ -82,21 +83,6 @@ pub(crate) fn refuse_during_restore(tl: &ActiveTimeline) -> Result<()> {
     }
 }
 
-/// Every state change opens its table through [`TableContext::open_at`], which refuses a table
-/// of a version arbor does not write with [`TableError::ReadOnlyVersion`] (version 6: "table
-/// version 6 (Hudi 0.x) is read-only in arbor; run `arbor upgrade <path>` to convert it to
-/// version 9"). Versions 8 and 9 pass; every state change keeps the table at its version.
-pub(crate) fn refuse_unwritable_version(config: &TableConfig) -> Result<()> {
-    let version = config.version();
-    if version.is_writable() {
-        return Ok(());
-    }
-    Err(TableError::ReadOnlyVersion {
-        version: version.code(),
-        release: version.hudi_release(),
-    })
-}
-
 /// The merge mode and ordering field a table's config says writers and readers use.
 pub(crate) fn merge_of(config: &TableConfig) -> Result<(MergeMode, Option<String>)> {
     let ordering = config.ordering_fields().into_iter().next();
@@ -116,12 +102,14 @@ pub(crate) fn merge_of(config: &TableConfig) -> Result<(MergeMode, Option<String
 
 impl TableContext {
     /// The context of metadata root `root` of the table at `root_storage` (table versions 8
-    /// and 9; a version 6 table is refused by [`refuse_unwritable_version`]; not following
+    /// and 9; a version 6 table, and merge settings arbor does not apply, are refused as
+    /// [`super::writable`] says; not following
     /// main).
     pub(crate) async fn open_at(root_storage: Arc<dyn Storage>, root: MetaRoot) -> Result<Self> {
         let storage = root.view(root_storage.clone());
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
-        refuse_unwritable_version(&config)?;
+        writable::refuse_unwritable_version(&config)?;
+        writable::refuse_unsupported_merge_config(&config)?;
         // Writers keep every metadata partition in step with each commit; refuse tables with
         // partitions arbor does not maintain.
         mdt_sync::check_supported(&config)?;

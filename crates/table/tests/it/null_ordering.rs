@@ -200,8 +200,13 @@ fn set_merge_mode(t: &TestTable, event_time: bool) {
         ),
     ];
     let mut out = text.clone();
-    for (ev, ct) in pairs {
+    for (i, (ev, ct)) in pairs.into_iter().enumerate() {
         let (from, to) = if event_time { (ct, ev) } else { (ev, ct) };
+        // The merge mode is always there; the strategy id and payload class only at table
+        // version 8 (version 9 omits them for the built-in modes).
+        if i > 0 && !out.contains(from) {
+            continue;
+        }
         assert!(out.contains(from), "{from} not in {text}");
         out = out.replace(from, to);
     }

@@ -58,5 +58,11 @@ pub const BASE_FILE_FORMAT_LEGACY: &str = "hoodie.table.ro.file.format";
 pub const POPULATE_META_FIELDS: &str = "hoodie.populate.meta.fields";
 /// Table format (`native`), version 9.
 pub const TABLE_FORMAT: &str = "hoodie.table.format";
+/// Partial update mode (`NONE`, the default, `IGNORE_DEFAULTS`, `FILL_UNAVAILABLE`, ...),
+/// version 9.
+pub const PARTIAL_UPDATE_MODE: &str = "hoodie.table.partial.update.mode";
+/// Prefix of the merge properties a version 9 writer stores for readers (e.g. the delete
+/// marker of a migrated payload): `hoodie.record.merge.property.<name>`.
+pub const MERGE_PROPERTY_PREFIX: &str = "hoodie.record.merge.property.";
 /// Checksum of `"<database>.<name>"`.
 pub const CHECKSUM: &str = "hoodie.table.checksum";
