@@ -24,6 +24,7 @@ mod scan_plan;
 mod secondary_index;
 mod support_tables;
 mod value_types;
+mod versions;
 mod write_cow;
 mod write_mor;
 mod write_occ;
