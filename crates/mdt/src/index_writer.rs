@@ -35,6 +35,20 @@ pub const RECORD_INDEX_INIT_INSTANT: &str = "00000000000000001";
 /// Java's default (and minimum) number of record-index file groups.
 pub const DEFAULT_RECORD_INDEX_GROUPS: usize = 10;
 
+/// The `index.json` definition of the record index that Hudi 1.1 writes on a table of version
+/// 9 (and arbor with it; version 8 tables carry none): type `record_index`, no function or
+/// source fields, option `isPartitioned=false`, version `V1`.
+pub fn record_index_definition() -> crate::secondary_index::IndexDefinition {
+    crate::secondary_index::IndexDefinition {
+        index_name: RECORD_INDEX.to_string(),
+        index_type: RECORD_INDEX.to_string(),
+        index_function: String::new(),
+        source_fields: Vec::new(),
+        index_options: BTreeMap::from([("isPartitioned".to_string(), "false".to_string())]),
+        version: Some("V1".to_string()),
+    }
+}
+
 /// The write token of MDT files written by arbor.
 const TOKEN: &str = "0-0-1";
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation};
-use arbor_timeline::config::{RecordMergeMode, TableType};
+use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
 use arbor_timeline::InstantTime;
 
 pub use arbor_testkit::tables::{batch, rows, rows_of, schema, Model, Row};
@@ -39,8 +39,18 @@ pub struct TestTable {
 }
 
 /// Creates the small table (`id` key, `region` partition, `ts` ordering, event-time merging) of
-/// `table_type`, with a metadata table when `metadata_table`, in a fresh temporary directory.
+/// `table_type`, with a metadata table when `metadata_table`, in a fresh temporary directory,
+/// at the default table version (9).
 pub async fn create(table_type: TableType, metadata_table: bool) -> TestTable {
+    create_at(table_type, metadata_table, TableVersion::default()).await
+}
+
+/// [`create`] at table version `version`.
+pub async fn create_at(
+    table_type: TableType,
+    metadata_table: bool,
+    version: TableVersion,
+) -> TestTable {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("t");
     std::fs::create_dir_all(&base).unwrap();
@@ -57,7 +67,7 @@ pub async fn create(table_type: TableType, metadata_table: bool) -> TestTable {
             merge_mode: Some(RecordMergeMode::EventTimeOrdering),
             schema: schema(),
             metadata_table,
-            table_version: Default::default(),
+            table_version: version,
         },
     )
     .await

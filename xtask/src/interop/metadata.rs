@@ -315,6 +315,7 @@ mod tests {
             partitioning: Partitioning::Plain,
             late_arrivals: false,
             metadata_table: true,
+            table_version: Default::default(),
         };
         let outcome = scenario::run(s, tmp.path()).await;
         assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
@@ -346,6 +347,7 @@ mod tests {
             partitioning: Partitioning::None,
             late_arrivals: false,
             metadata_table: false,
+            table_version: Default::default(),
         };
         let outcome = scenario::run(s, tmp.path()).await;
         assert!(outcome.failure.is_none(), "{:?}", outcome.failure);

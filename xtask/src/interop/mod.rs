@@ -22,7 +22,8 @@
 //! the rows arbor read from the branch.
 //!
 //! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals]
-//! [--no-metadata-table]`. `--keep` writes the tables under DIR and keeps them; otherwise they
+//! [--no-metadata-table] [--table-version 8|9]`. The tables are created at table version 9
+//! (`--table-version 8`: version 8). `--keep` writes the tables under DIR and keeps them; otherwise they
 //! go to a temporary directory that is kept (and named) only when a check fails. `--only` runs the scenarios whose name
 //! (`cow/hive`, `mor/plain`, `mor/nonpartitioned`, ...) contains SUBSTRING.
 //! By default the upserts also carry late arrivals (updates with a smaller ordering value than
@@ -55,6 +56,7 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
     let mut only: Option<String> = None;
     let mut late_arrivals = true;
     let mut metadata_table = true;
+    let mut table_version = arbor_timeline::config::TableVersion::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -63,9 +65,19 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
             "--late-arrivals" => late_arrivals = true,
             "--no-late-arrivals" => late_arrivals = false,
             "--no-metadata-table" => metadata_table = false,
+            "--table-version" => {
+                let given = it.next().map(String::as_str).unwrap_or_default();
+                table_version = given
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(arbor_timeline::config::TableVersion::writable_from_code)
+                    .ok_or_else(|| {
+                        format!("interop: --table-version {given:?}: arbor writes 8 or 9")
+                    })?;
+            }
             other => {
                 return Err(format!(
-                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals] [--no-metadata-table])"
+                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals] [--no-metadata-table] [--table-version 8|9])"
                 ))
             }
         }
@@ -95,6 +107,7 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
     let scenarios: Vec<Scenario> = Scenario::all(late_arrivals, metadata_table)
         .into_iter()
         .filter(|s| only.as_ref().is_none_or(|o| s.name().contains(o.as_str())))
+        .map(|s| Scenario { table_version, ..s })
         .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -108,6 +121,7 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
         &work,
         only.as_deref(),
         metadata_table,
+        table_version,
     ));
     let (passed, failed) = digest_and_report(&python, &work, &checks)?;
     println!("interop: {passed} passed, {failed} failed");

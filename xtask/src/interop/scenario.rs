@@ -14,7 +14,7 @@ use std::sync::Arc;
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::write::compaction::{run_compaction, schedule_compaction};
 use arbor_table::{CommitResult, CreateOptions, Table, WriteOperation};
-use arbor_timeline::config::TableType;
+use arbor_timeline::config::{TableType, TableVersion};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{ActiveTimeline, InstantTimeGenerator, TableLayout};
 
@@ -55,6 +55,8 @@ pub struct Scenario {
     /// The table is created with a metadata table (`CreateOptions::metadata_table`); on in the
     /// default matrix, off with `--no-metadata-table`.
     pub metadata_table: bool,
+    /// The table version the table is created at: 9 by default, 8 with `--table-version 8`.
+    pub table_version: TableVersion,
 }
 
 /// One operation of the sequence.
@@ -99,6 +101,7 @@ impl Scenario {
                     partitioning,
                     late_arrivals,
                     metadata_table,
+                    table_version: TableVersion::default(),
                 });
             }
         }
@@ -168,7 +171,7 @@ impl Scenario {
             merge_mode: None,
             schema: data::schema(),
             metadata_table: self.metadata_table,
-            table_version: Default::default(),
+            table_version: self.table_version,
         }
     }
 }
@@ -433,6 +436,7 @@ mod tests {
             partitioning: Partitioning::None,
             late_arrivals: false,
             metadata_table: true,
+            table_version: Default::default(),
         };
         let names: Vec<&str> = s.steps().iter().map(|st| st.name()).collect();
         assert_eq!(
@@ -456,6 +460,7 @@ mod tests {
             partitioning: Partitioning::Hive,
             late_arrivals: false,
             metadata_table: true,
+            table_version: Default::default(),
         };
         let steps = s.steps();
         assert!(steps.contains(&Step::DeletePartition));

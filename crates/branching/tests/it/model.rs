@@ -19,6 +19,8 @@
 //! After every step ([`Run::check`]):
 //! - main resolves to the root or the model's latest publication, and the working branches are
 //!   the model's;
+//! - every root (the root metadata, main, every live branch) has its data table and its
+//!   metadata table at the version the table was created at (8 or 9, drawn per case);
 //! - main and every live branch read (latest snapshot) exactly the model's rows;
 //! - every root's tags (names and instants, expired ones included) are the model's, every
 //!   unexpired tag reads (through `tag_reader`) exactly the rows it was created with, and an
@@ -36,7 +38,7 @@
 //!
 //! `test_model_random_branch_histories_read_as_the_model` runs 300 cases (`PROPTEST_CASES`
 //! overrides; about 110 s of CPU in a debug build) on in-memory storage, copy-on-write and
-//! merge-on-read, metadata table on; `ARBOR_MODEL_LOG=1` prints every history it ran.
+//! merge-on-read, table versions 9 and 8, metadata table on; `ARBOR_MODEL_LOG=1` prints every history it ran.
 //!
 //! Passage of time is simulated as `basics.rs` does: tags that expire are created with an
 //! expiry a day ahead; [`Op::TimePasses`] rewrites every such tag definition (on every root)
@@ -59,8 +61,8 @@ use arbor_cleaner::{CleanOptions, CleanPolicy};
 use arbor_fsview::Horizon;
 use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
 use arbor_table::{CreateOptions, Table, WriteOperation};
-use arbor_timeline::config::{RecordMergeMode, TableType};
-use arbor_timeline::{resolve_main, InstantTime, MetaRoot};
+use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
+use arbor_timeline::{resolve_main, InstantTime, MetaRoot, TableConfig};
 use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use proptest::prelude::*;
@@ -178,10 +180,15 @@ fn prelude() -> impl Strategy<Value = Vec<Op>> {
         })
 }
 
-/// A case: table type, prelude, the random steps.
-fn case(len: std::ops::Range<usize>) -> impl Strategy<Value = (TableType, Vec<Op>, Vec<Op>)> {
+/// A case: table type and version, prelude, the random steps.
+fn case(
+    len: std::ops::Range<usize>,
+) -> impl Strategy<Value = ((TableType, TableVersion), Vec<Op>, Vec<Op>)> {
     (
-        prop_oneof![Just(TableType::CopyOnWrite), Just(TableType::MergeOnRead)],
+        (
+            prop_oneof![Just(TableType::CopyOnWrite), Just(TableType::MergeOnRead)],
+            prop_oneof![Just(TableVersion::Nine), Just(TableVersion::Eight)],
+        ),
         prelude(),
         proptest::collection::vec(op(), len),
     )
@@ -351,6 +358,8 @@ impl State {
 struct Run {
     storage: Arc<dyn Storage>,
     table_type: TableType,
+    /// The version the table is created at; every root (data side and MDT) must keep it.
+    version: TableVersion,
     /// A handle of main (reopened after publications).
     main: Table,
     /// Handles of the live branches.
@@ -433,6 +442,10 @@ macro_rules! ensure {
 
 impl Run {
     async fn new(table_type: TableType) -> Run {
+        Run::new_at(table_type, TableVersion::default()).await
+    }
+
+    async fn new_at(table_type: TableType, version: TableVersion) -> Run {
         let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
         let main = Table::create(
             storage.clone(),
@@ -446,7 +459,7 @@ impl Run {
                 merge_mode: Some(RecordMergeMode::EventTimeOrdering),
                 schema: schema(),
                 metadata_table: true,
-                table_version: Default::default(),
+                table_version: version,
             },
         )
         .await
@@ -454,6 +467,7 @@ impl Run {
         Run {
             storage,
             table_type,
+            version,
             main,
             handles: BTreeMap::new(),
             model: State::default(),
@@ -806,6 +820,29 @@ impl Run {
             main_root == want_root,
             "main is {main_root:?}, model {want_root:?}"
         );
+        // Every state change keeps every root's data table and MDT at the table's version.
+        for root in std::iter::once(main_root.clone())
+            .chain(std::iter::once(MetaRoot::Root))
+            .chain(
+                self.model
+                    .branches
+                    .keys()
+                    .map(|b| MetaRoot::Branch(b.clone())),
+            )
+        {
+            let view = root.view(self.storage.clone());
+            for dir in [".hoodie", ".hoodie/metadata/.hoodie"] {
+                let v = TableConfig::load(view.as_ref(), dir)
+                    .await
+                    .unwrap()
+                    .version();
+                ensure!(
+                    v == self.version,
+                    "{root:?} {dir} is version {v}, the table {}",
+                    self.version
+                );
+            }
+        }
         let names: Vec<String> = list_branches(&self.storage)
             .await
             .unwrap()
@@ -954,7 +991,12 @@ impl Run {
             self.check_or_panic().await;
         }
         if std::env::var("ARBOR_MODEL_LOG").is_ok() {
-            eprintln!("CASE {:?}\n  {}", self.table_type, self.log.join("\n  "));
+            eprintln!(
+                "CASE {:?} v{}\n  {}",
+                self.table_type,
+                self.version,
+                self.log.join("\n  ")
+            );
         }
     }
 }
@@ -975,10 +1017,10 @@ proptest! {
 
     #[test]
     fn test_model_random_branch_histories_read_as_the_model(
-        (table_type, prelude, ops) in case(3..8)
+        ((table_type, version), prelude, ops) in case(3..8)
     ) {
         runtime().block_on(async {
-            let mut run = Run::new(table_type).await;
+            let mut run = Run::new_at(table_type, version).await;
             run.run(&prelude, &ops).await;
         });
     }

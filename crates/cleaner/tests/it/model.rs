@@ -9,7 +9,8 @@
 //! - every instant the cleans kept reads exactly the model's snapshot (see
 //!   [`History::clean`]);
 //! - every file named by the savepoint, pending and retention protection sources exists;
-//! - the metadata table agrees with storage.
+//! - the metadata table agrees with storage;
+//! - the table is still at the version it was created at (9 or 8, drawn per case).
 //!
 //! `test_model_random_histories_read_as_the_model` runs 500 cases (`PROPTEST_CASES` overrides)
 //! on in-memory storage; `test_model_random_histories_peer_reads_final_table` runs a few cases
@@ -27,8 +28,8 @@ use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation};
 use arbor_timeline::archive::{ArchivalPolicy, Archiver};
-use arbor_timeline::config::{RecordMergeMode, TableType};
-use arbor_timeline::{ActiveTimeline, InstantTime};
+use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
+use arbor_timeline::{ActiveTimeline, InstantTime, TableConfig};
 use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use proptest::prelude::*;
@@ -87,10 +88,15 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A case: table type, metadata table on or off, the steps.
-fn case(len: std::ops::Range<usize>) -> impl Strategy<Value = (TableType, bool, Vec<Op>)> {
+/// A case: table type and version (9, the default, or 8), metadata table on or off, the steps.
+fn case(
+    len: std::ops::Range<usize>,
+) -> impl Strategy<Value = ((TableType, TableVersion), bool, Vec<Op>)> {
     (
-        prop_oneof![Just(TableType::CopyOnWrite), Just(TableType::MergeOnRead)],
+        (
+            prop_oneof![Just(TableType::CopyOnWrite), Just(TableType::MergeOnRead)],
+            prop_oneof![Just(TableVersion::Nine), Just(TableVersion::Eight)],
+        ),
         prop_oneof![4 => Just(true), 1 => Just(false)],
         proptest::collection::vec(op(), len),
     )
@@ -218,7 +224,12 @@ fn delete_batch(rows: &[Row]) -> RecordBatch {
     .unwrap()
 }
 
-async fn create_table(storage: Arc<dyn Storage>, table_type: TableType, mdt: bool) -> Table {
+async fn create_table(
+    storage: Arc<dyn Storage>,
+    table_type: TableType,
+    version: TableVersion,
+    mdt: bool,
+) -> Table {
     Table::create(
         storage,
         CreateOptions {
@@ -231,7 +242,7 @@ async fn create_table(storage: Arc<dyn Storage>, table_type: TableType, mdt: boo
             merge_mode: Some(RecordMergeMode::EventTimeOrdering),
             schema: schema(),
             metadata_table: mdt,
-            table_version: Default::default(),
+            table_version: version,
         },
     )
     .await
@@ -441,6 +452,15 @@ impl Run {
     /// The checks of the module doc.
     async fn check(&self, what: &str) {
         let h = &self.history;
+        // No savepoint, clean, archival, compaction or restore changes the table's version.
+        let config = TableConfig::load(self.storage.as_ref(), ".hoodie")
+            .await
+            .unwrap();
+        assert_eq!(
+            config.version(),
+            self.table.config().version(),
+            "{what}: table version"
+        );
         let reader = TableReader::open(self.storage.clone()).await.unwrap();
         assert_eq!(
             rows_of(&reader.snapshot(None).await.unwrap()),
@@ -537,11 +557,11 @@ proptest! {
 
     #[test]
     fn test_model_random_histories_read_as_the_model(
-        (table_type, mdt, ops) in case(3..9)
+        ((table_type, version), mdt, ops) in case(3..9)
     ) {
         runtime().block_on(async {
             let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
-            let table = create_table(storage.clone(), table_type, mdt).await;
+            let table = create_table(storage.clone(), table_type, version, mdt).await;
             let mut run = Run { storage, table, history: History::default(), step: 0 };
             run.run(&ops).await;
         });
@@ -557,10 +577,10 @@ proptest! {
 
     #[test]
     fn test_model_random_histories_peer_reads_final_table(
-        (table_type, ops) in case(6..9).prop_map(|(t, _, ops)| (t, ops))
+        ((table_type, version), ops) in case(6..9).prop_map(|(t, _, ops)| (t, ops))
     ) {
         runtime().block_on(async {
-            let t: TestTable = arbor_testkit_tables::create(table_type, true).await;
+            let t: TestTable = arbor_testkit_tables::create_at(table_type, true, version).await;
             let mut run = Run {
                 storage: t.storage.clone(),
                 table: t.table.clone(),

@@ -35,6 +35,7 @@ struct Created {
     table: String,
     name: String,
     table_type: String,
+    table_version: u32,
     record_key_fields: Vec<String>,
     partition_fields: Vec<String>,
     hive_style_partitioning: bool,
@@ -71,6 +72,7 @@ pub async fn run(args: CreateArgs, options: &StorageOptions) -> CliResult<()> {
         table: args.table.clone(),
         name: config.name().to_string(),
         table_type: config.table_type().name().to_string(),
+        table_version: config.version().code(),
         record_key_fields: config.record_key_fields(),
         partition_fields: config.partition_fields(),
         hive_style_partitioning: config.hive_style_partitioning(),
@@ -104,9 +106,10 @@ pub async fn run(args: CreateArgs, options: &StorageOptions) -> CliResult<()> {
         )
     };
     print_text(&format!(
-        "created {} table {:?} at {}: key {}, {}{}, {} columns",
+        "created {} table {:?} (version {}) at {}: key {}, {}{}, {} columns",
         report.table_type,
         report.name,
+        report.table_version,
         report.table,
         report.record_key_fields.join(","),
         partitioning,

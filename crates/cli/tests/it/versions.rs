@@ -299,7 +299,8 @@ fn test_create_defaults_to_version_9_and_takes_8() {
         if let Some(f) = flag {
             args.extend(["--table-version", f]);
         }
-        ok(&args);
+        let out = ok(&args);
+        assert!(out.contains(&format!("(version {want})")), "{out}");
         let text = std::fs::read_to_string(table.join(".hoodie/hoodie.properties")).unwrap();
         assert!(
             text.lines()

@@ -445,9 +445,25 @@ pub async fn init_record_index(
     writer
         .init_record_index(&entries, DEFAULT_RECORD_INDEX_GROUPS, generator)
         .await?;
+    // Version 9 (Hudi 1.1) also defines the record index in index.json; the definition is
+    // written before the partition is listed, so no prefix lists an undefined index.
+    let defined = config.version() >= arbor_timeline::config::TableVersion::Nine;
+    if defined {
+        arbor_mdt::secondary_index_writer::save_index_definition(
+            storage.as_ref(),
+            &arbor_mdt::index_writer::record_index_definition(),
+        )
+        .await?;
+    }
     let mut listed = partitions;
     listed.push(RECORD_INDEX.to_string());
     TableConfig::update(storage.as_ref(), DEFAULT_META_DIR, |c| {
+        if defined {
+            c.set(
+                keys::INDEX_DEFS_PATH,
+                arbor_mdt::secondary_index::INDEX_DEFS_PATH,
+            )?;
+        }
         c.set(keys::METADATA_PARTITIONS, listed.join(","))
     })
     .await?;

@@ -10,6 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arbor_mdt::secondary_index::IndexDefinitions;
 use arbor_storage::{ObjectStoreStorage, Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation};
@@ -150,8 +151,36 @@ async fn run_matrix(version: TableVersion, table_type: TableType) {
     }
     table.create_record_index().await.unwrap();
     assert_eq!(c("record index").await, 3);
+    // Hudi 1.1 defines the record index in index.json on version 9 tables (V1); version 8
+    // tables carry no definition for it.
+    let defs = IndexDefinitions::load(storage.as_ref()).await.unwrap();
+    let ri = defs.as_ref().and_then(|d| d.get("record_index"));
+    if version == TableVersion::Nine {
+        let ri = ri.unwrap();
+        assert_eq!(ri.version.as_deref(), Some("V1"));
+        assert_eq!(ri.index_type, "record_index");
+        let config = TableConfig::load(storage.as_ref(), ".hoodie")
+            .await
+            .unwrap();
+        assert_eq!(
+            config.get(keys::INDEX_DEFS_PATH),
+            Some(".hoodie/.index_defs/index.json")
+        );
+    } else {
+        assert!(ri.is_none(), "{defs:?}");
+    }
     table.create_secondary_index("by_p", "p").await.unwrap();
     assert_eq!(c("secondary index").await, 3);
+    let defs = IndexDefinitions::load(storage.as_ref())
+        .await
+        .unwrap()
+        .unwrap();
+    let want = if version == TableVersion::Nine {
+        "V2"
+    } else {
+        "V1"
+    };
+    assert_eq!(defs.get("by_p").unwrap().version.as_deref(), Some(want));
     table.delete_partitions(&["y".to_string()]).await.unwrap();
     assert_eq!(c("delete partition").await, 1);
     // A reopened handle writes on at the table's version.

@@ -2,7 +2,7 @@
 //! and sizes they share.
 
 use arbor_table::CreateOptions;
-use arbor_timeline::config::TableType;
+use arbor_timeline::config::{TableType, TableVersion};
 
 use crate::interop::data::{self};
 
@@ -19,6 +19,8 @@ pub struct BranchScenario {
     pub table_type: TableType,
     /// The record index is created on main right after the first insert.
     pub record_index: bool,
+    /// The table version the table is created at (9 by default; `--table-version`).
+    pub table_version: TableVersion,
 }
 
 impl BranchScenario {
@@ -30,6 +32,7 @@ impl BranchScenario {
                 out.push(BranchScenario {
                     table_type,
                     record_index,
+                    table_version: TableVersion::default(),
                 });
             }
         }
@@ -57,7 +60,7 @@ impl BranchScenario {
             merge_mode: None,
             schema: data::schema(),
             metadata_table: true,
-            table_version: Default::default(),
+            table_version: self.table_version,
         }
     }
 }

@@ -67,10 +67,12 @@ pub fn run(
     work: &Path,
     only: Option<&str>,
     metadata_table: bool,
+    table_version: arbor_timeline::config::TableVersion,
 ) -> Vec<Check> {
     let scenarios: Vec<BranchScenario> = BranchScenario::all()
         .into_iter()
         .filter(|s| only.is_none_or(|o| s.name().contains(o)))
+        .map(|s| BranchScenario { table_version, ..s })
         .collect();
     if scenarios.is_empty() {
         return Vec::new();
