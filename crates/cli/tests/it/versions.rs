@@ -388,6 +388,7 @@ fn test_v6_table_state_changes_refused_naming_upgrade() {
         vec!["tag", "create", &table, "v1"],
         vec!["branch", "create", &table, "audit"],
         vec!["clean", &table],
+        vec!["archive", &table],
         vec!["compact", &table],
         vec!["savepoint", "create", &table, "--instant", &instant],
         vec!["restore", &table, "--to", &instant],

@@ -7,7 +7,8 @@
 //! - the merge settings must be ones arbor applies: a version 9 partial update mode other than
 //!   `NONE`, or merge properties (`hoodie.record.merge.property.*`, which carry e.g. the delete
 //!   marker of a migrated payload), would make arbor's merge differ from Hudi's, so writes
-//!   are refused naming the key.
+//!   are refused naming the key; so are several ordering fields (version 9's
+//!   `hoodie.table.ordering.fields` is a list; arbor orders by one field).
 
 use arbor_timeline::config::keys;
 use arbor_timeline::TableConfig;
@@ -29,9 +30,18 @@ pub(crate) fn refuse_unwritable_version(config: &TableConfig) -> Result<()> {
 }
 
 /// `Err(Unsupported)` naming the key when the table's merge settings are ones arbor's writers
-/// do not apply: `hoodie.table.partial.update.mode` other than `NONE`, or any
-/// `hoodie.record.merge.property.*` key.
+/// do not apply: `hoodie.table.partial.update.mode` other than `NONE`, any
+/// `hoodie.record.merge.property.*` key, or more than one ordering field.
 pub(crate) fn refuse_unsupported_merge_config(config: &TableConfig) -> Result<()> {
+    let ordering = config.ordering_fields();
+    if ordering.len() > 1 {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "writing tables with several ordering fields ({}); arbor orders by one",
+                ordering.join(",")
+            ),
+        });
+    }
     if let Some(mode) = config.get(keys::PARTIAL_UPDATE_MODE) {
         if !mode.trim().eq_ignore_ascii_case("NONE") && !mode.trim().is_empty() {
             return Err(TableError::Unsupported {
@@ -114,5 +124,16 @@ mod tests {
             e.contains("hoodie.record.merge.property.hoodie.payload.delete.field"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn test_several_ordering_fields_are_refused_one_is_not() {
+        let mut c = config(TableVersion::Nine);
+        c.set(keys::ORDERING_FIELDS, "ts").unwrap();
+        refuse_unsupported_merge_config(&c).unwrap();
+        c.set(keys::ORDERING_FIELDS, "_event_bin_file,_event_pos")
+            .unwrap();
+        let e = refuse_unsupported_merge_config(&c).unwrap_err().to_string();
+        assert!(e.contains("_event_bin_file,_event_pos"), "{e}");
     }
 }
