@@ -230,7 +230,7 @@ impl ActiveTimeline {
         if self.layout.layout != LayoutVersion::V2 {
             return Err(TimelineError::InvalidTransition {
                 instant: self.layout.timeline_dir.clone(),
-                reason: "arbor writes only timeline layout 2 (table version 8)".into(),
+                reason: "arbor writes only timeline layout 2 (table versions 8 and 9)".into(),
             });
         }
         Ok(())
