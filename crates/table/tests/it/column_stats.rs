@@ -206,11 +206,27 @@ async fn test_validate_reports_corrupted_column_stats_record() {
 /// files' stats equal the recomputation.
 #[tokio::test]
 async fn test_spark_v8_fixture_with_column_stats_takes_writes() {
-    let Some(root) = arbor_testkit::fixtures::fixtures_root_or_skip("column stats v8 writes")
+    spark_fixture_takes_writes("quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip").await;
+}
+
+/// The same on the Spark-written v9 fixtures (records with `valueType`, index version V2).
+#[tokio::test]
+async fn test_spark_v9_fixtures_with_column_stats_take_writes() {
+    for zip in [
+        "sample_table/cow/v9_txns_simple_meta.zip",
+        "sample_table/mor/avro/v9_txns_simple_meta.zip",
+        "sample_table/mor/avro/v9_nonpartitioned_rollback.zip",
+    ] {
+        spark_fixture_takes_writes(zip).await;
+    }
+}
+
+async fn spark_fixture_takes_writes(zip: &str) {
+    let Some(root) = arbor_testkit::fixtures::fixtures_root_or_skip("column stats fixture writes")
     else {
         return;
     };
-    let zip = root.join("quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip");
+    let zip = root.join(zip);
     let (_tmp, base) = arbor_testkit::fixtures::unzip_table(&zip);
     let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(&base).unwrap());
     let v = arbor_table::validate_indexes(storage.clone())
@@ -246,7 +262,7 @@ async fn test_spark_v8_fixture_with_column_stats_takes_writes() {
         .unwrap();
     assert!(
         v.discrepancies.is_empty(),
-        "after upsert: {:?}",
+        "{zip:?} after upsert: {:?}",
         v.discrepancies
     );
     table
@@ -258,7 +274,7 @@ async fn test_spark_v8_fixture_with_column_stats_takes_writes() {
         .unwrap();
     assert!(
         v.discrepancies.is_empty(),
-        "after delete: {:?}",
+        "{zip:?} after delete: {:?}",
         v.discrepancies
     );
 }
