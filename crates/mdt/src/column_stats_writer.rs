@@ -8,9 +8,12 @@
 //! groups sorted by id (checked against the fixtures). A data instant `T` writes, per touched
 //! group, `.col-stats-000i-0_T.log.1_0-0-1` with one HFILE_DATA block: for every file `T`
 //! added, its column records ([`crate::column_stats_compute::file_ranges`]); for every file `T`
-//! deleted (clean, rollback, restore, replaced), tombstones; and for every data partition `T`
-//! touched, tight-bound partition records recomputed over the partition's file slices after
-//! `T` (tombstones when the partition has no file left).
+//! deleted (clean, rollback, restore, replaced), tombstones; and for every data partition whose
+//! latest file slices `T` changes (files added or touched; a clean, which deletes only files
+//! outside them, changes none), tight-bound partition records recomputed over the partition's
+//! file slices after `T` (tombstones when the partition has no file left). A file group
+//! replaced by `T` itself still counts, as in Java (the replacement is not complete when the
+//! MDT is written); one replaced earlier does not.
 //!
 //! Records are encoded with the writer schema of the data table's version (Java 1.0's for
 //! version 8, [`crate::MdtWriter`]'s 1.1 schema otherwise), which the blocks' `SCHEMA` header
@@ -349,7 +352,12 @@ pub async fn compute_delta(
         None => StatsIndex::default(),
     };
     for partition in delta.partitions() {
-        let files = slice_files_after(&view, &partition, delta).await?;
+        let (before, files) = slice_files_after(&view, &partition, delta).await?;
+        let added_here = delta.added.get(&partition).is_some_and(|a| !a.is_empty());
+        if before == files && !added_here && !delta.touched.contains(&partition) {
+            // Only files outside the latest slices went (a clean): the partition's stats stay.
+            continue;
+        }
         let mut ranges = Vec::new();
         for name in &files {
             if let Some(r) = added.get(&(partition.clone(), name.clone())) {
@@ -390,14 +398,14 @@ pub async fn compute_delta(
     Ok(out)
 }
 
-/// The file names of `partition`'s latest file slices once `delta` applies: the committed
-/// slices of `view`, with each added base file starting a new slice of its file group, each
-/// added log file joining its group's slice, and deleted files removed.
+/// The file names of `partition`'s latest file slices before and once `delta` applies: the
+/// committed slices of `view`, then with each added base file starting a new slice of its file
+/// group, each added log file joining its group's slice, and deleted files removed.
 async fn slice_files_after(
     view: &FileSystemView,
     partition: &str,
     delta: &FilesDelta,
-) -> Result<BTreeSet<String>> {
+) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
     // File group -> (base instant, files of the slice).
     let mut groups: BTreeMap<String, (Option<InstantTime>, BTreeSet<String>)> = BTreeMap::new();
     for slice in view.latest_file_slices(Some(partition), None).await? {
@@ -410,6 +418,10 @@ async fn slice_files_after(
             g.1.insert(l.file_name());
         }
     }
+    let before: BTreeSet<String> = groups
+        .values()
+        .flat_map(|(_, f)| f.iter().cloned())
+        .collect();
     if let Some(added) = delta.added.get(partition) {
         for name in added.keys() {
             match parse_data_file_name(name, 0)? {
@@ -431,11 +443,12 @@ async fn slice_files_after(
         }
     }
     let deleted = delta.deleted.get(partition);
-    Ok(groups
+    let after = groups
         .into_values()
         .flat_map(|(_, files)| files)
         .filter(|f| !deleted.is_some_and(|d| d.contains(f)))
-        .collect())
+        .collect();
+    Ok((before, after))
 }
 
 fn to_i64(n: usize) -> i64 {
