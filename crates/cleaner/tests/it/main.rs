@@ -8,6 +8,7 @@
 
 mod branches;
 mod clean;
+mod column_stats;
 mod crash;
 mod model;
 mod restore;

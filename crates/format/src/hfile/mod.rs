@@ -14,7 +14,9 @@
 
 mod block;
 pub mod mdt;
+pub mod mdt_column_stats;
 pub mod mdt_index;
+mod mdt_stat_value;
 mod proto;
 mod ranged;
 mod reader;

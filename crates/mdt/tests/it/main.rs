@@ -6,6 +6,8 @@
     clippy::indexing_slicing
 )]
 
+mod column_stats;
+mod column_stats_fidelity;
 mod files;
 mod ranged_lookup;
 mod record_index;
