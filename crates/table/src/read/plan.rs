@@ -24,6 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::filter::{PartitionFilter, PartitionPruner};
 use super::merge::MergeMode;
 use super::options::ReadOptions;
+use super::skipping::{prune_by_indexes, GroupId, PruningReport, SkipReason};
 use super::stream::{SlicePlan, SliceReader};
 use crate::error::{Result, TableError};
 
@@ -77,9 +78,16 @@ pub struct ScanPlan {
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
     slice: Arc<SlicePlan>,
     commits: CommitRule,
+    pruning: PruningReport,
 }
 
 impl ScanPlan {
+    /// What planning considered and skipped, and why (partition values, partition stats,
+    /// column stats, record index, secondary index).
+    pub fn pruning(&self) -> &PruningReport {
+        &self.pruning
+    }
+
     /// The file slices to read, by partition (ordered by partition path).
     pub fn partitions(&self) -> &[PartitionScan] {
         &self.partitions
@@ -203,6 +211,7 @@ pub(crate) async fn plan(
     let output = output_schema(schema, options)?;
     let pruner = PartitionPruner::new(config, schema, options.get_partition_filters())?;
     let view = &reader.view;
+    let mut report = PruningReport::default();
     let (slices, admitted) = match options.get_incremental() {
         Some((start, end)) => {
             if options.get_as_of().is_some() || options.is_read_optimized() {
@@ -225,19 +234,39 @@ pub(crate) async fn plan(
                 .collect();
             let mut slices = Vec::new();
             if !admitted.is_empty() {
+                let partitions: BTreeSet<&str> = inc
+                    .file_slices
+                    .iter()
+                    .map(|s| s.partition.as_str())
+                    .collect();
+                report.partitions_considered = partitions.len();
+                for p in partitions {
+                    if !pruner.matches(p)? {
+                        report.skip_partition(SkipReason::PartitionValues);
+                    }
+                }
                 for s in inc.file_slices {
                     if pruner.matches(&s.partition)? {
                         slices.push(s);
                     }
                 }
             }
+            report.files_considered = slices.len();
             (slices, Some(admitted))
         }
-        None => (
-            pruned_slices(view, &pruner, options.get_as_of()).await?,
-            None,
-        ),
+        None => {
+            let slices = pruned_slices(view, &pruner, options.get_as_of(), &mut report).await?;
+            report.files_considered = slices.len();
+            let latest = options.get_as_of().is_none();
+            let slices = if options.is_data_skipping() && latest && !pruner.is_empty() {
+                skip_by_indexes(config, reader, &pruner, slices, &mut report).await?
+            } else {
+                slices
+            };
+            (slices, None)
+        }
     };
+    tracing::debug!(pruning = %report, "scan planned");
     let work = work_schema(
         schema,
         reader.ordering_field.as_deref(),
@@ -274,7 +303,47 @@ pub(crate) async fn plan(
             .map(|(s, e)| (s.cloned(), e.cloned())),
         slice,
         commits: CommitRule(view.clone()),
+        pruning: report,
     })
+}
+
+/// `slices` less those the record index and secondary indexes prove hold no matching row.
+async fn skip_by_indexes(
+    config: &TableConfig,
+    reader: &SliceReader,
+    pruner: &PartitionPruner,
+    slices: Vec<FileSlice>,
+    report: &mut PruningReport,
+) -> Result<Vec<FileSlice>> {
+    let found = prune_by_indexes(
+        &reader.storage,
+        &reader.view,
+        config,
+        &reader.schema,
+        pruner.compiled(),
+    )
+    .await?;
+    report.notes.extend(found.notes);
+    let mut kept = Vec::with_capacity(slices.len());
+    for s in slices {
+        let id: GroupId = (s.partition.clone(), s.file_id.clone());
+        if found
+            .by_record_index
+            .as_ref()
+            .is_some_and(|g| !g.contains(&id))
+        {
+            report.skip_files(SkipReason::RecordIndex, 1);
+        } else if found
+            .by_secondary_index
+            .as_ref()
+            .is_some_and(|g| !g.contains(&id))
+        {
+            report.skip_files(SkipReason::SecondaryIndex, 1);
+        } else {
+            kept.push(s);
+        }
+    }
+    Ok(kept)
 }
 
 /// Groups slices ordered by partition into one [`PartitionScan`] per partition, keeping the
@@ -299,7 +368,10 @@ async fn pruned_slices(
     view: &FileSystemView,
     pruner: &PartitionPruner,
     as_of: Option<&InstantTime>,
+    report: &mut PruningReport,
 ) -> Result<Vec<FileSlice>> {
+    let partitions = view.partitions().await.map_err(TableError::from_fsview)?;
+    report.partitions_considered = partitions.len();
     if pruner.is_empty() {
         return view
             .latest_file_slices(None, as_of)
@@ -307,14 +379,11 @@ async fn pruned_slices(
             .map_err(TableError::from_fsview);
     }
     let mut kept = Vec::new();
-    for p in view
-        .partitions()
-        .await
-        .map_err(TableError::from_fsview)?
-        .iter()
-    {
+    for p in partitions.iter() {
         if pruner.matches(p)? {
             kept.push(p.clone());
+        } else {
+            report.skip_partition(SkipReason::PartitionValues);
         }
     }
     let per_partition: Vec<Vec<FileSlice>> = futures::stream::iter(kept)
