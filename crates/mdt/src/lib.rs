@@ -10,8 +10,11 @@
 //! - [`record_index`] and [`secondary_index`] read the RECORD_INDEX and SECONDARY_INDEX
 //!   partitions (whole or by key lookup) and `.hoodie/.index_defs/index.json`;
 //!   [`index_writer`] writes the RECORD_INDEX partition.
+//! - [`column_stats`] reads the COLUMN_STATS and PARTITION_STATS partitions, merged as Hudi
+//!   merges them.
 //! - [`compaction`] compacts the FILES partition into a new base HFile.
 
+pub mod column_stats;
 pub mod compaction;
 mod error;
 mod files;

@@ -90,14 +90,25 @@ fn utf8_key(key: &[u8], path: &str) -> Result<String> {
     })
 }
 
-/// Upserts every entry of an HFile (a base file or an `HFILE_DATA` block's content) whose key
-/// passes `keep` into `merged`.
-fn merge_hfile(
+/// One change a base HFile or log block applies to a file slice's entries, in order.
+pub(crate) enum SliceOp {
+    /// An `HFILE_DATA` record (or base HFile entry) for the key.
+    Put(String, RawValue),
+    /// A `DELETE` block naming the key.
+    Delete(String),
+}
+
+/// A visitor of [`SliceOp`]s.
+pub(crate) type SliceVisitor<'a> = dyn FnMut(SliceOp) -> Result<()> + Send + 'a;
+
+/// Visits every entry of an HFile (a base file or an `HFILE_DATA` block's content) whose key
+/// passes `keep`, as [`SliceOp::Put`], in key order.
+fn visit_hfile(
     bytes: Bytes,
     schema_json: Option<&str>,
     path: &str,
     keep: &(dyn Fn(&str) -> bool + Sync),
-    merged: &mut BTreeMap<String, RawValue>,
+    visit: &mut SliceVisitor<'_>,
 ) -> Result<()> {
     let reader = HFileReader::open(bytes, path).map_err(format_err(path))?;
     let json = schema_json.or_else(|| reader.file_info_str("schema"));
@@ -105,14 +116,55 @@ fn merge_hfile(
     for (key, value) in reader.entries().map_err(format_err(path))? {
         let key = utf8_key(&key, path)?;
         if keep(&key) {
-            merged.insert(
+            visit(SliceOp::Put(
                 key,
                 RawValue {
                     bytes: value,
                     schema: schema.clone(),
                 },
-            );
+            ))?;
         }
+    }
+    Ok(())
+}
+
+/// Upserts every entry of an HFile whose key passes `keep` into `merged`.
+fn merge_hfile(
+    bytes: Bytes,
+    schema_json: Option<&str>,
+    path: &str,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    merged: &mut BTreeMap<String, RawValue>,
+) -> Result<()> {
+    visit_hfile(bytes, schema_json, path, keep, &mut |op| {
+        apply_op(merged, op);
+        Ok(())
+    })
+}
+
+/// Applies `op` with replace semantics (a later value replaces an earlier one).
+fn apply_op(merged: &mut BTreeMap<String, RawValue>, op: SliceOp) {
+    match op {
+        SliceOp::Put(k, v) => {
+            merged.insert(k, v);
+        }
+        SliceOp::Delete(k) => {
+            merged.remove(&k);
+        }
+    }
+}
+
+/// Visits the entries of the base HFile of `slice` (if any) whose key passes `keep`.
+pub(crate) async fn visit_base(
+    storage: &dyn Storage,
+    slice: &FileSlice,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    visit: &mut SliceVisitor<'_>,
+) -> Result<()> {
+    if let Some(base) = slice.base_file_path() {
+        let key = format!("{MDT_BASE}/{base}");
+        let (bytes, _) = storage.get(&key).await?;
+        visit_hfile(bytes, None, &key, keep, visit)?;
     }
     Ok(())
 }
@@ -181,6 +233,24 @@ async fn merge_logs(
     keep: &(dyn Fn(&str) -> bool + Sync),
     merged: &mut BTreeMap<String, RawValue>,
 ) -> Result<()> {
+    visit_logs(storage, mdt, slice, keep, &mut |op| {
+        apply_op(merged, op);
+        Ok(())
+    })
+    .await
+}
+
+/// Visits the valid log blocks of `slice` in log-file and block order: each `HFILE_DATA`
+/// entry whose key passes `keep` as [`SliceOp::Put`], each key of a `DELETE` block as
+/// [`SliceOp::Delete`]. Blocks of instants that are not valid are skipped; corrupt regions are
+/// skipped with a warning, like Hudi's reader.
+pub(crate) async fn visit_logs(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    slice: &FileSlice,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+    visit: &mut SliceVisitor<'_>,
+) -> Result<()> {
     for log in slice.log_file_paths() {
         let key = format!("{MDT_BASE}/{log}");
         let (bytes, _) = storage.get(&key).await?;
@@ -205,17 +275,17 @@ async fn merge_logs(
                 continue;
             }
             if block.block_type == BlockType::HfileData {
-                merge_hfile(
+                visit_hfile(
                     block.content.clone(),
                     block.schema_json(),
                     &key,
                     keep,
-                    merged,
+                    visit,
                 )?;
             } else {
                 for record in decode_delete_block(block, &key).map_err(format_err(&key))? {
                     if let Some(k) = record.record_key {
-                        merged.remove(&k);
+                        visit(SliceOp::Delete(k))?;
                     }
                 }
             }

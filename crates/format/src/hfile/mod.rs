@@ -14,6 +14,7 @@
 
 mod block;
 pub mod mdt;
+pub mod mdt_column_stats;
 pub mod mdt_index;
 mod proto;
 mod ranged;

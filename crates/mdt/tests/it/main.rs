@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod column_stats;
 mod files;
 mod ranged_lookup;
 mod record_index;
