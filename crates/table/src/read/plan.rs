@@ -24,7 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::filter::{PartitionFilter, PartitionPruner};
 use super::merge::MergeMode;
 use super::options::ReadOptions;
-use super::skipping::{prune_by_indexes, GroupId, PruningReport, SkipReason};
+use super::skipping::{PruningReport, SkipReason, Skipper};
 use super::stream::{SlicePlan, SliceReader};
 use crate::error::{Result, TableError};
 
@@ -255,13 +255,34 @@ pub(crate) async fn plan(
             (slices, Some(admitted))
         }
         None => {
-            let slices = pruned_slices(view, &pruner, options.get_as_of(), &mut report).await?;
-            report.files_considered = slices.len();
             let latest = options.get_as_of().is_none();
-            let slices = if options.is_data_skipping() && latest && !pruner.is_empty() {
-                skip_by_indexes(config, reader, &pruner, slices, &mut report).await?
+            let skipper = if options.is_data_skipping() && latest && !pruner.is_empty() {
+                let s = Skipper::open(
+                    &reader.storage,
+                    view,
+                    config,
+                    schema,
+                    pruner.compiled(),
+                    &mut report,
+                );
+                Some(Box::pin(s).await)
             } else {
-                slices
+                None
+            };
+            let slices = pruned_slices(
+                view,
+                &pruner,
+                options.get_as_of(),
+                skipper.as_ref(),
+                &mut report,
+            )
+            .await?;
+            report.files_considered = slices.len();
+            let slices = match &skipper {
+                Some(s) => {
+                    Box::pin(s.skip_slices(slices, options.is_read_optimized(), &mut report)).await
+                }
+                None => slices,
             };
             (slices, None)
         }
@@ -307,45 +328,6 @@ pub(crate) async fn plan(
     })
 }
 
-/// `slices` less those the record index and secondary indexes prove hold no matching row.
-async fn skip_by_indexes(
-    config: &TableConfig,
-    reader: &SliceReader,
-    pruner: &PartitionPruner,
-    slices: Vec<FileSlice>,
-    report: &mut PruningReport,
-) -> Result<Vec<FileSlice>> {
-    let found = prune_by_indexes(
-        &reader.storage,
-        &reader.view,
-        config,
-        &reader.schema,
-        pruner.compiled(),
-    )
-    .await?;
-    report.notes.extend(found.notes);
-    let mut kept = Vec::with_capacity(slices.len());
-    for s in slices {
-        let id: GroupId = (s.partition.clone(), s.file_id.clone());
-        if found
-            .by_record_index
-            .as_ref()
-            .is_some_and(|g| !g.contains(&id))
-        {
-            report.skip_files(SkipReason::RecordIndex, 1);
-        } else if found
-            .by_secondary_index
-            .as_ref()
-            .is_some_and(|g| !g.contains(&id))
-        {
-            report.skip_files(SkipReason::SecondaryIndex, 1);
-        } else {
-            kept.push(s);
-        }
-    }
-    Ok(kept)
-}
-
 /// Groups slices ordered by partition into one [`PartitionScan`] per partition, keeping the
 /// order.
 fn by_partition(slices: Vec<FileSlice>) -> Vec<PartitionScan> {
@@ -362,12 +344,13 @@ fn by_partition(slices: Vec<FileSlice>) -> Vec<PartitionScan> {
     out
 }
 
-/// The latest slices (as of `as_of`) of the partitions `pruner` keeps; only those partitions
-/// are listed.
+/// The latest slices (as of `as_of`) of the partitions `pruner` (and the partition stats of
+/// `skipper`) keep; only those partitions are listed.
 async fn pruned_slices(
     view: &FileSystemView,
     pruner: &PartitionPruner,
     as_of: Option<&InstantTime>,
+    skipper: Option<&Skipper<'_>>,
     report: &mut PruningReport,
 ) -> Result<Vec<FileSlice>> {
     let partitions = view.partitions().await.map_err(TableError::from_fsview)?;
@@ -380,10 +363,12 @@ async fn pruned_slices(
     }
     let mut kept = Vec::new();
     for p in partitions.iter() {
-        if pruner.matches(p)? {
-            kept.push(p.clone());
-        } else {
+        if !pruner.matches(p)? {
             report.skip_partition(SkipReason::PartitionValues);
+        } else if skipper.is_some_and(|s| s.partition_ruled_out(p)) {
+            report.skip_partition(SkipReason::PartitionStats);
+        } else {
+            kept.push(p.clone());
         }
     }
     let per_partition: Vec<Vec<FileSlice>> = futures::stream::iter(kept)

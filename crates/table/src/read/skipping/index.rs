@@ -4,18 +4,15 @@
 //! Sound by construction: the record index maps every live record key of the table to its one
 //! file group, so a key-equality filter can only match rows of the groups its keys map to (a
 //! key the index lacks matches nothing); a secondary index maps every live value of its column
-//! to the record keys holding it, and the record index places those keys. Both are read
-//! through the metadata table opened with the plan's own data timeline, so they describe the
-//! same committed instants as the file slices planned. They are used only for reads of the
-//! latest state (not time travel or incremental queries, which the indexes do not describe),
-//! only when `hoodie.table.metadata.partitions` lists them as complete, and never for a
+//! to the record keys holding it, and the record index places those keys. The metadata table
+//! is opened with the plan's own data timeline (see the parent module). Indexes are used
+//! only when `hoodie.table.metadata.partitions` lists them as complete, never for a
 //! partitioned record index (keys unique per partition only).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arbor_format::meta;
-use arbor_fsview::FileSystemView;
 use arbor_mdt::record_index::RECORD_INDEX_PARTITION;
 use arbor_mdt::secondary_index::secondary_index_partition;
 use arbor_mdt::{lookup_record_index, secondary_lookup, IndexDefinitions, MetadataTable};
@@ -44,7 +41,7 @@ pub(crate) struct IndexPruning {
 /// Looks the filters up in the record index and the secondary indexes of the table.
 pub(crate) async fn prune_by_indexes(
     storage: &Arc<dyn Storage>,
-    view: &FileSystemView,
+    mdt: &MetadataTable,
     config: &TableConfig,
     schema: &SchemaRef,
     filters: &[Compiled],
@@ -95,12 +92,6 @@ pub(crate) async fn prune_by_indexes(
             .push("the record index is partitioned (keys unique per partition): not used".into());
         return Ok(out);
     }
-    let Some(mdt) = MetadataTable::open_with(storage.clone(), view.history().active()).await?
-    else {
-        out.notes
-            .push("the table lists metadata partitions but has no metadata table".into());
-        return Ok(out);
-    };
     if let Some(keys) = keys {
         if keys.len() > MAX_LOOKUP_KEYS {
             out.notes.push(format!(
@@ -109,7 +100,7 @@ pub(crate) async fn prune_by_indexes(
             ));
         } else {
             let wanted: Vec<&str> = keys.iter().map(String::as_str).collect();
-            out.by_record_index = Some(locate(storage, &mdt, &wanted).await?);
+            out.by_record_index = Some(locate(storage, mdt, &wanted).await?);
         }
     }
     for (f, partition) in indexed {
@@ -120,7 +111,7 @@ pub(crate) async fn prune_by_indexes(
         for v in values {
             if let Value::Str(s) = v {
                 record_keys
-                    .extend(secondary_lookup(storage.as_ref(), &mdt, &partition, Some(s)).await?);
+                    .extend(secondary_lookup(storage.as_ref(), mdt, &partition, Some(s)).await?);
             }
         }
         if record_keys.len() > MAX_LOOKUP_KEYS {
@@ -131,7 +122,7 @@ pub(crate) async fn prune_by_indexes(
             continue;
         }
         let wanted: Vec<&str> = record_keys.iter().map(String::as_str).collect();
-        let groups = locate(storage, &mdt, &wanted).await?;
+        let groups = locate(storage, mdt, &wanted).await?;
         out.by_secondary_index = Some(match out.by_secondary_index.take() {
             None => groups,
             Some(prev) => prev.intersection(&groups).cloned().collect(),
