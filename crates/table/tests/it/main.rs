@@ -9,6 +9,7 @@
 mod cache;
 mod compaction;
 mod crash_sweep;
+mod data_skipping;
 mod fixtures_read;
 mod keygen;
 mod lock_fencing;

@@ -7,7 +7,8 @@
 //! to the record keys holding it, and the record index places those keys. The metadata table
 //! is opened with the plan's own data timeline (see the parent module). Indexes are used
 //! only when `hoodie.table.metadata.partitions` lists them as complete, never for a
-//! partitioned record index (keys unique per partition only).
+//! partitioned record index (keys unique per partition only), and only when the timeline shows
+//! the keys unique (see `unique_keys`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,10 +18,12 @@ use arbor_mdt::record_index::RECORD_INDEX_PARTITION;
 use arbor_mdt::secondary_index::secondary_index_partition;
 use arbor_mdt::{lookup_record_index, secondary_lookup, IndexDefinitions, MetadataTable};
 use arbor_storage::Storage;
+use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::TableConfig;
 use arrow::datatypes::SchemaRef;
 
 use super::keys::{equality_values, wanted_keys, MAX_LOOKUP_KEYS};
+use super::unique_keys::duplicate_risk;
 use crate::error::Result;
 use crate::read::filter::compiled::{Compiled, Kind, Value};
 
@@ -42,6 +45,7 @@ pub(crate) struct IndexPruning {
 pub(crate) async fn prune_by_indexes(
     storage: &Arc<dyn Storage>,
     mdt: &MetadataTable,
+    history: &TimelineHistory,
     config: &TableConfig,
     schema: &SchemaRef,
     filters: &[Compiled],
@@ -90,6 +94,12 @@ pub(crate) async fn prune_by_indexes(
     if partitioned {
         out.notes
             .push("the record index is partitioned (keys unique per partition): not used".into());
+        return Ok(out);
+    }
+    if let Some(why) = duplicate_risk(history).await {
+        out.notes.push(format!(
+            "record and secondary indexes not used: keys may be duplicated ({why})"
+        ));
         return Ok(out);
     }
     if let Some(keys) = keys {

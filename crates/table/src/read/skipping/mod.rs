@@ -11,7 +11,8 @@
 //!   a merged row's value of a column comes from one of those files, so this holds for
 //!   merge-on-read slices and partial updates alike;
 //! - the record index: key-equality filters (`_hoodie_record_key`, or the record key field of a
-//!   single-field key) keep only the file groups the keys live in;
+//!   single-field key) keep only the file groups the keys live in, when the timeline shows the
+//!   keys unique (no insert after the first write, see `unique_keys`);
 //! - secondary indexes: equality on a string column with a secondary index keeps only the file
 //!   groups of the record keys holding the value.
 //!
@@ -27,6 +28,7 @@ mod index;
 mod keys;
 mod report;
 mod stats;
+mod unique_keys;
 
 use std::sync::Arc;
 
@@ -50,6 +52,7 @@ use stats::may_match;
 /// The statistics and indexes one plan skips by, loaded once.
 pub(crate) struct Skipper<'a> {
     storage: &'a Arc<dyn Storage>,
+    view: &'a FileSystemView,
     config: &'a TableConfig,
     schema: &'a SchemaRef,
     filters: &'a [Compiled],
@@ -63,7 +66,7 @@ impl<'a> Skipper<'a> {
     /// filters can use; notes why one is not used in `report`.
     pub(crate) async fn open(
         storage: &'a Arc<dyn Storage>,
-        view: &FileSystemView,
+        view: &'a FileSystemView,
         config: &'a TableConfig,
         schema: &'a SchemaRef,
         filters: &'a [Compiled],
@@ -71,6 +74,7 @@ impl<'a> Skipper<'a> {
     ) -> Skipper<'a> {
         let mut skipper = Skipper {
             storage,
+            view,
             config,
             schema,
             filters,
@@ -173,8 +177,15 @@ impl<'a> Skipper<'a> {
     ) -> Vec<FileSlice> {
         let found = match &self.mdt {
             Some(mdt) => {
-                match prune_by_indexes(self.storage, mdt, self.config, self.schema, self.filters)
-                    .await
+                match prune_by_indexes(
+                    self.storage,
+                    mdt,
+                    self.view.history(),
+                    self.config,
+                    self.schema,
+                    self.filters,
+                )
+                .await
                 {
                     Ok(found) => found,
                     Err(e) => {
