@@ -12,5 +12,6 @@ mod error;
 pub mod hfile;
 pub mod log;
 pub mod meta;
+pub mod stats;
 
 pub use error::{FormatError, Result};

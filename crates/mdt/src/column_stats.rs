@@ -136,6 +136,25 @@ async fn read_stats(
     record_type: i32,
 ) -> Result<StatsIndex> {
     let mut out = BTreeMap::new();
+    for group in read_stats_by_file_group(storage, mdt, partition, record_type)
+        .await?
+        .into_values()
+    {
+        out.extend(group.records);
+    }
+    Ok(StatsIndex { records: out })
+}
+
+/// Like [`read_column_stats`] / [`read_partition_stats`] for MDT partition `partition`
+/// (records of `record_type`), per MDT file group: file id -> its merged live records. For
+/// checking file-group placement.
+pub async fn read_stats_by_file_group(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    partition: &str,
+    record_type: i32,
+) -> Result<BTreeMap<String, StatsIndex>> {
+    let mut by_group = BTreeMap::new();
     for slice in partition_slices(mdt, partition).await? {
         let path = format!("{MDT_BASE}/{partition}/{}", slice.file_id);
         let mut base: BTreeMap<String, ColumnStatsRecord> = BTreeMap::new();
@@ -184,9 +203,10 @@ async fn read_stats(
                 }
             }
         }
-        out.extend(base.into_iter().filter(|(_, r)| !r.is_deleted));
+        let records = base.into_iter().filter(|(_, r)| !r.is_deleted).collect();
+        by_group.insert(slice.file_id.clone(), StatsIndex { records });
     }
-    Ok(StatsIndex { records: out })
+    Ok(by_group)
 }
 
 /// The merged live records of the `column_stats` partition (module doc), across all its file

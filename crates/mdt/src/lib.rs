@@ -11,10 +11,14 @@
 //!   partitions (whole or by key lookup) and `.hoodie/.index_defs/index.json`;
 //!   [`index_writer`] writes the RECORD_INDEX partition.
 //! - [`column_stats`] reads the COLUMN_STATS and PARTITION_STATS partitions, merged as Hudi
-//!   merges them.
+//!   merges them; [`column_stats_compute`] computes them from data files as Hudi does.
+//!   [`column_stats_writer`] writes them.
 //! - [`compaction`] compacts the FILES partition into a new base HFile.
 
 pub mod column_stats;
+pub mod column_stats_compute;
+pub mod column_stats_validate;
+pub mod column_stats_writer;
 pub mod compaction;
 mod error;
 mod files;

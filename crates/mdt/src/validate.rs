@@ -287,6 +287,14 @@ pub enum IndexDiscrepancy {
         /// The record key.
         key: String,
     },
+    /// A `column_stats` / `partition_stats` record disagrees with the statistics recomputed
+    /// from the files ([`crate::column_stats_validate`]).
+    Stats {
+        /// The MDT partition (`column_stats` or `partition_stats`).
+        index: String,
+        /// What differs: the file or partition, the column, stored and recomputed values.
+        detail: String,
+    },
 }
 
 impl fmt::Display for IndexDiscrepancy {
@@ -318,6 +326,7 @@ impl fmt::Display for IndexDiscrepancy {
                 "{index}: the index maps value {} to key {key:?}, which the data does not have",
                 v(value)
             ),
+            IndexDiscrepancy::Stats { index, detail } => write!(f, "{index}: {detail}"),
         }
     }
 }

@@ -356,7 +356,7 @@ impl MdtWriter {
 
     /// Moves `requested` to inflight and completes it with commit metadata holding `stats`
     /// (MDT partition, stat).
-    async fn finish(
+    pub(crate) async fn finish(
         &self,
         tl: &mut ActiveTimeline,
         requested: &Instant,
@@ -545,6 +545,46 @@ impl MdtWriter {
         hash_value_only: bool,
         generator: &InstantTimeGenerator,
     ) -> Result<InstantTime> {
+        let (time, mut tl, requested) = self.begin_init(partition).await?;
+        let mut stats = Vec::new();
+        for (rel, bytes, count) in
+            si_writer::initial_files(partition, entries, groups, hash_value_only, &time)?
+        {
+            let size = to_i64(bytes.len() as u64);
+            let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+            let file_id = name.split('_').next().unwrap_or_default().to_string();
+            self.storage
+                .put(&format!("{MDT_BASE}/{rel}"), bytes)
+                .await?;
+            stats.push((
+                partition,
+                HoodieWriteStat {
+                    file_id: Some(file_id),
+                    path: Some(rel),
+                    prev_commit: Some("null".to_string()),
+                    num_writes: Some(to_i64(count as u64)),
+                    num_inserts: Some(to_i64(count as u64)),
+                    total_write_bytes: Some(size),
+                    file_size_in_bytes: Some(size),
+                    partition_path: Some(partition.to_string()),
+                    base_file: Some(name),
+                    ..HoodieWriteStat::default()
+                },
+            ));
+        }
+        self.finish(&mut tl, &requested, stats, generator).await?;
+        Ok(time)
+    }
+
+    /// Starts the initialisation of MDT partition `partition` (secondary index or stats): rolls
+    /// back pending initialisation instants, picks the next free initialisation time
+    /// (`000000000000000NN`, at least `…2`), removes anything under the partition, creates the
+    /// requested instant and the partition marker. Returns the time, the timeline and the
+    /// requested instant.
+    pub(crate) async fn begin_init(
+        &self,
+        partition: &str,
+    ) -> Result<(InstantTime, ActiveTimeline, Instant)> {
         let tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
         for i in tl.pending() {
             if is_init_instant(&i.requested_time) {
@@ -584,34 +624,7 @@ impl MdtWriter {
                 Bytes::from(marker),
             )
             .await?;
-        let mut stats = Vec::new();
-        for (rel, bytes, count) in
-            si_writer::initial_files(partition, entries, groups, hash_value_only, &time)?
-        {
-            let size = to_i64(bytes.len() as u64);
-            let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
-            let file_id = name.split('_').next().unwrap_or_default().to_string();
-            self.storage
-                .put(&format!("{MDT_BASE}/{rel}"), bytes)
-                .await?;
-            stats.push((
-                partition,
-                HoodieWriteStat {
-                    file_id: Some(file_id),
-                    path: Some(rel),
-                    prev_commit: Some("null".to_string()),
-                    num_writes: Some(to_i64(count as u64)),
-                    num_inserts: Some(to_i64(count as u64)),
-                    total_write_bytes: Some(size),
-                    file_size_in_bytes: Some(size),
-                    partition_path: Some(partition.to_string()),
-                    base_file: Some(name),
-                    ..HoodieWriteStat::default()
-                },
-            ));
-        }
-        self.finish(&mut tl, &requested, stats, generator).await?;
-        Ok(time)
+        Ok((time, tl, requested))
     }
 
     /// Removes an initialisation instant of a partition and its timeline files (only for an
@@ -688,6 +701,7 @@ impl MdtWriter {
                 stats.push((partition.as_str(), stat));
             }
         }
+        stats.extend(self.write_stats_logs(time, delta).await?);
         let base_instant = self.files_base_instant(&tl).await;
         let stat = HoodieWriteStat {
             file_id: Some(FILES_FILE_ID.to_string()),

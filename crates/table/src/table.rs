@@ -283,6 +283,20 @@ impl Table {
         create_index::secondary(self, name, column).await
     }
 
+    /// Creates the `column_stats` and/or `partition_stats` partitions of the metadata table in
+    /// a transaction, computed from the latest file slices as Hudi computes them (columns: the
+    /// table's `column_stats` definition, else Hudi's default rule); from then on every write,
+    /// compaction, clean and delete-partition keeps them in step. Returns the number of records
+    /// written. Errors: `Unsupported` on a branch, without a metadata table, with pending
+    /// instants, or when a requested partition exists; `InvalidInput` when neither is asked.
+    pub async fn create_stats_indexes(
+        &self,
+        column_stats: bool,
+        partition_stats: bool,
+    ) -> Result<usize> {
+        create_index::stats(self, column_stats, partition_stats).await
+    }
+
     /// A reader of the state of this handle's metadata root.
     pub async fn reader(&self) -> Result<TableReader> {
         TableReader::open_view(self.ctx.storage.clone()).await

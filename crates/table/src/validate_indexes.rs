@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use arbor_mdt::column_stats::{COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION};
+use arbor_mdt::column_stats_validate::validate_stats;
 use arbor_mdt::secondary_index::secondary_index_partition;
 use arbor_mdt::validate::{compare_record_index, compare_secondary_index, IndexDiscrepancy};
 use arbor_mdt::{read_record_index, read_secondary_index, MetadataTable, SecondaryIndex};
@@ -27,8 +29,10 @@ pub struct IndexValidation {
 }
 
 /// Compares the record index (when the table lists it) with every live key of the latest file
-/// slices (its partition and file group; no extra keys), and each secondary index the table
-/// lists with the (value, key) pairs of its column in the data. Reads every latest slice of
+/// slices (its partition and file group; no extra keys), each secondary index the table
+/// lists with the (value, key) pairs of its column in the data, and the column and partition
+/// stats with the statistics recomputed from the files
+/// ([`arbor_mdt::column_stats_validate::validate_stats`]). Reads every latest slice of
 /// the table once per index (cost of a full scan of the key and indexed columns). Empty when
 /// the table has no metadata table or no index. Read only.
 pub async fn validate_indexes(storage: Arc<dyn Storage>) -> Result<IndexValidation> {
@@ -36,7 +40,12 @@ pub async fn validate_indexes(storage: Arc<dyn Storage>) -> Result<IndexValidati
     let reader = TableReader::open_view(storage.clone()).await?;
     let defs = secondary_indexes(storage.as_ref(), reader.config()).await?;
     let rli = has_record_index(reader.config());
-    if defs.is_empty() && !rli {
+    let lists = |p: &str| reader.config().metadata_partitions().iter().any(|m| m == p);
+    let (cs, ps) = (
+        lists(COLUMN_STATS_PARTITION),
+        lists(PARTITION_STATS_PARTITION),
+    );
+    if defs.is_empty() && !rli && !cs && !ps {
         return Ok(out);
     }
     let Some(mdt) =
@@ -89,5 +98,8 @@ pub async fn validate_indexes(storage: Arc<dyn Storage>) -> Result<IndexValidati
         out.discrepancies
             .extend(compare_secondary_index(&partition, &data, &index));
     }
+    let stats = validate_stats(&storage, &mdt, reader.view(), cs, ps).await?;
+    out.checked.extend(stats.checked);
+    out.discrepancies.extend(stats.discrepancies);
     Ok(out)
 }

@@ -1,4 +1,5 @@
-//! `arbor index`: create, list and query the record index and secondary indexes.
+//! `arbor index`: create, list and query the record index, secondary indexes and column /
+//! partition stats.
 
 use arbor_mdt::secondary_index::{IndexDefinitions, SECONDARY_INDEX_PREFIX};
 use arbor_storage::StorageOptions;
@@ -35,6 +36,14 @@ pub enum IndexCommand {
         /// Build the record index (record key -> file group).
         #[arg(long)]
         record_index: bool,
+        /// Build the column stats index (per-file min/max/counts of the indexed columns: the
+        /// table's `column_stats` definition, `hoodie.metadata.index.column.stats.column.list`,
+        /// or Hudi's default of the meta columns and the first 32 supported columns).
+        #[arg(long, conflicts_with_all = ["secondary", "record_index"])]
+        column_stats: bool,
+        /// Build the partition stats index (per-partition min/max/counts).
+        #[arg(long, conflicts_with_all = ["secondary", "record_index"])]
+        partition_stats: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -75,10 +84,27 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
             secondary,
             name,
             record_index,
+            column_stats,
+            partition_stats,
             json,
         } => {
             let t = open_table_on(&table, options, MAIN).await?;
             let (index, count) = match (secondary, record_index) {
+                (None, false) if column_stats || partition_stats => {
+                    let n = t
+                        .create_stats_indexes(column_stats, partition_stats)
+                        .await
+                        .map_err(|e| CliError::at(&table, e))?;
+                    let names: Vec<&str> = [
+                        (column_stats, "column_stats"),
+                        (partition_stats, "partition_stats"),
+                    ]
+                    .into_iter()
+                    .filter(|(w, _)| *w)
+                    .map(|(_, n)| n)
+                    .collect();
+                    (names.join(","), n)
+                }
                 (Some(column), _) => {
                     let name = name.unwrap_or_else(|| column.clone());
                     let n = t
@@ -96,7 +122,8 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                 }
                 (None, false) => {
                     return Err(CliError::Usage(
-                        "say which index to create: --secondary <COLUMN> or --record-index"
+                        "say which index to create: --secondary <COLUMN>, --record-index, \
+                         --column-stats or --partition-stats"
                             .to_string(),
                     ))
                 }
@@ -168,6 +195,7 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                 let kind = match (p.as_str(), def) {
                     ("files", _) => "files",
                     ("record_index", _) => "record_index",
+                    ("partition_stats", _) => "partition_stats",
                     (_, Some(d)) => d.index_type.as_str(),
                     _ => "other",
                 }

@@ -81,3 +81,46 @@ fn test_index_create_secondary_then_lookup_list_and_validate() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("secondary_index_city: value"), "{stdout}");
 }
+
+/// `arbor index create --column-stats --partition-stats` on an existing table: later writes
+/// keep them in step (validate finds nothing); a removed partition-stats base file is
+/// reported and validate exits 1.
+#[test]
+fn test_index_create_column_and_partition_stats_then_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "mor");
+    let v: Value = serde_json::from_str(&ok(&[
+        "index",
+        "create",
+        s(&table),
+        "--column-stats",
+        "--partition-stats",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["index"], "column_stats,partition_stats");
+    assert!(v["entries"].as_u64().unwrap() > 0, "{v}");
+    fails(&["index", "create", s(&table), "--column-stats"]);
+    let input = file(dir.path(), "up.csv", "id,city,fare,n\nd,nyc,9.5,4\n");
+    ok(&["write", s(&table), s(&input), "--op", "upsert"]);
+    let list = ok(&["index", "list", s(&table)]);
+    assert!(
+        list.contains("column_stats\tcolumn_stats\t_hoodie_commit_time"),
+        "{list}"
+    );
+    assert!(list.contains("partition_stats\tpartition_stats"), "{list}");
+    let v: Value = serde_json::from_str(&ok(&["validate", s(&table), "--json"])).unwrap();
+    assert_eq!(v["differences"].as_array().unwrap().len(), 0, "{v}");
+    let ps = table.join(".hoodie/metadata/partition_stats");
+    for e in fs::read_dir(&ps).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "hfile") {
+            fs::remove_file(p).unwrap();
+        }
+    }
+    // The log the upsert wrote still covers nyc; sf loses its stats.
+    let out = super::create_write::arbor(&["validate", s(&table)]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("partition_stats"), "{text}");
+}

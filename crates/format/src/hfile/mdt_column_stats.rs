@@ -32,6 +32,35 @@ pub const KEY_HASH_SEED: u64 = 0xFFFF_FFFF_DABA_DABA;
 /// The partition identifier hashed for a non-partitioned table (Java `NON_PARTITIONED_NAME`).
 pub const NON_PARTITIONED_ID: &str = ".";
 
+/// The `HoodieMetadataRecord` writer schema of Java 1.0 (table version 8), as the v8 fixtures
+/// store it: `HoodieMetadataColumnStats` has `isTightBound` but no `valueType`, and the
+/// min/max union has no `ArrayWrapper`.
+pub const METADATA_RECORD_SCHEMA_V8_JSON: &str = include_str!("HoodieMetadataRecord_v8.avsc");
+
+/// The parsed [`METADATA_RECORD_SCHEMA_V8_JSON`] (parsed once).
+pub fn metadata_record_schema_v8() -> Result<&'static Schema> {
+    static SCHEMA: std::sync::OnceLock<std::result::Result<Schema, String>> =
+        std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            Schema::parse_str(METADATA_RECORD_SCHEMA_V8_JSON).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| FormatError::Schema {
+            field: None,
+            reason: format!("HoodieMetadataRecord v8 schema: {e}"),
+        })
+}
+
+/// The writer schema JSON of MDT records for `table_version` (8: Java 1.0's, else 1.1's).
+pub fn metadata_record_schema_json_for(table_version: u32) -> &'static str {
+    if table_version <= 8 {
+        METADATA_RECORD_SCHEMA_V8_JSON
+    } else {
+        super::mdt::METADATA_RECORD_SCHEMA_JSON
+    }
+}
+
 /// Java 1.1's `org.apache.hudi.stats.ValueType` ordinals (`valueType.typeOrdinal`).
 pub mod value_type {
     /// `V1`: values written before value types existed (Java 1.0 semantics).
@@ -197,6 +226,24 @@ impl StatValue {
         })
     }
 
+    /// [`StatValue::java_cmp`] for values of a column whose value type is `value_type`: with
+    /// Java 1.1's `DECIMAL` the `BytesWrapper`s hold unscaled big-endian integers and compare
+    /// numerically (Java unwraps them to `BigDecimal`s of the column's scale).
+    pub fn java_cmp_typed(
+        &self,
+        other: &StatValue,
+        value_type: Option<&ValueTypeInfo>,
+    ) -> Option<Ordering> {
+        match (self, other, value_type) {
+            (StatValue::Bytes(a), StatValue::Bytes(b), Some(vt))
+                if vt.type_ordinal == value_type::DECIMAL =>
+            {
+                Some(signed_be_cmp(a, b))
+            }
+            _ => self.java_cmp(other),
+        }
+    }
+
     fn to_avro(&self) -> Value {
         let inner = match self {
             StatValue::Boolean(b) => Value::Boolean(*b),
@@ -245,8 +292,8 @@ fn java_float_cmp(a: f64, b: f64) -> Ordering {
     }
 }
 
-/// Compares two big-endian two's-complement integers of any lengths.
-fn signed_be_cmp(a: &[u8], b: &[u8]) -> Ordering {
+/// Compares two big-endian two's-complement integers of any lengths (empty is zero).
+pub fn signed_be_cmp(a: &[u8], b: &[u8]) -> Ordering {
     let neg = |x: &[u8]| x.first().is_some_and(|b| b & 0x80 != 0);
     let (na, nb) = (neg(a), neg(b));
     if na != nb {
@@ -316,8 +363,9 @@ impl ColumnStatsRecord {
         if newer.is_deleted || self.is_deleted || newer.is_tight_bound {
             return newer.clone();
         }
+        let vt = newer.value_type.as_ref().or(self.value_type.as_ref());
         let pick = |a: &Option<StatValue>, b: &Option<StatValue>, want: Ordering| match (a, b) {
-            (Some(x), Some(y)) => match x.java_cmp(y) {
+            (Some(x), Some(y)) => match x.java_cmp_typed(y, vt) {
                 Some(o) if o == want => Some(x.clone()),
                 _ => Some(y.clone()),
             },
@@ -853,6 +901,20 @@ mod tests {
         let mut tight = b.clone();
         tight.is_tight_bound = true;
         assert_eq!(a.merge(&tight), tight);
+    }
+
+    #[test]
+    fn test_v8_schema_round_trip_and_refuses_lossy() {
+        let v8 = metadata_record_schema_v8().unwrap();
+        let mut rec = sample(StatValue::Long(1), StatValue::Long(2));
+        assert!(
+            encode_column_stats_value_with(&rec, v8).is_err(),
+            "valueType cannot be written in the v8 schema"
+        );
+        rec.stats.value_type = None;
+        let bytes = encode_column_stats_value_with(&rec, v8).unwrap();
+        assert_eq!(decode_column_stats_value(&bytes, v8, "t").unwrap(), rec);
+        assert!(metadata_record_schema_json_for(8).contains("HoodieMetadataRecord"));
     }
 
     #[test]

@@ -5,9 +5,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use arbor_format::hfile::mdt_column_stats::{column_stats_key, partition_stats_key};
+use arbor_format::hfile::mdt_column_stats::{
+    column_stats_key, partition_stats_key, RECORD_TYPE_COLUMN_STATS, RECORD_TYPE_PARTITION_STATS,
+};
+use arbor_format::hfile::mdt_index::file_group_index;
 use arbor_mdt::column_stats::{
-    read_column_stats, read_partition_stats, COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION,
+    read_column_stats, read_partition_stats, read_stats_by_file_group, COLUMN_STATS_PARTITION,
+    PARTITION_STATS_PARTITION,
 };
 use arbor_mdt::{MetadataTable, MDT_BASE};
 use arbor_storage::{ObjectStoreStorage, Storage};
@@ -66,6 +70,21 @@ async fn test_fixture_column_stats_decode_and_key_by_file_and_partition() {
             files_with_stats.iter().any(|f| f.ends_with(".parquet")),
             "{name}: no base file has stats"
         );
+        // Keys are placed in file group file_group_index(key, n) of the groups sorted by id.
+        for (partition, record_type) in [
+            (COLUMN_STATS_PARTITION, RECORD_TYPE_COLUMN_STATS),
+            (PARTITION_STATS_PARTITION, RECORD_TYPE_PARTITION_STATS),
+        ] {
+            let groups = read_stats_by_file_group(storage.as_ref(), &mdt, partition, record_type)
+                .await
+                .unwrap();
+            let n = groups.len();
+            for (i, group) in groups.values().enumerate() {
+                for key in group.records().keys() {
+                    assert_eq!(file_group_index(key, n), i, "{name}: {partition} {key}");
+                }
+            }
+        }
         if base.join(MDT_BASE).join(PARTITION_STATS_PARTITION).is_dir() {
             let ps = read_partition_stats(storage.as_ref(), &mdt).await.unwrap();
             assert!(!ps.is_empty(), "{name}: no partition stats");

@@ -7,6 +7,7 @@
 )]
 
 mod column_stats;
+mod column_stats_fidelity;
 mod files;
 mod ranged_lookup;
 mod record_index;

@@ -1,6 +1,7 @@
 //! Creating an index in the metadata table: the record index
 //! ([`crate::Table::create_record_index`]) and secondary indexes
-//! ([`crate::Table::create_secondary_index`]).
+//! ([`crate::Table::create_secondary_index`]), column and partition stats
+//! ([`crate::Table::create_stats_indexes`]).
 
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::TableConfig;
@@ -8,6 +9,7 @@ use arbor_timeline::TableConfig;
 use super::context::Table;
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
+use crate::write::column_stats::{init_stats_indexes, StatsIndexes};
 use crate::write::record_index::has_record_index;
 use crate::write::{mdt_sync, secondary_index};
 
@@ -51,6 +53,27 @@ pub(crate) async fn secondary(table: &Table, name: &str, column: &str) -> Result
             column,
         )
         .await?;
+        txn.mirror_properties().await?;
+        Ok(out)
+    })
+    .await
+}
+
+/// Creates the `column_stats` and/or `partition_stats` partitions under the table lock (see
+/// [`crate::Table::create_stats_indexes`]).
+pub(crate) async fn stats(
+    table: &Table,
+    column_stats: bool,
+    partition_stats: bool,
+) -> Result<usize> {
+    let ctx = &table.ctx;
+    ctx.refuse_on_branch("creating column or partition stats")?;
+    let which = StatsIndexes {
+        column_stats,
+        partition_stats,
+    };
+    Transaction::run(table, Entry::Begin, |txn| async move {
+        let out = init_stats_indexes(&ctx.storage, &ctx.layout, &ctx.generator, which).await?;
         txn.mirror_properties().await?;
         Ok(out)
     })

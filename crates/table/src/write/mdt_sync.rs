@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arbor_fsview::{parse_data_file_name, PartitionListing};
+use arbor_mdt::column_stats::{COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION};
 use arbor_mdt::compaction::{compact_if_due, rollback_pending_compactions, DEFAULT_COMPACT_EVERY};
 use arbor_mdt::index_writer::{
     RecordIndexDelta, DEFAULT_RECORD_INDEX_GROUPS, RECORD_INDEX, RECORD_INDEX_INIT_INSTANT,
@@ -28,7 +29,12 @@ use crate::read::{ListingSource, TableReader};
 
 /// The metadata partitions arbor keeps in step with every commit (and every
 /// `secondary_index_*` partition, see [`is_maintained`]).
-pub const MAINTAINED_PARTITIONS: [&str; 2] = [FILES_PARTITION, RECORD_INDEX];
+pub const MAINTAINED_PARTITIONS: [&str; 4] = [
+    FILES_PARTITION,
+    RECORD_INDEX,
+    COLUMN_STATS_PARTITION,
+    PARTITION_STATS_PARTITION,
+];
 
 /// True for the metadata partitions arbor keeps in step with every commit:
 /// [`MAINTAINED_PARTITIONS`] and secondary indexes.

@@ -16,6 +16,7 @@
 //! tests); their functions expect the caller to hold the table lock. Everything else is
 //! internal: state changes go through [`crate::Table`] and [`crate::Transaction`].
 
+pub(crate) mod column_stats;
 pub(crate) mod commit;
 pub mod compaction;
 pub(crate) mod convert;

@@ -188,6 +188,8 @@ struct Scenario {
     next: Vec<Row>,
     /// The action the swept write completes as.
     action: Action,
+    /// Whether the table has column and partition stats (created after `setup`).
+    stats: bool,
 }
 
 fn apply(model: &mut Model, op: WriteOperation, rows: &[Row]) {
@@ -231,6 +233,19 @@ async fn timeline_states(
     out
 }
 
+/// Column and partition stats agree with the files (`validate_indexes` compares them).
+async fn assert_stats_valid(storage: &Arc<dyn Storage>, label: &str) {
+    let v = arbor_table::validate_indexes(storage.clone())
+        .await
+        .unwrap();
+    assert!(
+        v.checked.iter().any(|(n, _)| n == "column_stats"),
+        "{label}: {:?}",
+        v.checked
+    );
+    assert!(v.discrepancies.is_empty(), "{label}: {:?}", v.discrepancies);
+}
+
 async fn sweep(s: &Scenario) -> Report {
     let started = std::time::Instant::now();
     // The table before the write, built once and copied for every crash point.
@@ -239,6 +254,14 @@ async fn sweep(s: &Scenario) -> Report {
     for (op, rows) in &s.setup {
         template.write(*op, rows).await;
         apply(&mut before_model, *op, rows);
+    }
+    if s.stats {
+        template
+            .table
+            .create_stats_indexes(true, true)
+            .await
+            .unwrap();
+        assert_stats_valid(&template.storage, &format!("{}: setup", s.label)).await;
     }
     let (before, _) = read_canonical(&template.storage).await;
     assert_eq!(before, canon_of(&before_model), "{}: setup", s.label);
@@ -341,6 +364,9 @@ async fn sweep(s: &Scenario) -> Report {
         // The MDT is in step before any recovery: validate finds nothing, both listing sources
         // read the same rows, and no completed MDT deltacommit outlived its data instant.
         assert_mdt_valid(&fresh, &format!("{label} (crashed)")).await;
+        if s.stats {
+            assert_stats_valid(&fresh, &format!("{label} (crashed)")).await;
+        }
         let (by_storage, _) = read_canonical_from(&fresh, ListingSource::Storage).await;
         assert_eq!(
             by_storage, got,
@@ -419,6 +445,9 @@ async fn sweep(s: &Scenario) -> Report {
         let (got, _) = read_canonical(&fresh).await;
         assert_eq!(got, canon_of(&expected), "{label}: after the next write");
         assert_mdt_valid(&fresh, &format!("{label} (next write)")).await;
+        if s.stats {
+            assert_stats_valid(&fresh, &format!("{label} (next write)")).await;
+        }
         assert_mdt_timeline_in_step(&fresh, &format!("{label} (next write)")).await;
         let tl = t.timeline().await;
         assert!(tl.pending().is_empty(), "{label}: {:?}", tl.pending());
@@ -505,6 +534,7 @@ async fn test_crash_sweep_cow_upsert_commit_reads_before_or_after_and_next_write
         input: upsert_input(),
         next: next_input(),
         action: Action::Commit,
+        stats: false,
     })
     .await;
     assert!(report.crash_points > 10, "{report:?}");
@@ -522,6 +552,7 @@ async fn test_crash_sweep_mor_deltacommit_reads_before_or_after_and_next_write_s
         input: upsert_input(),
         next: next_input(),
         action: Action::DeltaCommit,
+        stats: false,
     })
     .await;
     // A delete deltacommit: delete blocks in the log files of existing file groups (keys with
@@ -536,8 +567,28 @@ async fn test_crash_sweep_mor_deltacommit_reads_before_or_after_and_next_write_s
         input: deletes,
         next: next_input(),
         action: Action::DeltaCommit,
+        stats: false,
     })
     .await;
     assert!(upsert.crash_points > 10, "{upsert:?}");
     assert!(delete.crash_points > 10, "{delete:?}");
+}
+
+/// A v8 upsert on a COW table with column and partition stats: at every crash point the table
+/// reads as before or after, the stats agree with the files, and the next write succeeds and
+/// keeps them in step.
+#[tokio::test]
+async fn test_crash_sweep_cow_upsert_with_column_stats_keeps_stats_valid() {
+    let report = sweep(&Scenario {
+        label: "COW upsert with column stats",
+        table_type: TableType::CopyOnWrite,
+        setup: setup(),
+        operation: WriteOperation::Upsert,
+        input: upsert_input(),
+        next: next_input(),
+        action: Action::Commit,
+        stats: true,
+    })
+    .await;
+    assert!(report.crash_points > 10, "{report:?}");
 }

@@ -7,6 +7,7 @@
 )]
 
 mod cache;
+mod column_stats;
 mod compaction;
 mod crash_sweep;
 mod data_skipping;

@@ -576,11 +576,11 @@ async fn test_init_metadata_table_with_live_pending_write_is_unsupported_and_cha
     assert_in_step(&t, &model, "init after the commit").await;
 }
 
-/// A table whose config lists an MDT partition arbor does not maintain (`column_stats`,
+/// A table whose config lists an MDT partition arbor does not maintain (`bloom_filters`,
 /// completed or being built) is refused for writing: `Table::open` fails with `Unsupported`
 /// naming it, and a handle opened before the change cannot commit.
 #[tokio::test]
-async fn test_open_with_column_stats_partition_is_unsupported_naming_it() {
+async fn test_open_with_bloom_filters_partition_is_unsupported_naming_it() {
     for key in [
         keys::METADATA_PARTITIONS,
         keys::METADATA_PARTITIONS_INFLIGHT,
@@ -588,16 +588,16 @@ async fn test_open_with_column_stats_partition_is_unsupported_naming_it() {
         let t = create(TableType::CopyOnWrite, Layout::Hive).await;
         t.write(WriteOperation::Insert, &rows(0..8, 1, "a")).await;
         let value = if key == keys::METADATA_PARTITIONS {
-            "files,column_stats"
+            "files,bloom_filters"
         } else {
-            "column_stats"
+            "bloom_filters"
         };
         TableConfig::update(t.storage.as_ref(), DEFAULT_META_DIR, |c| c.set(key, value))
             .await
             .unwrap();
         let err = Table::open(t.storage.clone()).await.unwrap_err();
         let reason = unsupported_reason(err);
-        assert!(reason.contains("column_stats"), "{key}: {reason}");
+        assert!(reason.contains("bloom_filters"), "{key}: {reason}");
         // The handle opened earlier re-reads the config at commit time.
         let completed = t.completed().await.len();
         let err = t
@@ -606,7 +606,7 @@ async fn test_open_with_column_stats_partition_is_unsupported_naming_it() {
             .await
             .unwrap_err();
         let reason = unsupported_reason(err);
-        assert!(reason.contains("column_stats"), "{key}: {reason}");
+        assert!(reason.contains("bloom_filters"), "{key}: {reason}");
         assert_eq!(t.completed().await.len(), completed, "{key}");
         let mut model = Model::default();
         model.upsert(&rows(0..8, 1, "a"));

@@ -218,8 +218,9 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
     );
 }
 
-/// A table with a metadata table (here a Spark fixture) is readable but refused for writing
-/// until arbor keeps the metadata table in step; nothing is written.
+/// A table whose metadata table has a partition arbor does not keep in step (here a Spark
+/// fixture whose listing also names `bloom_filters`) is readable but refused for writing;
+/// nothing is written.
 #[tokio::test]
 async fn test_open_table_with_metadata_table_for_writing_is_unsupported() {
     let Some(root) = arbor_testkit::fixtures::fixtures_root_or_skip("metadata-table write refusal")
@@ -230,6 +231,20 @@ async fn test_open_table_with_metadata_table_for_writing_is_unsupported() {
     let (_tmp, base) = arbor_testkit::fixtures::unzip_table(&zip);
     let storage: std::sync::Arc<dyn arbor_storage::Storage> =
         std::sync::Arc::new(arbor_storage::ObjectStoreStorage::local(&base).unwrap());
+    arbor_timeline::TableConfig::update(
+        storage.as_ref(),
+        arbor_timeline::layout::DEFAULT_META_DIR,
+        |c| {
+            let mut listed = c.metadata_partitions();
+            listed.push("bloom_filters".to_string());
+            c.set(
+                arbor_timeline::config::keys::METADATA_PARTITIONS,
+                listed.join(","),
+            )
+        },
+    )
+    .await
+    .unwrap();
     let err = arbor_table::Table::open(storage.clone()).await.unwrap_err();
     assert!(
         matches!(err, arbor_table::TableError::Unsupported { .. })
