@@ -109,6 +109,7 @@ fn read_args(table: &str) -> ReadArgs {
         read_optimized: false,
         columns: Vec::new(),
         filters: Vec::new(),
+        explain: false,
         meta: false,
         format: ReadFormat::Table,
         output: None,

@@ -1,5 +1,5 @@
 //! `arbor read <table> [--branch B] [--as-of T | --tag NAME | --incremental S [E]]
-//! [--read-optimized] [--columns ...] [--where FIELD=VALUE ...]
+//! [--read-optimized] [--columns ...] [--where FIELD=VALUE ...] [--explain]
 //! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta] [--wide]`.
 
 use std::fs::File;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arbor_branching::tag_reader;
 use arbor_format::meta;
 use arbor_storage::StorageOptions;
-use arbor_table::read::{PartitionFilter, ReadOptions, TableReader};
+use arbor_table::read::{PartitionFilter, PartitionPruner, ReadOptions, TableReader};
 use arbor_timeline::config::TimelineTimezone;
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
@@ -46,11 +46,15 @@ pub const DEFAULT_TABLE_LIMIT: usize = 50;
     (hoodie.table.timeline.timezone: UTC for tables arbor creates, else this machine's local \
     time, as Hudi's LOCAL); one with a zone is converted to it. Before the first commit is an \
     error.\n\n\
-    --where works on every partition layout: hive-style (a=1/b=x), plain, url-encoded values, \
-    values holding '/', and partition paths a key generator formats (timestamp-based); \
-    partitions are pruned where the path says the value, and the filter is applied to the rows \
-    read. Dates and timestamps compare as such (ISO 8601; a zone-less time is UTC for a column \
-    with a time zone).\n\n\
+    --where takes any column: values are typed by the column (integers, floating-point and \
+    decimal numbers, booleans, strings, dates, timestamps); a value that does not convert \
+    exactly is an error. Nulls match no comparison (use IS NULL). On partition fields it works \
+    on every partition layout: hive-style (a=1/b=x), plain, url-encoded values, values holding \
+    '/', and partition paths a key generator formats (timestamp-based); partitions are pruned \
+    where the path says the value. Files are skipped by the metadata table's record index \
+    (key equality) and secondary indexes (equality on an indexed column); the filter is always \
+    applied to the rows read. Dates and timestamps compare as such (ISO 8601; a zone-less time \
+    is UTC for a column with a time zone). --explain prints what would be skipped and why.\n\n\
     Examples:\n  \
     arbor read ./trips --as-of 20250101120000000\n  \
     arbor read ./trips --as-of 2025-01-01T12:00:00Z\n  \
@@ -58,6 +62,7 @@ pub const DEFAULT_TABLE_LIMIT: usize = 50;
     arbor read ./trips --tag v1                     # main as of its tag v1\n  \
     arbor read ./trips --incremental 20250101120000000 --columns _hoodie_commit_time,uuid,fare\n  \
     arbor read ./trips --where city=san_francisco --columns uuid,fare\n  \
+    arbor read ./trips --where \"fare >= 20.5\" --where \"rider IS NOT NULL\" --explain\n  \
     arbor read ./trips --format parquet --output trips.parquet"
 )]
 pub struct ReadArgs {
@@ -85,11 +90,16 @@ pub struct ReadArgs {
     /// The columns to output, comma separated, in this order (meta columns allowed).
     #[arg(long, value_delimiter = ',', value_name = "COLS")]
     pub columns: Vec<String>,
-    /// Only rows where FIELD=VALUE (repeatable, all must hold; partition fields only; also
-    /// FIELD!=V, <, <=, >, >=, "FIELD IN A,B"). Partitions whose path rules the value out are
-    /// not read.
+    /// Only rows where FIELD=VALUE (repeatable, all must hold; any column or partition field;
+    /// also FIELD!=V, <, <=, >, >=, "FIELD IN A,B", "FIELD IS NULL", "FIELD IS NOT NULL").
+    /// Partitions and files that cannot hold a matching row are not read.
     #[arg(long = "where", value_name = "FIELD=VALUE")]
     pub filters: Vec<String>,
+    /// Print how many partitions and file slices the read would consider and skip, and why
+    /// (partition values, partition stats, column stats, record index, secondary index),
+    /// without reading any data file.
+    #[arg(long)]
+    pub explain: bool,
     /// Also output the `_hoodie_*` meta columns (ignored with --columns).
     #[arg(long)]
     pub meta: bool,
@@ -128,14 +138,13 @@ fn parse_bound(s: &str, zone: TimelineTimezone) -> CliResult<Option<InstantTime>
     }
 }
 
-/// Reads the rows the arguments select, sorted and projected, with the output schema and the
-/// number of rows before the limit.
-pub async fn query(
+/// The reader and read options the arguments select, and how many of the options' columns
+/// are shown (the others are sort keys).
+async fn prepare(
     args: &ReadArgs,
     options: &StorageOptions,
-) -> CliResult<(SchemaRef, Vec<RecordBatch>, usize)> {
+) -> CliResult<(TableReader, ReadOptions, usize)> {
     let storage = open_table_storage(&args.table, options)?;
-    let at = |e: arbor_table::TableError| CliError::at(&args.table, e);
     let (reader, tag_instant) = match &args.tag {
         Some(tag) => {
             let (reader, instant) = tag_reader(storage, selected(&args.branch), tag)
@@ -184,6 +193,46 @@ pub async fn query(
             .as_of_opt(as_of)
             .read_optimized(args.read_optimized);
     }
+    Ok((reader, read_options, shown_columns))
+}
+
+/// `--explain`: the plan's pruning report, one line per item; no data file is read.
+pub async fn explain(args: &ReadArgs, options: &StorageOptions) -> CliResult<String> {
+    let (reader, read_options, _) = prepare(args, options).await?;
+    let plan = reader
+        .plan(&read_options)
+        .await
+        .map_err(|e| CliError::at(&args.table, e))?;
+    let r = plan.pruning();
+    let mut out = format!(
+        "partitions: {} considered, {} skipped by partition values, {} skipped by partition \
+         stats, {} to read\nfile slices: {} considered, {} skipped by column stats, {} skipped \
+         by record index, {} skipped by secondary index, {} to read",
+        r.partitions_considered,
+        r.partitions_skipped_by_values,
+        r.partitions_skipped_by_stats,
+        r.partitions_read(),
+        r.files_considered,
+        r.files_skipped_by_column_stats,
+        r.files_skipped_by_record_index,
+        r.files_skipped_by_secondary_index,
+        r.files_read()
+    );
+    for note in &r.notes {
+        out.push_str("\nnote: ");
+        out.push_str(note);
+    }
+    Ok(out)
+}
+
+/// Reads the rows the arguments select, sorted and projected, with the output schema and the
+/// number of rows before the limit.
+pub async fn query(
+    args: &ReadArgs,
+    options: &StorageOptions,
+) -> CliResult<(SchemaRef, Vec<RecordBatch>, usize)> {
+    let at = |e: arbor_table::TableError| CliError::at(&args.table, e);
+    let (reader, read_options, shown_columns) = prepare(args, options).await?;
     let schema = reader.output_schema(&read_options).map_err(at)?;
     let projection: Vec<usize> = (0..shown_columns).collect();
     let batches = reader.read(read_options).await.map_err(at)?;
@@ -236,27 +285,19 @@ fn check_not_before_first(
     Ok(())
 }
 
-/// The `--where` filters; a field that is not a partition field is a usage error naming it.
+/// The `--where` filters, each checked against the table: an unknown column, a value that
+/// does not convert to the column's type or a malformed filter is a usage error naming the
+/// `--where` text, the column and the value.
 fn filters(reader: &TableReader, args: &ReadArgs) -> CliResult<Vec<PartitionFilter>> {
-    let fields: Vec<String> = reader
-        .config()
-        .partition_fields()
-        .into_iter()
-        .map(|f| f.split(':').next().unwrap_or_default().to_string())
-        .collect();
     args.filters
         .iter()
         .map(|w| {
-            let f = PartitionFilter::parse(w)
-                .map_err(|e| CliError::Usage(format!("--where {w:?}: {e}")))?;
-            if f.field != meta::PARTITION_PATH && !fields.contains(&f.field) {
-                return Err(CliError::Usage(format!(
-                    "--where: {:?} is not a partition field of {} (partition fields: [{}])",
-                    f.field,
-                    args.table,
-                    fields.join(", ")
-                )));
-            }
+            let usage = |e: arbor_table::TableError| {
+                CliError::at(&args.table, CliError::Usage(format!("--where {w:?}: {e}")))
+            };
+            let f = PartitionFilter::parse(w).map_err(usage)?;
+            PartitionPruner::new(reader.config(), reader.schema(), std::slice::from_ref(&f))
+                .map_err(usage)?;
             Ok(f)
         })
         .collect()
@@ -438,6 +479,10 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
         return Err(CliError::Usage(
             "--format parquet needs --output FILE".into(),
         ));
+    }
+    if args.explain {
+        let text = explain(&args, options).await?;
+        return print_text(&text);
     }
     let (schema, batches, total) = query(&args, options).await?;
     let create = |p: &PathBuf| {

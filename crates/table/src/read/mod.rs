@@ -24,6 +24,7 @@ mod options;
 mod ordering;
 mod plan;
 mod schema;
+mod skipping;
 mod source;
 mod stream;
 
@@ -47,6 +48,7 @@ pub use merge::{merge_slice, LogPart, MergeMode};
 pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
 pub use ordering::{newer_wins, OrderKey};
 pub use plan::{PartitionScan, ScanPlan};
+pub use skipping::{PruningReport, SkipReason};
 pub use source::{CacheMode, ListingSource, OpenOptions};
 
 use crate::error::{Result, TableError};

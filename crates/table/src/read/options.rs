@@ -1,4 +1,5 @@
-//! What a read returns: [`ReadOptions`] (query type, projection, partition filters, batch size).
+//! What a read returns: [`ReadOptions`] (query type, projection, filters, batch size, data
+//! skipping).
 
 use arbor_timeline::InstantTime;
 
@@ -32,6 +33,7 @@ pub struct ReadOptions {
     batch_size: usize,
     read_optimized: bool,
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
+    data_skipping: bool,
 }
 
 impl Default for ReadOptions {
@@ -43,6 +45,7 @@ impl Default for ReadOptions {
             batch_size: DEFAULT_BATCH_SIZE,
             read_optimized: false,
             incremental: None,
+            data_skipping: true,
         }
     }
 }
@@ -78,13 +81,13 @@ impl ReadOptions {
         self
     }
 
-    /// Adds a partition filter (all filters must hold).
+    /// Adds a filter on any column or partition field (all filters must hold).
     pub fn filter(mut self, filter: PartitionFilter) -> Self {
         self.partition_filters.push(filter);
         self
     }
 
-    /// Replaces the partition filters (all must hold).
+    /// Replaces the filters (all must hold).
     pub fn partition_filters(mut self, filters: Vec<PartitionFilter>) -> Self {
         self.partition_filters = filters;
         self
@@ -109,6 +112,19 @@ impl ReadOptions {
         self
     }
 
+    /// Whether the plan may skip files by the metadata table's statistics and indexes
+    /// (column stats, partition stats, record index, secondary indexes; default true). With
+    /// `false` only partition values prune. Either way the same rows are returned.
+    pub fn data_skipping(mut self, enabled: bool) -> Self {
+        self.data_skipping = enabled;
+        self
+    }
+
+    /// Whether statistics and indexes may skip files ([`ReadOptions::data_skipping`]).
+    pub fn is_data_skipping(&self) -> bool {
+        self.data_skipping
+    }
+
     /// The time-travel instant.
     pub fn get_as_of(&self) -> Option<&InstantTime> {
         self.as_of.as_ref()
@@ -119,7 +135,7 @@ impl ReadOptions {
         self.columns.as_deref()
     }
 
-    /// The partition filters.
+    /// The filters.
     pub fn get_partition_filters(&self) -> &[PartitionFilter] {
         &self.partition_filters
     }

@@ -24,6 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::filter::{PartitionFilter, PartitionPruner};
 use super::merge::MergeMode;
 use super::options::ReadOptions;
+use super::skipping::{PruningReport, SkipReason, Skipper};
 use super::stream::{SlicePlan, SliceReader};
 use crate::error::{Result, TableError};
 
@@ -77,9 +78,16 @@ pub struct ScanPlan {
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
     slice: Arc<SlicePlan>,
     commits: CommitRule,
+    pruning: PruningReport,
 }
 
 impl ScanPlan {
+    /// What planning considered and skipped, and why (partition values, partition stats,
+    /// column stats, record index, secondary index).
+    pub fn pruning(&self) -> &PruningReport {
+        &self.pruning
+    }
+
     /// The file slices to read, by partition (ordered by partition path).
     pub fn partitions(&self) -> &[PartitionScan] {
         &self.partitions
@@ -203,6 +211,7 @@ pub(crate) async fn plan(
     let output = output_schema(schema, options)?;
     let pruner = PartitionPruner::new(config, schema, options.get_partition_filters())?;
     let view = &reader.view;
+    let mut report = PruningReport::default();
     let (slices, admitted) = match options.get_incremental() {
         Some((start, end)) => {
             if options.get_as_of().is_some() || options.is_read_optimized() {
@@ -225,19 +234,60 @@ pub(crate) async fn plan(
                 .collect();
             let mut slices = Vec::new();
             if !admitted.is_empty() {
+                let partitions: BTreeSet<&str> = inc
+                    .file_slices
+                    .iter()
+                    .map(|s| s.partition.as_str())
+                    .collect();
+                report.partitions_considered = partitions.len();
+                for p in partitions {
+                    if !pruner.matches(p)? {
+                        report.skip_partition(SkipReason::PartitionValues);
+                    }
+                }
                 for s in inc.file_slices {
                     if pruner.matches(&s.partition)? {
                         slices.push(s);
                     }
                 }
             }
+            report.files_considered = slices.len();
             (slices, Some(admitted))
         }
-        None => (
-            pruned_slices(view, &pruner, options.get_as_of()).await?,
-            None,
-        ),
+        None => {
+            let latest = options.get_as_of().is_none();
+            let skipper = if options.is_data_skipping() && latest && !pruner.is_empty() {
+                let s = Skipper::open(
+                    &reader.storage,
+                    view,
+                    config,
+                    schema,
+                    pruner.compiled(),
+                    &mut report,
+                );
+                Some(Box::pin(s).await)
+            } else {
+                None
+            };
+            let slices = pruned_slices(
+                view,
+                &pruner,
+                options.get_as_of(),
+                skipper.as_ref(),
+                &mut report,
+            )
+            .await?;
+            report.files_considered = slices.len();
+            let slices = match &skipper {
+                Some(s) => {
+                    Box::pin(s.skip_slices(slices, options.is_read_optimized(), &mut report)).await
+                }
+                None => slices,
+            };
+            (slices, None)
+        }
     };
+    tracing::debug!(pruning = %report, "scan planned");
     let work = work_schema(
         schema,
         reader.ordering_field.as_deref(),
@@ -274,6 +324,7 @@ pub(crate) async fn plan(
             .map(|(s, e)| (s.cloned(), e.cloned())),
         slice,
         commits: CommitRule(view.clone()),
+        pruning: report,
     })
 }
 
@@ -293,13 +344,17 @@ fn by_partition(slices: Vec<FileSlice>) -> Vec<PartitionScan> {
     out
 }
 
-/// The latest slices (as of `as_of`) of the partitions `pruner` keeps; only those partitions
-/// are listed.
+/// The latest slices (as of `as_of`) of the partitions `pruner` (and the partition stats of
+/// `skipper`) keep; only those partitions are listed.
 async fn pruned_slices(
     view: &FileSystemView,
     pruner: &PartitionPruner,
     as_of: Option<&InstantTime>,
+    skipper: Option<&Skipper<'_>>,
+    report: &mut PruningReport,
 ) -> Result<Vec<FileSlice>> {
+    let partitions = view.partitions().await.map_err(TableError::from_fsview)?;
+    report.partitions_considered = partitions.len();
     if pruner.is_empty() {
         return view
             .latest_file_slices(None, as_of)
@@ -307,13 +362,12 @@ async fn pruned_slices(
             .map_err(TableError::from_fsview);
     }
     let mut kept = Vec::new();
-    for p in view
-        .partitions()
-        .await
-        .map_err(TableError::from_fsview)?
-        .iter()
-    {
-        if pruner.matches(p)? {
+    for p in partitions.iter() {
+        if !pruner.matches(p)? {
+            report.skip_partition(SkipReason::PartitionValues);
+        } else if skipper.is_some_and(|s| s.partition_ruled_out(p)) {
+            report.skip_partition(SkipReason::PartitionStats);
+        } else {
             kept.push(p.clone());
         }
     }

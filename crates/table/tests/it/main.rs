@@ -10,6 +10,8 @@ mod cache;
 mod column_stats;
 mod compaction;
 mod crash_sweep;
+mod data_skipping;
+mod data_skipping_props;
 mod fixtures_read;
 mod keygen;
 mod lock_fencing;

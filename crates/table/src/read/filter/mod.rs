@@ -1,5 +1,9 @@
-//! Partition filters: predicates on partition fields, evaluated on partition paths before
-//! any file of a partition is listed or read (partition pruning), and on the rows read.
+//! Filters: predicates on any column (and on partition fields), evaluated on partition paths
+//! before any file of a partition is listed or read (partition pruning, for partition
+//! fields), and on the rows read, after the merge of each file slice (every filter on a
+//! column). The scan plan also prunes files by statistics and indexes for them
+//! (`crate::read::skipping`). Operators: `=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `IS NULL`,
+//! `IS NOT NULL`; several filters all must hold.
 //!
 //! Pruning: a partition path is split into one value per partition field. Hive-style paths
 //! (`a=1/b=x`) are split at the segments that start with the next field's `name=`, so a value
@@ -24,9 +28,11 @@
 //! timestamps in ISO 8601, see [`parse_datetime`](crate::read::parse_datetime); a zone-less time is UTC for a column with
 //! a time zone and the wall-clock value for one without). A value that does not parse as the
 //! field's type (e.g. `__HIVE_DEFAULT_PARTITION__` for an integer field), and a null, match no
-//! filter (SQL's comparison with null).
+//! comparison (SQL's comparison with null); `IS NULL` on a partition field keeps only the
+//! default partition `__HIVE_DEFAULT_PARTITION__` (where Hudi writes null values). Decimals
+//! compare exactly at the column's scale, booleans as `false < true`.
 
-mod compiled;
+pub(crate) mod compiled;
 mod pruner;
 mod spec;
 

@@ -9,13 +9,15 @@ use arrow::datatypes::SchemaRef;
 use super::compiled::paths_hold_values;
 use super::compiled::Compiled;
 use super::compiled::Kind;
+use super::compiled::Source;
 use super::spec::FilterOp;
 use super::spec::PartitionFilter;
 use crate::error::{Result, TableError};
 
-/// Partition filters compiled against a table's partition fields and read schema; answers
-/// whether a partition path may hold matching rows ([`PartitionPruner::matches`]) and which
-/// rows match ([`PartitionPruner::filter_rows`]).
+/// Filters compiled against a table's partition fields and read schema; answers whether a
+/// partition path may hold matching rows ([`PartitionPruner::matches`]) and which rows match
+/// ([`PartitionPruner::filter_rows`]). Filters on columns that are not partition fields prune
+/// no partition path (the scan plan prunes files for them by statistics and indexes).
 #[derive(Debug, Clone)]
 pub struct PartitionPruner {
     fields: Vec<String>,
@@ -26,9 +28,11 @@ pub struct PartitionPruner {
 
 impl PartitionPruner {
     /// Compiles `filters` for the table of `config` with read schema `schema`. A filter on a
-    /// field that is not a partition field, a filter without value (or with several values for
-    /// an operator other than `IN`), and a value that does not parse as the field's type are
-    /// [`TableError::InvalidInput`] naming the field.
+    /// field that is neither a column of `schema`, a partition field nor
+    /// `_hoodie_partition_path`, on a column of a type filters cannot compare (binary,
+    /// nested), with the wrong number of values for its operator, or with a value that does
+    /// not convert exactly to the column's type (e.g. `1.005` for a decimal of scale 2) is
+    /// [`TableError::InvalidInput`] naming the field and the value.
     pub fn new(
         config: &TableConfig,
         schema: &SchemaRef,
@@ -49,18 +53,25 @@ impl PartitionPruner {
                 row: None,
                 reason,
             };
-            let (field, kind, column, prunes) = if f.field == meta::PARTITION_PATH {
-                (None, Kind::Str, None, true)
-            } else {
-                let index = fields.iter().position(|x| x == &f.field).ok_or_else(|| {
+            let partition_index = fields.iter().position(|x| x == &f.field);
+            let field_type = schema.field_with_name(&f.field).ok();
+            let kind_of = |field: &arrow::datatypes::Field| {
+                Kind::of(field.data_type()).ok_or_else(|| {
                     invalid(format!(
-                        "{:?} is not a partition field (partition fields: [{}])",
+                        "column {:?} of type {} cannot be filtered (filters compare numbers, \
+                         decimals, booleans, strings, dates and timestamps)",
                         f.field,
-                        fields.join(", ")
+                        field.data_type()
                     ))
-                })?;
-                let field_type = schema.field_with_name(&f.field).ok();
-                let kind = field_type.map_or(Kind::Str, |x| Kind::of(x.data_type()));
+                })
+            };
+            let (source, kind, column, prunes) = if f.field == meta::PARTITION_PATH {
+                (Source::PartitionPath, Kind::Str, None, true)
+            } else if let Some(index) = partition_index {
+                let kind = match field_type {
+                    Some(x) => kind_of(x)?,
+                    None => Kind::Str,
+                };
                 // With the partition columns dropped from the data files, the rows hold no
                 // values to filter (the read fills nulls): paths alone decide.
                 let column = field_type.filter(|_| !dropped_columns);
@@ -75,20 +86,42 @@ impl PartitionPruner {
                         f.field
                     )));
                 }
-                (Some(index), kind, column.map(|c| c.name().clone()), prunes)
+                (
+                    Source::PartitionField(index),
+                    kind,
+                    column.map(|c| c.name().clone()),
+                    prunes,
+                )
+            } else {
+                let Some(field) = field_type else {
+                    let known: Vec<&str> =
+                        schema.fields().iter().map(|x| x.name().as_str()).collect();
+                    return Err(invalid(format!(
+                        "unknown column {:?} (columns: {})",
+                        f.field,
+                        known.join(", ")
+                    )));
+                };
+                (
+                    Source::Column,
+                    kind_of(field)?,
+                    Some(field.name().clone()),
+                    false,
+                )
             };
             let arity_ok = match f.op {
                 FilterOp::In => !f.values.is_empty(),
+                FilterOp::IsNull | FilterOp::IsNotNull => f.values.is_empty(),
                 _ => f.values.len() == 1,
             };
             if !arity_ok {
                 return Err(invalid(format!(
                     "operator {} takes {} value(s), got {}",
                     f.op.symbol(),
-                    if f.op == FilterOp::In {
-                        "one or more"
-                    } else {
-                        "one"
+                    match f.op {
+                        FilterOp::In => "one or more",
+                        FilterOp::IsNull | FilterOp::IsNotNull => "no",
+                        _ => "one",
                     },
                     f.values.len()
                 )));
@@ -99,14 +132,15 @@ impl PartitionPruner {
                 .map(|v| {
                     kind.parse(v).ok_or_else(|| {
                         invalid(format!(
-                            "filter value {v:?} is not a {} like the field",
+                            "filter value {v:?} of column {:?} is not a {} like the column",
+                            f.field,
                             kind.describe()
                         ))
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
             compiled.push(Compiled {
-                field,
+                source,
                 name: f.field.clone(),
                 kind,
                 op: f.op,
@@ -121,6 +155,11 @@ impl PartitionPruner {
             url_encoded: config.url_encode_partitioning(),
             filters: compiled,
         })
+    }
+
+    /// The compiled filters, in the order given.
+    pub(crate) fn compiled(&self) -> &[Compiled] {
+        &self.filters
     }
 
     /// True when there is no filter.
@@ -219,14 +258,17 @@ impl PartitionPruner {
         if self.filters.is_empty() {
             return Ok(true);
         }
-        let needs_values = self.filters.iter().any(|f| f.field.is_some() && f.prunes);
+        let needs_values = self
+            .filters
+            .iter()
+            .any(|f| matches!(f.source, Source::PartitionField(_)) && f.prunes);
         let values = if needs_values {
             match self.split(partition) {
                 Some(v) => Some(v),
                 None if self
                     .filters
                     .iter()
-                    .all(|f| f.field.is_none() || f.column.is_some()) =>
+                    .all(|f| f.source == Source::PartitionPath || f.column.is_some()) =>
                 {
                     None
                 }
@@ -237,11 +279,12 @@ impl PartitionPruner {
             None
         };
         for f in &self.filters {
-            let value = match (f.field, &values) {
-                (None, _) => Some(partition),
-                (Some(_), _) if !f.prunes => continue,
-                (Some(i), Some(values)) => values.get(i).map(String::as_str),
-                (Some(_), None) => continue,
+            let value = match (f.source, &values) {
+                (Source::PartitionPath, _) => Some(partition),
+                (Source::Column, _) => continue,
+                (Source::PartitionField(_), _) if !f.prunes => continue,
+                (Source::PartitionField(i), Some(values)) => values.get(i).map(String::as_str),
+                (Source::PartitionField(_), None) => continue,
             };
             let Some(value) = value else {
                 return Err(TableError::InvalidInput {
@@ -278,7 +321,7 @@ impl PartitionPruner {
                 None => m,
                 Some(prev) => {
                     arrow::compute::and(&prev, &m).map_err(|e| TableError::Unsupported {
-                        reason: format!("combining partition filters: {e}"),
+                        reason: format!("combining filters: {e}"),
                     })?
                 }
             });
@@ -287,7 +330,7 @@ impl PartitionPruner {
             None => Ok(batch),
             Some(m) => arrow::compute::filter_record_batch(&batch, &m).map_err(|e| {
                 TableError::Unsupported {
-                    reason: format!("applying partition filters to rows: {e}"),
+                    reason: format!("applying filters to rows: {e}"),
                 }
             }),
         }

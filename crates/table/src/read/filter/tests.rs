@@ -251,10 +251,14 @@ fn test_matches_date_and_single_field_multi_segment_path() {
 #[test]
 fn test_new_unknown_field_or_bad_value_names_field() {
     let c = config(&["year"], true, false);
-    let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "x")])
+    let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("nope", "x")])
         .unwrap_err()
         .to_string();
-    assert!(err.contains("city"), "{err}");
+    assert!(err.contains("unknown column \"nope\""), "{err}");
+    // A column that is not a partition field filters rows and prunes no path.
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("city", "x")]).unwrap();
+    assert!(p.matches("year=1").unwrap());
+    assert_eq!(p.row_columns(), vec!["city"]);
     let err = PartitionPruner::new(&c, &schema(), &[PartitionFilter::eq("year", "abc")])
         .unwrap_err()
         .to_string();
@@ -267,4 +271,158 @@ fn test_new_unknown_field_or_bad_value_names_field() {
     .unwrap();
     assert!(p.matches("year=1").unwrap());
     assert!(!p.matches("year=2").unwrap());
+}
+
+#[test]
+fn test_parse_is_null_and_is_not_null() {
+    assert_eq!(
+        PartitionFilter::parse("city IS NULL").unwrap(),
+        PartitionFilter::is_null("city")
+    );
+    assert_eq!(
+        PartitionFilter::parse("city  is  not  null").unwrap(),
+        PartitionFilter::is_not_null("city")
+    );
+    assert_eq!(
+        PartitionFilter::parse("city=is null").unwrap(),
+        PartitionFilter::eq("city", "is null")
+    );
+    assert!(PartitionFilter::parse(" IS NULL").is_err());
+}
+
+fn typed_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("amount", DataType::Decimal128(10, 2), true),
+        Field::new("flag", DataType::Boolean, true),
+        Field::new("n", DataType::UInt64, true),
+        Field::new("blob", DataType::Binary, true),
+        Field::new("city", DataType::Utf8, true),
+    ]))
+}
+
+fn typed_batch() -> RecordBatch {
+    RecordBatch::try_new(
+        typed_schema(),
+        vec![
+            Arc::new(arrow::array::StringArray::from(vec!["a", "b", "c", "d"])),
+            Arc::new(
+                arrow::array::Decimal128Array::from(vec![Some(1050), Some(-5), None, Some(100)])
+                    .with_precision_and_scale(10, 2)
+                    .unwrap(),
+            ),
+            Arc::new(arrow::array::BooleanArray::from(vec![
+                Some(true),
+                Some(false),
+                None,
+                Some(true),
+            ])),
+            Arc::new(arrow::array::UInt64Array::from(vec![
+                Some(u64::MAX),
+                Some(0),
+                None,
+                Some(7),
+            ])),
+            Arc::new(arrow::array::BinaryArray::from(vec![
+                Some(b"x".as_ref()),
+                None,
+                None,
+                None,
+            ])),
+            Arc::new(arrow::array::StringArray::from(vec![
+                Some("ny"),
+                None,
+                Some("sf"),
+                Some("ny"),
+            ])),
+        ],
+    )
+    .unwrap()
+}
+
+fn kept_ids(filters: &[PartitionFilter]) -> Vec<String> {
+    let c = config(&[], false, false);
+    let p = PartitionPruner::new(&c, &typed_schema(), filters).unwrap();
+    let out = p.filter_rows(typed_batch()).unwrap();
+    let ids = out
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow::array::StringArray>()
+        .unwrap();
+    ids.iter().map(|v| v.unwrap().to_string()).collect()
+}
+
+#[test]
+fn test_rows_typed_decimal_bool_unsigned_and_nulls() {
+    assert_eq!(
+        kept_ids(&[PartitionFilter::new("amount", FilterOp::Ge, "1.00")]),
+        ["a", "d"]
+    );
+    assert_eq!(
+        kept_ids(&[PartitionFilter::eq("amount", "10.5")]),
+        ["a"],
+        "10.5 is 10.50 at scale 2"
+    );
+    assert_eq!(kept_ids(&[PartitionFilter::eq("flag", "TRUE")]), ["a", "d"]);
+    assert_eq!(
+        kept_ids(&[PartitionFilter::new("n", FilterOp::Gt, "7")]),
+        ["a"],
+        "u64::MAX compares exactly"
+    );
+    assert_eq!(
+        kept_ids(&[PartitionFilter::new("city", FilterOp::Ne, "ny")]),
+        ["c"],
+        "a null is not != ny"
+    );
+    assert_eq!(kept_ids(&[PartitionFilter::is_null("city")]), ["b"]);
+    assert_eq!(
+        kept_ids(&[
+            PartitionFilter::is_not_null("amount"),
+            PartitionFilter::is_in("city", ["ny", "sf"])
+        ]),
+        ["a", "d"],
+        "filters are ANDed"
+    );
+}
+
+#[test]
+fn test_new_value_not_of_column_type_names_column_and_value() {
+    let c = config(&[], false, false);
+    for (filter, column, value) in [
+        (PartitionFilter::eq("amount", "1.005"), "amount", "1.005"),
+        (PartitionFilter::eq("amount", "abc"), "amount", "abc"),
+        (PartitionFilter::eq("flag", "yes"), "flag", "yes"),
+        (PartitionFilter::eq("n", "1.5"), "n", "1.5"),
+    ] {
+        let err = PartitionPruner::new(&c, &typed_schema(), &[filter])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(column) && err.contains(value), "{err}");
+    }
+    let err = PartitionPruner::new(&c, &typed_schema(), &[PartitionFilter::eq("blob", "x")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot be filtered"), "{err}");
+    let err = PartitionPruner::new(
+        &c,
+        &typed_schema(),
+        &[PartitionFilter {
+            field: "city".into(),
+            op: FilterOp::IsNull,
+            values: vec!["x".into()],
+        }],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("takes no value"), "{err}");
+}
+
+#[test]
+fn test_is_null_on_partition_field_keeps_default_partition_only() {
+    let c = config(&["city"], true, false);
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::is_null("city")]).unwrap();
+    assert!(p.matches("city=__HIVE_DEFAULT_PARTITION__").unwrap());
+    assert!(!p.matches("city=ny").unwrap());
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::is_not_null("city")]).unwrap();
+    assert!(p.matches("city=__HIVE_DEFAULT_PARTITION__").unwrap());
 }
