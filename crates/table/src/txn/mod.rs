@@ -40,7 +40,8 @@
 //! `create.rs`, and one file per operation: `write.rs` (validate, prepare), `prepared.rs`
 //! ([`PreparedWrite`] and its commit, shared by every write-like operation),
 //! `delete_partitions.rs`, `compact.rs` (incl. inline compaction), `init_metadata_table.rs`,
-//! `create_index.rs` (record and secondary indexes). `crate::table` holds the methods of
+//! `create_index.rs` (record and secondary indexes), `upgrade.rs` (`arbor upgrade`: version 6
+//! or 8 to 8 or 9, crash-safe). `crate::table` holds the methods of
 //! [`Table`](crate::Table), each forwarding to one of these.
 //!
 //! # Adding an operation
@@ -61,6 +62,7 @@ pub(crate) mod delete_partitions;
 pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
 pub(crate) mod transaction;
+pub mod upgrade;
 pub(crate) mod write;
 
 pub use prepared::PreparedWrite;

@@ -23,6 +23,7 @@ mod rollback;
 mod scan_plan;
 mod secondary_index;
 mod support_tables;
+mod upgrade;
 mod value_types;
 mod write_cow;
 mod write_mor;

@@ -6,9 +6,11 @@
 //!   its completed file** (`InstantGeneratorV1.createNewInstant`:
 //!   `HoodieInstantTimeGenerator.formatDate(new Date(modificationTime))`), formatted as a
 //!   17-digit instant time in the table's timeline time zone (`LOCAL`: this process's local
-//!   zone, Java's default; `UTC`). Unlike Java, a modification time earlier than the
-//!   instant's requested time (a copy that reset times to an older clock, a skewed writer) is
-//!   raised to the requested time: layout 2 requires completion >= requested;
+//!   zone, Java's default; `UTC`). Unlike Java, two corrections keep the 0.x commit order
+//!   (requested-time order) in layout 2, where readers order commits by completion time: a
+//!   modification time earlier than the instant's requested time (a copy that reset times,
+//!   a skewed writer) is raised to the requested time, and one not after the previous
+//!   completed instant's (files copied or unzipped in another order) is set 1 ms after it;
 //! - `commit` and `deltacommit` files (every state) and completed `replacecommit` files are
 //!   re-encoded from 0.x JSON to Avro, as layout 2 readers (hudi-rs, Java's V2 serde) expect;
 //!   the other files keep their bytes;
@@ -80,23 +82,36 @@ pub async fn plan_layout2_timeline(
 ) -> Result<Vec<ConvertedInstant>> {
     let target = TableLayout::v2(meta_dir);
     let (objects, _dirs) = storage.list_dir(meta_dir).await?;
-    let mut out = Vec::new();
+    let mut found = Vec::new();
     for meta in objects {
         let name = meta.key.rsplit('/').next().unwrap_or(&meta.key).to_string();
         if !is_instant_candidate(&name) {
             continue;
         }
-        let Ok(old) = parse_instant_file_name(&name, LayoutVersion::V1) else {
-            continue;
-        };
+        if let Ok(old) = parse_instant_file_name(&name, LayoutVersion::V1) {
+            found.push((meta, old));
+        }
+    }
+    // Completion times in requested-time order (the order of the 0.x timeline), each after
+    // the previous one.
+    found.sort_by(|a, b| {
+        (&a.1.requested_time, a.1.action.name()).cmp(&(&b.1.requested_time, b.1.action.name()))
+    });
+    let mut previous: Option<InstantTime> = None;
+    let mut out = Vec::new();
+    for (meta, old) in found {
         let (bytes, _) = storage.get(&meta.key).await?;
         let mut instant = old.clone();
         if instant.state == State::Completed {
-            instant.completion_time = Some(completion_time_from_mtime(
-                meta.last_modified,
-                tz,
-                &instant.requested_time,
-            )?);
+            let mut c =
+                completion_time_from_mtime(meta.last_modified, tz, &instant.requested_time)?;
+            if let Some(p) = &previous {
+                if &c <= p {
+                    c = one_ms_after(p)?;
+                }
+            }
+            previous = Some(c.clone());
+            instant.completion_time = Some(c);
         } else if instant.action == Action::ReplaceCommit {
             instant.action = Action::Clustering;
         }
@@ -114,6 +129,19 @@ pub async fn plan_layout2_timeline(
     }
     out.sort_by(|a, b| a.source_key.cmp(&b.source_key));
     Ok(out)
+}
+
+/// The instant time one millisecond after `t`.
+fn one_ms_after(t: &InstantTime) -> Result<InstantTime> {
+    let dt = t
+        .to_datetime()
+        .ok_or_else(|| TimelineError::InvalidInstantTime {
+            value: t.to_string(),
+            reason: "not a calendar time".to_string(),
+        })?;
+    Ok(InstantTime::from_datetime(
+        dt + chrono::Duration::milliseconds(1),
+    ))
 }
 
 /// The layout-2 bytes of one file: commit-family metadata re-encoded as Avro, else unchanged.

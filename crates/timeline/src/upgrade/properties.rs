@@ -26,9 +26,11 @@ const PAYLOAD_STRATEGY: &str = "00000000-0000-0000-0000-000000000000";
 const CUSTOM_STRATEGY: &str = "1897ef5f-18bc-4557-939c-9d6a8afd1519";
 
 /// Version 9 keys Java's 8 -> 9 upgrade writes.
-const LEGACY_PAYLOAD_CLASS: &str = "hoodie.legacy.payload.class";
+const LEGACY_PAYLOAD_CLASS: &str = "hoodie.table.legacy.payload.class";
+/// The 0.x spelling of `hoodie.record.merge.strategy.id` (Java reads it as an alternative).
+const LEGACY_MERGE_STRATEGY_KEY: &str = "hoodie.compaction.record.merger.strategy";
 const PARTIAL_UPDATE_MODE: &str = "hoodie.table.partial.update.mode";
-const MERGE_PROPERTIES_PREFIX: &str = "hoodie.table.merge.properties.";
+const MERGE_PROPERTY_PREFIX: &str = "hoodie.record.merge.property.";
 /// Bootstrap index keys (0.x class, 1.x type).
 const BOOTSTRAP_INDEX_CLASS: &str = "hoodie.bootstrap.index.class";
 const BOOTSTRAP_INDEX_TYPE: &str = "hoodie.bootstrap.index.type";
@@ -85,9 +87,10 @@ const KEY_GENERATOR_TYPES: &[(&str, &str)] = &[
 /// `hoodie.timeline.path=timeline`, `hoodie.table.initial.version=6`, the record merge mode,
 /// strategy id and payload class Java derives from the payload class, table type and ordering
 /// field, `hoodie.table.keygenerator.type` from the key generator class, and the bootstrap
-/// index type from its class. 8 -> 9 sets `hoodie.table.version=9`; for merge-on-read tables
-/// also Java's merge mode reconciliation, partial update mode and merge properties, and moves a
-/// built-in payload class to `hoodie.legacy.payload.class`. Every other key is kept.
+/// index type from its class. 8 -> 9 sets `hoodie.table.version=9`, moves the ordering field
+/// to `hoodie.table.ordering.fields`, and applies Java's merge mode, partial update mode and
+/// merge property reconciliation for the payloads RFC-97 deprecates, moving such a payload
+/// class to `hoodie.table.legacy.payload.class`. Every other key is kept.
 ///
 /// Errors ([`TimelineError::Upgrade`]): `from` is not 6 or 8, `to` is not 8 or 9, or
 /// `to <= from` (a downgrade or no change); a bootstrap index class Java does not know.
@@ -112,7 +115,7 @@ pub fn upgraded_config(config: &TableConfig, from: u32, to: u32) -> Result<Table
         })?;
     }
     if to == 9 {
-        eight_to_nine(&mut props, table_type);
+        eight_to_nine(&mut props);
     }
     TableConfig::from_properties(props)
 }
@@ -210,12 +213,12 @@ fn is_custom_payload(p: &str) -> bool {
     .contains(&p)
 }
 
-/// Java's `EightToNineUpgradeHandler` table properties (merge-on-read tables only, as Java).
-fn eight_to_nine(c: &mut Properties, table_type: TableType) {
+/// Java's `EightToNineUpgradeHandler` table properties (Hudi 1.1): merge mode, partial
+/// update mode and merge properties of the payloads RFC-97 deprecates, the payload class moved
+/// to `hoodie.table.legacy.payload.class`, and the ordering field moved from
+/// `hoodie.table.precombine.field` to `hoodie.table.ordering.fields`.
+fn eight_to_nine(c: &mut Properties) {
     c.set(keys::VERSION, "9");
-    if table_type != TableType::MergeOnRead {
-        return;
-    }
     let payload = c
         .get(keys::PAYLOAD_CLASS)
         .map(str::trim)
@@ -223,6 +226,7 @@ fn eight_to_nine(c: &mut Properties, table_type: TableType) {
         .map(str::to_string);
     let strategy = c
         .get(keys::RECORD_MERGE_STRATEGY_ID)
+        .or_else(|| c.get(LEGACY_MERGE_STRATEGY_KEY))
         .map(str::trim)
         .unwrap_or_default()
         .to_string();
@@ -233,7 +237,20 @@ fn eight_to_nine(c: &mut Properties, table_type: TableType) {
         PAYLOAD_STRATEGY,
     ]
     .contains(&strategy.as_str());
-    c.set(PARTIAL_UPDATE_MODE, "NONE");
+    // reconcileOrderingFieldsConfig (for every payload)
+    let ordering = if payload.as_deref() == Some(MYSQL_DEBEZIUM_PAYLOAD) {
+        Some("_event_bin_file,_event_pos".to_string())
+    } else {
+        c.get(keys::ORDERING_FIELDS)
+            .or_else(|| c.get(keys::PRECOMBINE_FIELD))
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(fields) = ordering {
+        c.set(keys::ORDERING_FIELDS, fields);
+        c.remove(keys::PRECOMBINE_FIELD);
+    }
     let Some(payload) = payload.filter(|_| builtin) else {
         return;
     };
@@ -257,21 +274,21 @@ fn eight_to_nine(c: &mut Properties, table_type: TableType) {
     if p == OVERWRITE_NON_DEFAULTS_PAYLOAD || p == PARTIAL_UPDATE_PAYLOAD {
         c.set(PARTIAL_UPDATE_MODE, "IGNORE_DEFAULTS");
     } else if p == POSTGRES_DEBEZIUM_PAYLOAD {
-        c.set(PARTIAL_UPDATE_MODE, "IGNORE_MARKERS");
+        c.set(PARTIAL_UPDATE_MODE, "FILL_UNAVAILABLE");
     }
     // reconcileMergePropertiesConfig
     if p == AWS_DMS_PAYLOAD {
         c.set(
-            &format!("{MERGE_PROPERTIES_PREFIX}hoodie.payload.delete.field"),
+            format!("{MERGE_PROPERTY_PREFIX}hoodie.payload.delete.field"),
             "Op",
         );
         c.set(
-            &format!("{MERGE_PROPERTIES_PREFIX}hoodie.payload.delete.marker"),
+            format!("{MERGE_PROPERTY_PREFIX}hoodie.payload.delete.marker"),
             "D",
         );
     } else if p == POSTGRES_DEBEZIUM_PAYLOAD {
         c.set(
-            &format!("{MERGE_PROPERTIES_PREFIX}hoodie.write.partial.update.custom.marker"),
+            format!("{MERGE_PROPERTY_PREFIX}partial.update.unavailable.value"),
             "__debezium_unavailable_value",
         );
     }
@@ -383,8 +400,37 @@ mod tests {
         assert_eq!(c.get(keys::VERSION), Some("9"));
         assert_eq!(c.get(keys::PAYLOAD_CLASS), None);
         assert_eq!(c.get(LEGACY_PAYLOAD_CLASS), Some(DEFAULT_PAYLOAD));
-        assert_eq!(c.get(PARTIAL_UPDATE_MODE), Some("NONE"));
+        assert_eq!(c.get(PARTIAL_UPDATE_MODE), None);
         assert_eq!(c.get(keys::RECORD_MERGE_MODE), Some("EVENT_TIME_ORDERING"));
+        assert_eq!(c.get(keys::ORDERING_FIELDS), Some("ts"));
+        assert_eq!(c.get(keys::PRECOMBINE_FIELD), None);
+    }
+
+    #[test]
+    fn test_eight_to_nine_cow_dms_payload() {
+        let c = config(&[
+            (keys::TYPE, "COPY_ON_WRITE"),
+            (keys::VERSION, "8"),
+            (keys::TIMELINE_LAYOUT_VERSION, "2"),
+            (keys::PRECOMBINE_FIELD, "seq"),
+            (keys::PAYLOAD_CLASS, AWS_DMS_PAYLOAD),
+            (keys::RECORD_MERGE_STRATEGY_ID, PAYLOAD_STRATEGY),
+            (keys::RECORD_MERGE_MODE, "CUSTOM"),
+        ]);
+        let c = upgraded_config(&c, 8, 9).unwrap();
+        assert_eq!(c.get(keys::VERSION), Some("9"));
+        assert_eq!(c.get(keys::RECORD_MERGE_MODE), Some("COMMIT_TIME_ORDERING"));
+        assert_eq!(
+            c.get(keys::RECORD_MERGE_STRATEGY_ID),
+            Some(COMMIT_TIME_STRATEGY)
+        );
+        assert_eq!(c.get(LEGACY_PAYLOAD_CLASS), Some(AWS_DMS_PAYLOAD));
+        assert_eq!(c.get(keys::PAYLOAD_CLASS), None);
+        assert_eq!(
+            c.get("hoodie.record.merge.property.hoodie.payload.delete.marker"),
+            Some("D")
+        );
+        assert_eq!(c.get(keys::ORDERING_FIELDS), Some("seq"));
     }
 
     #[test]
