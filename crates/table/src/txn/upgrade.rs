@@ -33,9 +33,11 @@
 //!
 //! # 8 -> 9
 //!
-//! The metadata table's `hoodie.properties` (when present) is set to version 9 first (Java's
+//! Index definitions without a version get `V1` (Java's `populateIndexVersionIfMissing`; a
+//! version-9 reader takes a secondary index without one for V2, which hashes differently),
+//! the metadata table's `hoodie.properties` (when present) is set to version 9 (Java's
 //! `updateMetadataTableVersion`), then the data table's is replaced by the upgraded one (one
-//! atomic replacement each). A crash in between leaves a version-8 table whose metadata table
+//! atomic replacement each; version-8 readers ignore the index version). A crash in between leaves a version-8 table whose metadata table
 //! says 9; the retry finishes. Java's 8 -> 9 also rolls back failed writes and compacts
 //! merge-on-read tables first; arbor does neither (the next write rolls back failed writes).
 
@@ -80,6 +82,10 @@ pub struct UpgradeReport {
     pub mdt_removed: bool,
     /// The metadata table's `hoodie.properties` was set to the target version (8 -> 9).
     pub mdt_version_updated: bool,
+    /// Index definitions given `"version": "V1"` (8 -> 9, Java's
+    /// `populateIndexVersionIfMissing`: version 9 readers assume V2 for a secondary index
+    /// without one).
+    pub index_versions_set: usize,
 }
 
 /// A handle for upgrading the table at `storage` (any version arbor reads; no other state
@@ -194,6 +200,7 @@ async fn upgrade_locked(txn: Transaction<'_>, to: u32) -> Result<UpgradeReport> 
         mdt_partitions_dropped: Vec::new(),
         mdt_removed: false,
         mdt_version_updated: false,
+        index_versions_set: 0,
     };
     if from > to {
         return Err(TimelineError::Upgrade {
@@ -279,6 +286,7 @@ async fn upgrade_eight_to_nine(
     report: &mut UpgradeReport,
 ) -> Result<()> {
     let next = upgraded_config(config, 8, 9)?;
+    report.index_versions_set = populate_index_versions(s, config).await?;
     if s.exists(&paths::properties_key(paths::MDT_META_DIR))
         .await?
     {
@@ -294,6 +302,49 @@ async fn upgrade_eight_to_nine(
     })
     .await?;
     Ok(())
+}
+
+/// Gives every index definition without a version `"version": "V1"` in the index definitions
+/// file (`hoodie.table.index.defs.path`, when the table has one), as Java's 8 -> 9 upgrade
+/// does before it changes the table properties. Returns how many definitions changed; the
+/// file is rewritten only when one did. Errors: the file is not the JSON object Hudi writes.
+async fn populate_index_versions(s: &dyn Storage, config: &TableConfig) -> Result<usize> {
+    let Some(key) = config
+        .get(arbor_timeline::legacy::INDEX_DEFS_PATH_KEY)
+        .map(|k| k.trim().trim_start_matches('/').to_string())
+        .filter(|k| !k.is_empty())
+    else {
+        return Ok(0);
+    };
+    let Some((bytes, _)) = s.get_opt(&key).await? else {
+        return Ok(0);
+    };
+    let bad = |reason: String| TimelineError::Upgrade {
+        path: key.clone(),
+        reason,
+    };
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let defs = doc
+        .get_mut("indexDefinitions")
+        .and_then(|d| d.as_object_mut())
+        .ok_or_else(|| bad("no \"indexDefinitions\" object".to_string()))?;
+    let mut changed = 0;
+    for (name, def) in defs.iter_mut() {
+        let def = def
+            .as_object_mut()
+            .ok_or_else(|| bad(format!("index definition {name:?} is not an object")))?;
+        if def.get("version").is_none_or(|v| v.is_null()) {
+            def.insert("version".to_string(), serde_json::Value::from("V1"));
+            changed += 1;
+        }
+    }
+    if changed > 0 {
+        let text =
+            serde_json::to_vec_pretty(&doc).map_err(|e| bad(format!("cannot render: {e}")))?;
+        s.put(&key, bytes::Bytes::from(text)).await?;
+    }
+    Ok(changed)
 }
 
 /// A table at the target version: removes what an interrupted upgrade from version 6 left

@@ -205,6 +205,206 @@ async fn test_upgrade_every_v6_fixture_reads_identical() {
     }
 }
 
+/// Every version-8 fixture upgraded to 9 (Java's 8 -> 9): reads identical for arbor and
+/// hudi-rs, ordering field moved, index definitions versioned, metadata table at 9.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_upgrade_v8_fixtures_to_9() {
+    let Some(root) = fixtures_root_or_skip("upgrade tests on the v8 fixtures") else {
+        return;
+    };
+    let fixtures: Vec<(String, PathBuf)> = fixture_zips(&root)
+        .into_iter()
+        .map(|z| (fixture_name(&root, &z), z))
+        .filter(|(n, _)| n.rsplit('/').next().unwrap_or("").starts_with("v8_"))
+        .collect();
+    assert!(fixtures.len() >= 4, "{fixtures:?}");
+    let mut with_mdt = 0;
+    for (name, zip) in &fixtures {
+        let (_tmp, base) = unzip_table(zip);
+        let storage = local(&base);
+        let old = TableConfig::load(storage.as_ref(), ".hoodie")
+            .await
+            .unwrap();
+        let as_of = completed_writes(&storage).await;
+        let (arbor_before, peer_before) = reads(&base, &as_of).await;
+        let report = TableUpgrade::open(storage.clone())
+            .await
+            .unwrap()
+            .run(9)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(report.upgraded && report.from == 8, "{name}: {report:?}");
+        let config = TableConfig::load(storage.as_ref(), ".hoodie")
+            .await
+            .unwrap();
+        assert_eq!(config.version().code(), 9, "{name}");
+        if let Some(p) = old.get("hoodie.table.precombine.field") {
+            assert_eq!(
+                config.get("hoodie.table.ordering.fields"),
+                Some(p),
+                "{name}"
+            );
+            assert_eq!(config.get("hoodie.table.precombine.field"), None, "{name}");
+        }
+        if let Some(defs) = old.get("hoodie.table.index.defs.path") {
+            let (bytes, _) = storage.get(defs).await.unwrap();
+            let doc: Value = serde_json::from_slice(&bytes).unwrap();
+            for (n, d) in doc["indexDefinitions"].as_object().unwrap() {
+                assert_eq!(d["version"], "V1", "{name}: index {n}");
+            }
+        }
+        if let Ok(mdt) = TableConfig::load(storage.as_ref(), ".hoodie/metadata/.hoodie").await {
+            assert_eq!(mdt.version().code(), 9, "{name}: metadata table version");
+            assert!(report.mdt_version_updated, "{name}");
+            with_mdt += 1;
+        }
+        let (arbor_after, peer_after) = reads(&base, &as_of).await;
+        assert_eq!(arbor_after, arbor_before, "{name}: arbor reads differ");
+        assert_eq!(peer_after, peer_before, "{name}: hudi-rs reads differ");
+    }
+    assert!(with_mdt >= 1, "no v8 fixture with a metadata table");
+}
+
+/// A version-6 table with a metadata table: the upgrade drops it (the table then lists files
+/// from storage and reads the same), `arbor mdt init` (`init_metadata_table`) rebuilds it, and a
+/// version-6 metadata table left by an upgrade interrupted after the switch is removed by the
+/// next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_upgrade_drops_v6_metadata_table() {
+    let Some(fixtures) = v6_fixtures() else {
+        return;
+    };
+    let (_, zip) = fixtures
+        .iter()
+        .find(|(n, _)| n == "sample_table/cow/v6_simplekeygen_nonhivestyle")
+        .unwrap();
+    let (_tmp, base) = unzip_table(zip);
+    let storage = local(&base);
+    let as_of = completed_writes(&storage).await;
+    let count = |base: PathBuf, as_of: Vec<String>| async move {
+        let reader = TableReader::open(local(&base)).await.unwrap();
+        let mut out = Vec::new();
+        for t in std::iter::once(None).chain(as_of.iter().map(Some)) {
+            let t = t.map(|s| InstantTime::parse(s).unwrap());
+            out.push(row_count(&reader.snapshot(t.as_ref()).await.unwrap()));
+        }
+        out
+    };
+    let before = count(base.clone(), as_of.clone()).await;
+    // A (stand-in) version-6 metadata table listed in the data table's properties.
+    let (v6_props, _) = storage.get(".hoodie/hoodie.properties").await.unwrap();
+    let make_mdt = || async {
+        let mdt = TableConfig::parse(&v6_props, "p").unwrap();
+        assert_eq!(mdt.version().code(), 6);
+        TableConfig::create(storage.as_ref(), ".hoodie/metadata/.hoodie", &mdt)
+            .await
+            .unwrap();
+        storage
+            .put(
+                ".hoodie/metadata/files/.files-0000_00000000000000.log.1_0-0-0",
+                bytes::Bytes::from_static(b"x"),
+            )
+            .await
+            .unwrap();
+    };
+    make_mdt().await;
+    TableConfig::update(storage.as_ref(), ".hoodie", |c| {
+        c.set("hoodie.table.metadata.partitions", "files")
+    })
+    .await
+    .unwrap();
+    let report = TableUpgrade::open(storage.clone())
+        .await
+        .unwrap()
+        .run(8)
+        .await
+        .unwrap();
+    assert_eq!(report.mdt_partitions_dropped, vec!["files".to_string()]);
+    assert!(report.mdt_removed, "{report:?}");
+    assert!(storage
+        .list_all(".hoodie/metadata")
+        .await
+        .unwrap()
+        .is_empty());
+    let config = TableConfig::load(storage.as_ref(), ".hoodie")
+        .await
+        .unwrap();
+    assert!(config.metadata_partitions().is_empty());
+    assert_eq!(count(base.clone(), as_of.clone()).await, before);
+    // An upgrade interrupted after the switch left the old metadata table: the next run
+    // removes it and nothing else.
+    make_mdt().await;
+    let again = TableUpgrade::open(storage.clone())
+        .await
+        .unwrap()
+        .run(8)
+        .await
+        .unwrap();
+    assert!(!again.upgraded && again.mdt_removed, "{again:?}");
+    assert!(storage
+        .list_all(".hoodie/metadata")
+        .await
+        .unwrap()
+        .is_empty());
+    // `arbor mdt init` rebuilds it.
+    let table = Table::open(storage.clone())
+        .await
+        .unwrap()
+        .with_lock_provider(Arc::new(InProcessLockProvider::new()));
+    table.init_metadata_table().await.unwrap();
+    let config = TableConfig::load(storage.as_ref(), ".hoodie")
+        .await
+        .unwrap();
+    assert!(config.metadata_partitions().contains(&"files".to_string()));
+    assert_eq!(count(base.clone(), as_of.clone()).await, before);
+}
+
+/// Bad requests change nothing: a target other than 8 or 9, and a v6 table whose 0.x
+/// archived timeline is not empty (not converted yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_upgrade_refusals_leave_table_unchanged() {
+    let Some(fixtures) = v6_fixtures() else {
+        return;
+    };
+    let (_, zip) = fixtures
+        .iter()
+        .find(|(n, _)| n == "sample_table/cow/v6_nonpartitioned")
+        .unwrap();
+    let (_tmp, base) = unzip_table(zip);
+    let storage = local(&base);
+    let print = fingerprint(&base);
+    for to in [6, 7, 10] {
+        let e = TableUpgrade::open(storage.clone())
+            .await
+            .unwrap()
+            .run(to)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("version 8 or 9"), "{e}");
+    }
+    storage
+        .put(
+            ".hoodie/archived/.commits_.archive.1_1-0-1",
+            bytes::Bytes::from_static(b"x"),
+        )
+        .await
+        .unwrap();
+    let print_with_archive = fingerprint(&base);
+    assert_ne!(print, print_with_archive);
+    let e = TableUpgrade::open(storage.clone())
+        .await
+        .unwrap()
+        .run(9)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("archived timeline"), "{e}");
+    assert_eq!(
+        fingerprint(&base),
+        print_with_archive,
+        "a refused upgrade changed files"
+    );
+}
+
 /// `batch` with column `name` replaced by `f(column)`.
 fn replace_column(
     batch: &RecordBatch,

@@ -27,7 +27,7 @@ use arbor_storage::{Storage, StorageExt};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use crate::avro::{decode_instant, encode_instant, HoodieCommitMetadata, InstantContent};
+use crate::avro::{decode_instant, encode_instant, InstantContent};
 use crate::config::TimelineTimezone;
 use crate::error::{Result, TimelineError};
 use crate::instant::{Action, Instant, InstantTime, State};
@@ -156,7 +156,7 @@ fn convert_content(old: &Instant, new: &Instant, bytes: Bytes, key: &str) -> Res
         // An empty completed commit (0.x writes none, but accepts one) becomes empty metadata,
         // as Java reads and rewrites it: hudi-rs cannot read a 0-byte completed file.
         InstantContent::Empty if new.state == State::Completed => {
-            InstantContent::Commit(Box::new(HoodieCommitMetadata::default()))
+            InstantContent::Commit(Box::default())
         }
         other => other,
     };
