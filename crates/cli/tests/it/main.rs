@@ -20,5 +20,6 @@ mod read_where;
 mod restore;
 mod table_services;
 mod timeline;
+mod upgrade;
 mod values;
 mod write_counts;
