@@ -359,6 +359,85 @@ async fn test_upgrade_drops_v6_metadata_table() {
     assert_eq!(count(base.clone(), as_of.clone()).await, before);
 }
 
+/// A version-6 table with a failed write (its last commit reverted to inflight, as a crashed
+/// Spark job leaves it): the pending instant moves to layout 2 as pending, both readers skip
+/// it before and after, and the first arbor write after the upgrade rolls it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_upgrade_keeps_pending_instants_pending() {
+    let Some(fixtures) = v6_fixtures() else {
+        return;
+    };
+    let (_, zip) = fixtures
+        .iter()
+        .find(|(n, _)| n == "sample_table/cow/v6_simplekeygen_nonhivestyle")
+        .unwrap();
+    let (_tmp, base) = unzip_table(zip);
+    let storage = local(&base);
+    let writes = completed_writes(&storage).await;
+    let last = writes.last().unwrap().clone();
+    storage
+        .delete(&format!(".hoodie/{last}.commit"))
+        .await
+        .unwrap();
+    let as_of = completed_writes(&storage).await;
+    assert_eq!(as_of.len(), writes.len() - 1);
+    let (arbor_before, peer_before) = reads(&base, &as_of).await;
+    if let Some(p) = &peer_before {
+        assert_eq!(&arbor_before, p, "arbor and hudi-rs differ before");
+    }
+    TableUpgrade::open(storage.clone())
+        .await
+        .unwrap()
+        .run(8)
+        .await
+        .unwrap();
+    let (names, _) = storage.list_dir(".hoodie/timeline").await.unwrap();
+    let names: Vec<String> = names.into_iter().map(|o| o.key).collect();
+    assert!(
+        names.contains(&format!(".hoodie/timeline/{last}.inflight")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&format!(".hoodie/timeline/{last}.commit.requested")),
+        "{names:?}"
+    );
+    let (arbor_after, peer_after) = reads(&base, &as_of).await;
+    assert_eq!(arbor_after, arbor_before);
+    assert_eq!(peer_after, peer_before);
+    // The next write rolls the failed instant back.
+    let table = Table::open(storage.clone())
+        .await
+        .unwrap()
+        .with_lock_provider(Arc::new(InProcessLockProvider::new()))
+        .with_write_options(arbor_table::WriteOptions {
+            heartbeat_timeout: std::time::Duration::ZERO,
+            ..arbor_table::WriteOptions::default()
+        });
+    let rows = data_rows(&table).await;
+    table
+        .write(WriteOperation::Upsert, vec![rows.slice(0, 1)])
+        .await
+        .unwrap();
+    let (names, _) = storage.list_dir(".hoodie/timeline").await.unwrap();
+    assert!(
+        !names.iter().any(|o| o.key.contains(&format!("/{last}."))),
+        "the failed instant is still there: {names:?}"
+    );
+    let reader = TableReader::open(storage.clone()).await.unwrap();
+    let now = reader.snapshot(None).await.unwrap();
+    assert_eq!(row_count(&now), rows.num_rows());
+    if let Some(python) = arbor_testkit::peer_python_or_skip("upgrade peer checks need hudi==0.5.0")
+    {
+        arbor_testkit::assert_peer_snapshot_matches(
+            &python,
+            &base,
+            reader.schema(),
+            &now,
+            "pending",
+        );
+    }
+}
+
 /// Bad requests change nothing: a target other than 8 or 9, and a v6 table whose 0.x
 /// archived timeline is not empty (not converted yet).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
