@@ -5,7 +5,8 @@
 //! # 6 -> 8 or 9: the order of storage operations
 //!
 //! 1. (read only) the current `hoodie.properties`; the 0.x archived timeline (a non-empty one
-//!    is refused, nothing written); the layout-1 instant files converted in memory
+//!    is refused, nothing written); pending compactions (refused: version 6 appends log files
+//!    named with a pending compaction's instant, which layout 2 would not attach); the layout-1 instant files converted in memory
 //!    ([`arbor_timeline::upgrade::plan_layout2_timeline`]: completion time = the file's
 //!    modification time, as Java; JSON commit metadata re-encoded as Avro);
 //! 2. the layout-2 files written below `.hoodie/timeline/` (overwriting, strays of an earlier
@@ -50,7 +51,9 @@ use arbor_timeline::upgrade::{
     layout1_instant_keys, legacy_archive_keys, plan_layout2_timeline, remove_layout1_instants,
     upgraded_config, write_layout2_timeline,
 };
-use arbor_timeline::{InstantTimeGenerator, MetaRoot, TableConfig, TableLayout, TimelineError};
+use arbor_timeline::{
+    Action, InstantTimeGenerator, MetaRoot, State, TableConfig, TableLayout, TimelineError,
+};
 
 use super::context::{Table, TableContext};
 use super::transaction::{Entry, Transaction};
@@ -216,7 +219,7 @@ async fn upgrade_locked(txn: Transaction<'_>, to: u32) -> Result<UpgradeReport> 
         return Ok(report);
     }
     match from {
-        6 => upgrade_from_six(s, &config, to, &mut report).await?,
+        6 => upgrade_from_six(&storage, &config, to, &mut report).await?,
         8 => upgrade_eight_to_nine(s, &config, &mut report).await?,
         v => {
             return Err(TimelineError::Upgrade {
@@ -232,11 +235,12 @@ async fn upgrade_locked(txn: Transaction<'_>, to: u32) -> Result<UpgradeReport> 
 
 /// 6 -> 8 or 9, steps 1-4 of the module doc.
 async fn upgrade_from_six(
-    s: &dyn Storage,
+    storage: &Arc<dyn Storage>,
     config: &TableConfig,
     to: u32,
     report: &mut UpgradeReport,
 ) -> Result<()> {
+    let s = storage.as_ref();
     let folder = config.get(keys::ARCHIVELOG_FOLDER).unwrap_or("archived");
     let archived = legacy_archive_keys(s, DEFAULT_META_DIR, folder).await?;
     if let Some(first) = archived.first() {
@@ -250,6 +254,7 @@ async fn upgrade_from_six(
         }
         .into());
     }
+    refuse_pending_compactions(storage).await?;
     // 1-2: the layout-2 timeline beside the layout-1 one.
     let plan = plan_layout2_timeline(s, DEFAULT_META_DIR, config.timeline_timezone()).await?;
     write_layout2_timeline(s, DEFAULT_META_DIR, &plan).await?;
@@ -276,6 +281,35 @@ async fn upgrade_from_six(
         report.mdt_removed = true;
     }
     report.old_files_removed = remove_layout1_instants(s, DEFAULT_META_DIR).await?;
+    Ok(())
+}
+
+/// Refuses a version-6 table with a pending compaction or log compaction. Version 6 appends
+/// committed deltacommits to log files named with a pending compaction's instant; layout 2
+/// attaches log files by the completion time of the instant in their name, which such a
+/// compaction does not have, so their records would be lost to readers.
+async fn refuse_pending_compactions(storage: &Arc<dyn Storage>) -> Result<()> {
+    let tl =
+        arbor_timeline::ActiveTimeline::load(storage.clone(), TableLayout::v1(DEFAULT_META_DIR))
+            .await?;
+    let pending: Vec<String> = tl
+        .filter(
+            &[Action::Compaction, Action::LogCompaction],
+            &[State::Requested, State::Inflight],
+        )
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
+    if let Some(first) = pending.first() {
+        return Err(TimelineError::Upgrade {
+            path: format!("{DEFAULT_META_DIR}/{first}"),
+            reason: format!(
+                "the table has pending compaction(s) ({}); complete them with Hudi 0.x first                  (their log files would be invisible in timeline layout 2); nothing was changed",
+                pending.join(", ")
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 
