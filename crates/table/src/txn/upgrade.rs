@@ -166,11 +166,12 @@ impl TableUpgrade {
     /// as it is, except for the leftovers of an interrupted upgrade, which are removed
     /// (`upgraded == false`).
     ///
-    /// Errors, each before anything is written: `InvalidInput` for a target other than 8 or 9;
-    /// `Timeline(Upgrade)` for a downgrade (the table's version is above `to`) and for a
-    /// version-6 table whose 0.x archived timeline is not empty (arbor does not convert it
-    /// yet; Java's `arbor`-less path is a Hudi 1.x writer's upgrade); `Timeline(Decode)` for
-    /// an instant file it cannot convert; lock and storage failures.
+    /// Errors before anything is written: `InvalidInput` for a target other than 8 or 9;
+    /// `Timeline(Upgrade)` for a downgrade (the table's version is above `to`), for a
+    /// version-6 table whose 0.x archived timeline is not empty (not converted yet: upgrade
+    /// such a table with Hudi 1.x) and for one with a pending compaction; `Timeline(Decode)`
+    /// for an instant file it cannot convert. Lock and storage failures may come at any step;
+    /// the table then reads as before or after and a new run completes the upgrade.
     pub async fn run(&self, to: u32) -> Result<UpgradeReport> {
         if !UPGRADE_TARGETS.contains(&to) {
             return Err(TableError::InvalidInput {
