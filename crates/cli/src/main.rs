@@ -28,6 +28,7 @@ use crate::commands::restore::RestoreArgs;
 use crate::commands::savepoint::SavepointArgs;
 use crate::commands::tag::TagArgs;
 use crate::commands::timeline::TimelineArgs;
+use crate::commands::upgrade::UpgradeArgs;
 use crate::commands::validate::ValidateArgs;
 use crate::commands::write::WriteArgs;
 
@@ -102,6 +103,9 @@ enum Command {
     Branch(BranchArgs),
     /// Create, list, drop and expire tags (`arbor tag create <table> <name> [--expires-in 7d]`).
     Tag(TagArgs),
+    /// Upgrade a version-6 (Hudi 0.x) or version-8 table to version 9 or 8
+    /// (`arbor upgrade <table> [--to 8|9]`).
+    Upgrade(UpgradeArgs),
 }
 
 fn main() -> ExitCode {
@@ -145,6 +149,7 @@ fn main() -> ExitCode {
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
             Command::Tag(args) => commands::tag::run(args, &options).await,
+            Command::Upgrade(args) => commands::upgrade::run(args, &options).await,
         }
     });
     match result {

@@ -24,6 +24,7 @@ pub mod write;
 pub use error::{Result, TableError};
 pub use read::ListingSource;
 pub use txn::context::Table;
+pub use txn::upgrade::{TableUpgrade, UpgradeReport};
 pub use txn::{PreparedWrite, Transaction};
 pub use validate_indexes::validate_indexes;
 pub use write::{

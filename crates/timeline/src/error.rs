@@ -70,6 +70,16 @@ pub enum TimelineError {
         reason: String,
     },
 
+    /// A table cannot be upgraded as asked (unsupported source or target version, a
+    /// downgrade, or content the upgrade cannot convert); nothing was changed.
+    #[error("cannot upgrade the table at {path}: {reason}")]
+    Upgrade {
+        /// The key concerned (usually `.hoodie/hoodie.properties` or an instant file).
+        path: String,
+        /// Why.
+        reason: String,
+    },
+
     /// An instant file's content could not be decoded or encoded.
     #[error("cannot decode {path}: {reason}")]
     Decode {

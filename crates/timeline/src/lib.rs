@@ -14,6 +14,8 @@
 //!   locks, heartbeats, the metadata table), branch identities and live roots, and
 //!   [`RootedStorage`], which resolves a logical file to the storage and key holding it
 //!   ([`metaroot`] and [`rooted`] are its modules, re-exported here);
+//! - [`upgrade`]: the upgraded `hoodie.properties` and the layout-1 timeline rewritten in
+//!   layout 2 (`arbor upgrade`);
 //! - [`legacy`]: the root `hoodie.properties` files that lead branch-unaware readers and
 //!   writers to main after a publication.
 //!
@@ -30,6 +32,7 @@ pub mod layout;
 pub mod legacy;
 pub mod naming;
 pub mod summary;
+pub mod upgrade;
 
 pub use layout::{metaroot, rooted};
 

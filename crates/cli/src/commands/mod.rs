@@ -15,5 +15,6 @@ pub mod restore;
 pub mod savepoint;
 pub mod tag;
 pub mod timeline;
+pub mod upgrade;
 pub mod validate;
 pub mod write;

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use arbor_storage::{
     lock_provider_from_hudi_config, lock_provider_from_url, release_held_leases, Lease,
-    LockProvider, LockResult, ObjectStoreLockProvider, TrackedLockProvider, TABLE_LOCK_DIR,
+    LockProvider, LockResult, ObjectStoreLockProvider, Storage, TrackedLockProvider,
+    TABLE_LOCK_DIR,
 };
 use arbor_table::Table;
+use arbor_timeline::TableConfig;
 use async_trait::async_trait;
 
 use crate::error::{CliError, CliResult};
@@ -33,9 +35,9 @@ pub fn set_lock_url(url: Option<String>) {
 }
 
 /// The default table lock, as `Table` would make it, but tracked so an interrupt releases it.
-fn storage_default(table: &Table) -> Arc<dyn LockProvider> {
+fn storage_default(view_storage: &Arc<dyn Storage>) -> Arc<dyn LockProvider> {
     Arc::new(TrackedLockProvider::new(Arc::new(
-        ObjectStoreLockProvider::new(table.view_storage().clone(), TABLE_LOCK_DIR),
+        ObjectStoreLockProvider::new(view_storage.clone(), TABLE_LOCK_DIR),
     )))
 }
 
@@ -43,35 +45,53 @@ fn storage_default(table: &Table) -> Arc<dyn LockProvider> {
 /// default provider), else what the table's `hoodie.write.lock.*` properties name, else the
 /// default object-store lock under `.hoodie/.locks`.
 pub async fn with_chosen_lock(location: &str, table: Table) -> CliResult<Table> {
+    let provider = chosen_lock(
+        location,
+        table.config(),
+        table.view_storage(),
+        table.table_storage(),
+    )
+    .await?;
+    Ok(table.with_lock_provider(provider))
+}
+
+/// The lock provider [`with_chosen_lock`] chooses, for a table with config `config` seen
+/// through `view_storage` (its metadata root's view) at `table_storage`.
+pub async fn chosen_lock(
+    location: &str,
+    config: &TableConfig,
+    view_storage: &Arc<dyn Storage>,
+    table_storage: &Arc<dyn Storage>,
+) -> CliResult<Arc<dyn LockProvider>> {
     let url = LOCK_URL.get().cloned().flatten();
     let provider = match url.as_deref().map(str::trim) {
-        Some("storage") => storage_default(&table),
-        Some(url) => lock_provider_from_url(url, table.table_storage())
+        Some("storage") => storage_default(view_storage),
+        Some(url) => lock_provider_from_url(url, table_storage)
             .await
             .map_err(|e| CliError::at(location, e))?,
         None => {
-            let config = table.config();
             let from_table = lock_provider_from_hudi_config(
                 |k| config.get(k).map(str::to_string),
                 Some(config.name()),
-                table.table_storage(),
+                table_storage,
             )
             .await
             .map_err(|e| CliError::at(location, e))?;
-            from_table.unwrap_or_else(|| storage_default(&table))
+            from_table.unwrap_or_else(|| storage_default(view_storage))
         }
     };
-    let provider = match std::env::var(PAUSE_IN_LOCK_ENV)
-        .ok()
-        .and_then(|ms| ms.trim().parse::<u64>().ok())
-    {
-        Some(ms) => Arc::new(PauseInLock {
-            inner: provider,
-            pause: Duration::from_millis(ms),
-        }),
-        None => provider,
-    };
-    Ok(table.with_lock_provider(provider))
+    Ok(
+        match std::env::var(PAUSE_IN_LOCK_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse::<u64>().ok())
+        {
+            Some(ms) => Arc::new(PauseInLock {
+                inner: provider,
+                pause: Duration::from_millis(ms),
+            }),
+            None => provider,
+        },
+    )
 }
 
 /// Installs the interrupt handler: on SIGINT or SIGTERM (Ctrl-C elsewhere) every table lock

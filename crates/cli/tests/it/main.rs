@@ -20,6 +20,7 @@ mod read_where;
 mod restore;
 mod table_services;
 mod timeline;
+mod upgrade;
 mod values;
 mod versions;
 mod write_counts;

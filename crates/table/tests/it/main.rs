@@ -26,6 +26,7 @@ mod rollback;
 mod scan_plan;
 mod secondary_index;
 mod support_tables;
+mod upgrade;
 mod value_types;
 mod versions;
 mod write_cow;
