@@ -22,3 +22,4 @@ mod table_services;
 mod timeline;
 mod values;
 mod write_counts;
+mod write_fixtures;

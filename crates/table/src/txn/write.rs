@@ -28,6 +28,7 @@ use crate::write::planner::{self, Combine, Input, PlanContext, WritePlan};
 use crate::write::record_index::{delta_of, route_moved_keys, RecordIndex};
 use crate::write::schema::{ConformOptions, DataSchema, SchemaChange};
 use crate::write::secondary_index;
+use crate::write::stored_keys::StoredKeys;
 
 /// Input checked against the table, with the schema its write records.
 struct Validated {
@@ -60,6 +61,14 @@ fn validate_with_schema(
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if rows == 0 {
         return Err(invalid(None, "the input has no rows"));
+    }
+    if !ctx.config.populate_meta_fields() && ctx.table_type() == TableType::MergeOnRead {
+        return Err(TableError::Unsupported {
+            reason: "arbor does not write merge-on-read tables without meta fields \
+                     (hoodie.populate.meta.fields=false): their log records would need keys \
+                     from the data columns on every merge"
+                .into(),
+        });
     }
     let is_delete = operation == WriteOperation::Delete;
     if is_delete {
@@ -349,6 +358,7 @@ async fn write_files(
         avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&schema.avro_json)?,
         mode,
         ordering_field,
+        stored_keys: StoredKeys::for_table(&ctx.config)?,
     };
     let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
     for p in partitions {

@@ -14,6 +14,7 @@ mod keygen;
 mod lock_fencing;
 mod mdt;
 mod mdt_compaction;
+mod no_meta_fields;
 mod null_ordering;
 mod ownership;
 mod read_options;
