@@ -22,7 +22,7 @@ pub enum StoredKeys {
     /// The table populates meta fields: keys are `_hoodie_record_key`.
     Meta,
     /// The table has no meta fields: keys come from the data columns.
-    Generated(KeyGenerator),
+    Generated(Box<KeyGenerator>),
 }
 
 impl StoredKeys {
@@ -32,9 +32,9 @@ impl StoredKeys {
         if config.populate_meta_fields() {
             Ok(StoredKeys::Meta)
         } else {
-            Ok(StoredKeys::Generated(KeyGenerator::from_table_config(
-                config,
-            )?))
+            Ok(StoredKeys::Generated(Box::new(
+                KeyGenerator::from_table_config(config)?,
+            )))
         }
     }
 
