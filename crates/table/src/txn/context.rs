@@ -105,7 +105,7 @@ impl TableContext {
     pub(crate) async fn open_at(root_storage: Arc<dyn Storage>, root: MetaRoot) -> Result<Self> {
         let storage = root.view(root_storage.clone());
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
-        if config.version().code() != 8 {
+        if !matches!(config.version().code(), 8 | 9) {
             return Err(TableError::Unsupported {
                 reason: format!(
                     "arbor writes table version 8; this table is version {}",

@@ -9,6 +9,7 @@
 mod cache;
 mod compaction;
 mod crash_sweep;
+mod fixture_key_layouts;
 mod fixtures_read;
 mod keygen;
 mod lock_fencing;
