@@ -58,6 +58,8 @@ fn validate_with_schema(
     batches: &[RecordBatch],
 ) -> Result<Validated> {
     let ctx = &table.ctx;
+    // A key generator arbor does not implement is refused by name before anything else.
+    let keygen = KeyGenerator::from_table_config(&ctx.config)?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if rows == 0 {
         return Err(invalid(None, "the input has no rows"));
@@ -96,7 +98,7 @@ fn validate_with_schema(
     )?;
     let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
         .map_err(|e| invalid(None, e.to_string()))?;
-    let keys = KeyGenerator::from_table_config(&ctx.config)?.keys(&batch)?;
+    let keys = keygen.keys(&batch)?;
     Ok(Validated {
         input: Input { batch, keys },
         schema: conformed.schema,
