@@ -25,6 +25,7 @@ mod rollback;
 mod scan_plan;
 mod secondary_index;
 mod support_tables;
+mod url_encoded_partitions;
 mod value_types;
 mod write_cow;
 mod write_mor;
