@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arbor_format::base::BaseFileWriter;
 use arbor_timeline::avro::{encode_instant_for, InstantContent};
-use arbor_timeline::config::TableType;
+use arbor_timeline::config::{keys, TableType};
 use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
@@ -60,6 +60,19 @@ fn validate_with_schema(
     let ctx = &table.ctx;
     // A key generator arbor does not implement is refused by name before anything else.
     let keygen = KeyGenerator::from_table_config(&ctx.config)?;
+    let drops_partition_columns = ctx
+        .config
+        .get(keys::DROP_PARTITION_COLUMNS)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if drops_partition_columns && keygen.is_partitioned() {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "arbor does not write tables with {}=true (Spark leaves the partition columns \
+                 out of the data files and readers recover them from the paths)",
+                keys::DROP_PARTITION_COLUMNS
+            ),
+        });
+    }
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if rows == 0 {
         return Err(invalid(None, "the input has no rows"));
