@@ -1,5 +1,6 @@
 //! Writes on copies of Spark-written fixtures with every key generator and partition layout
-//! they have (simple, complex, non-partitioned, timestamp-based; hive style and not): an
+//! they have (simple, complex, non-partitioned, timestamp-based; hive style and not;
+//! copy-on-write and merge-on-read): an
 //! insert puts a new key in exactly the partition path Spark gave the fixture's row with the
 //! same partition values, an upsert updates without duplicating, a delete removes the named
 //! rows, and hudi-rs reads the rows arbor reads.
