@@ -24,3 +24,4 @@ mod upgrade;
 mod values;
 mod versions;
 mod write_counts;
+mod write_fixtures;

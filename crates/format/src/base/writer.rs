@@ -83,7 +83,8 @@ pub struct EncodedBaseFile {
 /// [`meta::META_COLUMNS`] order; every top-level data column optional; timestamps as INT64
 /// `TIMESTAMP` of the column's unit, `isAdjustedToUTC` exactly when the column has a zone;
 /// decimals as `FIXED_LEN_BYTE_ARRAY`; footer
-/// key/values [`FOOTER_MIN_RECORD_KEY`], [`FOOTER_MAX_RECORD_KEY`] (when there are rows),
+/// key/values [`FOOTER_MIN_RECORD_KEY`], [`FOOTER_MAX_RECORD_KEY`] (when there are rows and
+/// meta values are written, see [`populate_meta_fields`](Self::populate_meta_fields)),
 /// [`FOOTER_AVRO_SCHEMA`] and [`FOOTER_WRITER_MODEL`]`=avro`; no embedded Arrow schema (like
 /// Spark's files).
 #[derive(Debug, Clone)]
@@ -96,6 +97,7 @@ pub struct BaseFileWriter {
     compression: Compression,
     row_group_rows: usize,
     preserved: Option<(Vec<String>, Vec<String>)>,
+    populate_meta_fields: bool,
 }
 
 impl BaseFileWriter {
@@ -119,7 +121,18 @@ impl BaseFileWriter {
             compression: Compression::default(),
             row_group_rows: DEFAULT_ROW_GROUP_ROWS,
             preserved: None,
+            populate_meta_fields: true,
         }
+    }
+
+    /// Whether the meta values are written (default true). A table with
+    /// `hoodie.populate.meta.fields=false` keeps the five meta columns in its files, as Spark
+    /// writes them, but `_hoodie_commit_time`, `_hoodie_commit_seqno`, `_hoodie_record_key`
+    /// and `_hoodie_partition_path` all null (only `_hoodie_file_name` is set), and no
+    /// min/max record key footer entries; readers take keys from the data columns.
+    pub fn populate_meta_fields(mut self, populate: bool) -> Self {
+        self.populate_meta_fields = populate;
+        self
     }
 
     /// The task partition id used in `_hoodie_commit_seqno` (default 0).
@@ -248,7 +261,11 @@ impl BaseFileWriter {
             path: key.to_string(),
             reason: e.to_string(),
         })?;
-        let (min_key, max_key) = key_range(record_keys);
+        let (min_key, max_key) = if self.populate_meta_fields {
+            key_range(record_keys)
+        } else {
+            (None, None)
+        };
         let mut kv = vec![
             KeyValue::new(FOOTER_AVRO_SCHEMA.to_string(), self.avro_schema.clone()),
             KeyValue::new(FOOTER_WRITER_MODEL.to_string(), "avro".to_string()),
@@ -365,19 +382,31 @@ impl BaseFileWriter {
                 }))),
             ),
         };
-        let mut columns: Vec<ArrayRef> = vec![
-            commit_times,
-            seqnos,
-            Arc::new(StringArray::from_iter_values(keys)),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                self.partition_path.as_str(),
-                n,
-            ))),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                self.file_name.as_str(),
-                n,
-            ))),
-        ];
+        let file_names: ArrayRef = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            self.file_name.as_str(),
+            n,
+        )));
+        let mut columns: Vec<ArrayRef> = if self.populate_meta_fields {
+            vec![
+                commit_times,
+                seqnos,
+                Arc::new(StringArray::from_iter_values(keys)),
+                Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                    self.partition_path.as_str(),
+                    n,
+                ))),
+                file_names,
+            ]
+        } else {
+            let nulls: ArrayRef = Arc::new(StringArray::new_null(n));
+            vec![
+                Arc::clone(&nulls),
+                Arc::clone(&nulls),
+                Arc::clone(&nulls),
+                nulls,
+                file_names,
+            ]
+        };
         for (column, field) in batch
             .columns()
             .iter()

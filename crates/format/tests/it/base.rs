@@ -560,3 +560,54 @@ async fn test_base_file_reader_stream_batch_size_splits_rows() {
     let sizes: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
     assert_eq!(sizes, [3, 3, 3, 1]);
 }
+
+/// A table without meta fields: the five meta columns are written (as Spark does) but only
+/// `_hoodie_file_name` holds values, and the footer has no record key range.
+#[tokio::test]
+async fn test_write_base_file_without_meta_values() {
+    let (_dir, storage) = temp_storage();
+    let key = format!("region=us/{FILE_NAME}");
+    let written = writer()
+        .populate_meta_fields(false)
+        .write(
+            storage.as_ref(),
+            &key,
+            &[data_batch(&[3, 1])],
+            &keys(&[3, 1]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(written.num_rows, 2);
+    assert_eq!(written.min_record_key, None);
+    assert_eq!(written.max_record_key, None);
+    let reader = BaseFileReader::open(Arc::clone(&storage), &key)
+        .await
+        .unwrap();
+    assert_eq!(reader.footer_value(FOOTER_MIN_RECORD_KEY), None);
+    assert_eq!(reader.footer_value(FOOTER_MAX_RECORD_KEY), None);
+    let batches = read_base_file(Arc::clone(&storage), &key, None)
+        .await
+        .unwrap();
+    let all = arrow::compute::concat_batches(&reader.schema(), &batches).unwrap();
+    for c in [
+        meta::COMMIT_TIME,
+        meta::COMMIT_SEQNO,
+        meta::RECORD_KEY,
+        meta::PARTITION_PATH,
+    ] {
+        assert_eq!(all.column_by_name(c).unwrap().null_count(), 2, "{c}");
+    }
+    let names = all
+        .column_by_name(meta::FILE_NAME)
+        .unwrap()
+        .as_string::<i32>();
+    assert!(names.iter().all(|n| n == Some(FILE_NAME)));
+    assert_eq!(
+        all.column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int32Type>()
+            .values()
+            .to_vec(),
+        [3, 1]
+    );
+}

@@ -4,6 +4,7 @@
 use arbor_timeline::config::keys;
 use arbor_timeline::TableConfig;
 
+use super::timestamp::TimestampConfig;
 use crate::error::{Result, TableError};
 
 /// The partition value written for a null or empty partition field.
@@ -22,6 +23,9 @@ pub enum KeyGeneratorType {
     Complex,
     /// No partitions.
     NonPartition,
+    /// One record key field (as SIMPLE) and one partition field read as a point in time and
+    /// printed with a date format (`hoodie.keygen.timebased.*`, see [`TimestampConfig`]).
+    Timestamp,
 }
 
 impl KeyGeneratorType {
@@ -31,16 +35,18 @@ impl KeyGeneratorType {
             KeyGeneratorType::Simple => "SIMPLE",
             KeyGeneratorType::Complex => "COMPLEX",
             KeyGeneratorType::NonPartition => "NON_PARTITION",
+            KeyGeneratorType::Timestamp => "TIMESTAMP",
         }
     }
 
     /// Parses a `hoodie.table.keygenerator.type` value (the `_AVRO` variants included); `None`
-    /// for types arbor does not reproduce (TIMESTAMP, CUSTOM, ...).
+    /// for types arbor does not reproduce (CUSTOM, ...).
     pub fn parse(s: &str) -> Option<KeyGeneratorType> {
         match s.trim().to_ascii_uppercase().as_str() {
             "SIMPLE" | "SIMPLE_AVRO" => Some(KeyGeneratorType::Simple),
             "COMPLEX" | "COMPLEX_AVRO" => Some(KeyGeneratorType::Complex),
             "NON_PARTITION" | "NON_PARTITION_AVRO" => Some(KeyGeneratorType::NonPartition),
+            "TIMESTAMP" | "TIMESTAMP_AVRO" => Some(KeyGeneratorType::Timestamp),
             _ => None,
         }
     }
@@ -54,6 +60,9 @@ impl KeyGeneratorType {
             "ComplexKeyGenerator" | "ComplexAvroKeyGenerator" => Some(KeyGeneratorType::Complex),
             "NonpartitionedKeyGenerator" | "NonpartitionedAvroKeyGenerator" => {
                 Some(KeyGeneratorType::NonPartition)
+            }
+            "TimestampBasedKeyGenerator" | "TimestampBasedAvroKeyGenerator" => {
+                Some(KeyGeneratorType::Timestamp)
             }
             _ => None,
         }
@@ -89,13 +98,17 @@ pub struct KeyGenConfig {
     pub url_encode: bool,
     /// Rendering of timestamp values.
     pub timestamp_format: TimestampKeyFormat,
+    /// The timestamp-based generator's settings (`Some` exactly for
+    /// [`KeyGeneratorType::Timestamp`]).
+    pub timestamp: Option<TimestampConfig>,
 }
 
 impl KeyGenConfig {
     /// Reads the key generator settings of a table: `hoodie.table.keygenerator.type`, else the
     /// legacy `hoodie.table.keygenerator.class`, else inferred as Java infers it (no partition
     /// fields: NON_PARTITION; one partition field and at most one key field: SIMPLE; otherwise
-    /// COMPLEX). TIMESTAMP, CUSTOM and other generators are [`TableError::Unsupported`].
+    /// COMPLEX). TIMESTAMP reads its `hoodie.keygen.timebased.*` settings ([`TimestampConfig`]);
+    /// CUSTOM and any other generator are [`TableError::Unsupported`] naming it.
     pub fn from_table_config(config: &TableConfig) -> Result<KeyGenConfig> {
         let record_key_fields = config.record_key_fields();
         let partition_fields = config.partition_fields();
@@ -120,8 +133,19 @@ impl KeyGenConfig {
         } else {
             KeyGeneratorType::Complex
         };
+        let timestamp = match kind {
+            KeyGeneratorType::Timestamp => Some(
+                TimestampConfig::from_table_config(config).map_err(|reason| {
+                    TableError::Unsupported {
+                        reason: format!("the timestamp-based key generator: {reason}"),
+                    }
+                })?,
+            ),
+            _ => None,
+        };
         Ok(KeyGenConfig {
             kind,
+            timestamp,
             record_key_fields,
             partition_fields,
             hive_style: config.hive_style_partitioning(),

@@ -41,6 +41,24 @@ impl KeyGenerator {
                     .into(),
             });
         }
+        if config.kind == KeyGeneratorType::Timestamp {
+            if config.record_key_fields.len() != 1 || config.partition_fields.len() != 1 {
+                return Err(TableError::Unsupported {
+                    reason: format!(
+                        "the TIMESTAMP key generator takes one record key field and one \
+                         partition field, not {:?} and {:?}",
+                        config.record_key_fields, config.partition_fields
+                    ),
+                });
+            }
+            if config.timestamp.is_none() {
+                return Err(TableError::Unsupported {
+                    reason: "the TIMESTAMP key generator needs its hoodie.keygen.timebased.* \
+                             settings"
+                        .into(),
+                });
+            }
+        }
         if config.kind == KeyGeneratorType::Simple {
             if config.record_key_fields.len() != 1 {
                 return Err(TableError::Unsupported {
@@ -106,7 +124,7 @@ impl KeyGenerator {
             .map(|f| resolve_column(batch, f))
             .collect::<Result<Vec<_>>>()?;
         let plain = match self.config.kind {
-            KeyGeneratorType::Simple => true,
+            KeyGeneratorType::Simple | KeyGeneratorType::Timestamp => true,
             KeyGeneratorType::NonPartition => fields.len() == 1,
             KeyGeneratorType::Complex => false,
         };
@@ -172,6 +190,29 @@ impl KeyGenerator {
             .iter()
             .map(|f| resolve_column(batch, f))
             .collect::<Result<Vec<_>>>()?;
+        if let (Some(ts), Some(field), Some(column)) = (
+            self.config.timestamp.as_ref(),
+            fields.first(),
+            columns.first(),
+        ) {
+            return (0..batch.num_rows())
+                .map(|row| {
+                    let v = ts
+                        .format_value(column.as_ref(), row)
+                        .map_err(|reason| invalid(Some(field), Some(first_row + row), &reason))?;
+                    let v = if self.config.url_encode {
+                        escape_partition_value(&v)
+                    } else {
+                        v
+                    };
+                    Ok(if self.config.hive_style {
+                        format!("{field}={v}")
+                    } else {
+                        v
+                    })
+                })
+                .collect();
+        }
         let mut out = Vec::with_capacity(batch.num_rows());
         for row in 0..batch.num_rows() {
             let mut path = String::new();

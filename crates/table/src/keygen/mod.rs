@@ -1,6 +1,7 @@
 //! Record keys and partition paths from Arrow batches (spec 4.4), matching Java Hudi's built-in
 //! key generators (`SimpleAvroKeyGenerator`, `ComplexAvroKeyGenerator`,
-//! `NonpartitionedAvroKeyGenerator` and their Spark counterparts).
+//! `NonpartitionedAvroKeyGenerator`, `TimestampBasedAvroKeyGenerator` and their Spark
+//! counterparts).
 //!
 //! Values become strings as Java renders them: integers in decimal, booleans `true`/`false`,
 //! strings as they are, dates `yyyy-MM-dd` (`LocalDate.toString`), decimals as
@@ -16,6 +17,9 @@
 //!   an error.
 //! - NON_PARTITION: like SIMPLE with one record key field, like COMPLEX with several; the
 //!   partition path is always `""`.
+//! - TIMESTAMP (`TimestampBasedAvroKeyGenerator`): the key as SIMPLE; the one partition value
+//!   read as a point in time and printed with `hoodie.keygen.timebased.output.dateformat`
+//!   ([`TimestampConfig`]; URL encoding escapes the whole printed value, `/` included).
 //!
 //! Partition paths: values joined by `/` in partition field order; hive style writes
 //! `field=value`; a null or empty value becomes [`DEFAULT_PARTITION_PATH`]; with URL encoding
@@ -23,6 +27,8 @@
 
 mod config;
 mod generator;
+mod joda;
+mod timestamp;
 mod value;
 
 pub use config::{
@@ -30,6 +36,8 @@ pub use config::{
     EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER,
 };
 pub use generator::{HoodieKey, KeyGenerator};
+pub use joda::JodaPattern;
+pub use timestamp::{TimestampConfig, TimestampType, Zone};
 pub use value::escape_partition_value;
 
 #[cfg(test)]

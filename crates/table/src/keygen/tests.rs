@@ -24,6 +24,7 @@ fn config(kind: KeyGeneratorType, keys: &[&str], parts: &[&str]) -> KeyGenConfig
         hive_style: false,
         url_encode: false,
         timestamp_format: TimestampKeyFormat::EpochMicros,
+        timestamp: None,
     }
 }
 
@@ -283,13 +284,217 @@ fn test_key_generator_type_parse_and_class_names() {
         KeyGeneratorType::parse("COMPLEX_AVRO"),
         Some(KeyGeneratorType::Complex)
     );
-    assert_eq!(KeyGeneratorType::parse("TIMESTAMP"), None);
+    assert_eq!(
+        KeyGeneratorType::parse("TIMESTAMP"),
+        Some(KeyGeneratorType::Timestamp)
+    );
+    assert_eq!(KeyGeneratorType::parse("CUSTOM"), None);
+    assert_eq!(KeyGeneratorType::from_class_name("com.acme.MyKeyGen"), None);
     assert_eq!(
         KeyGeneratorType::from_class_name("org.apache.hudi.keygen.NonpartitionedKeyGenerator"),
         Some(KeyGeneratorType::NonPartition)
     );
     assert_eq!(
         KeyGeneratorType::from_class_name("org.apache.hudi.keygen.TimestampBasedKeyGenerator"),
-        None
+        Some(KeyGeneratorType::Timestamp)
     );
+}
+
+fn timestamp_generator(props: &[(&str, &str)], hive: bool, url: bool) -> KeyGenerator {
+    let mut b = arbor_timeline::TableConfig::builder_v8(
+        "t",
+        arbor_timeline::config::TableType::CopyOnWrite,
+    )
+    .record_key_fields(["id"])
+    .partition_fields(["ts"])
+    .key_generator_type("TIMESTAMP")
+    .hive_style_partitioning(hive)
+    .url_encode_partitioning(url);
+    for (k, v) in props {
+        b = b.property(*k, *v);
+    }
+    KeyGenerator::from_table_config(&b.build().unwrap()).unwrap()
+}
+
+fn ts_paths(g: &KeyGenerator, ts: ArrayRef) -> Vec<String> {
+    let n = ts.len();
+    let ids: ArrayRef = Arc::new(Int32Array::from_iter_values(0..n as i32));
+    g.partition_paths_at(&batch(vec![("id", ids), ("ts", ts)]), 0)
+        .unwrap()
+}
+
+#[test]
+fn test_timestamp_keygen_numeric_types_units_and_zones() {
+    let out = "hoodie.keygen.timebased.output.dateformat";
+    let ty = "hoodie.keygen.timebased.timestamp.type";
+    let millis = timestamp_generator(
+        &[(ty, "EPOCHMILLISECONDS"), (out, "yyyy/MM/dd/HH")],
+        false,
+        false,
+    );
+    // 1705311000000 ms = 2024-01-15T09:30:00Z (the fixture's partition 2024/01/15/09); a null
+    // value is Java's default of 1 unit after the epoch; a string holds the number.
+    assert_eq!(
+        ts_paths(
+            &millis,
+            Arc::new(Int64Array::from(vec![Some(1_705_311_000_000), None]))
+        ),
+        ["2024/01/15/09", "1970/01/01/00"]
+    );
+    assert_eq!(
+        ts_paths(&millis, Arc::new(StringArray::from(vec!["1705311000000"]))),
+        ["2024/01/15/09"]
+    );
+    let bad = millis.partition_paths_at(
+        &batch(vec![
+            ("id", Arc::new(Int32Array::from(vec![1])) as ArrayRef),
+            ("ts", Arc::new(StringArray::from(vec!["soon"]))),
+        ]),
+        7,
+    );
+    assert!(
+        matches!(bad, Err(TableError::InvalidInput { row: Some(7), column: Some(ref c), .. }) if c == "ts"),
+        "{bad:?}"
+    );
+    let unix = timestamp_generator(
+        &[
+            (ty, "UNIX_TIMESTAMP"),
+            (out, "yyyy-MM-dd HH:mm"),
+            ("hoodie.keygen.timebased.output.timezone", "Asia/Kolkata"),
+        ],
+        true,
+        true,
+    );
+    // Hive style, URL-encoded (':' escaped), in the output zone (+05:30).
+    assert_eq!(
+        ts_paths(&unix, Arc::new(Int32Array::from(vec![0]))),
+        ["ts=1970-01-01 05%3A30"]
+    );
+    let scalar = timestamp_generator(
+        &[
+            (ty, "SCALAR"),
+            ("hoodie.keygen.timebased.timestamp.scalar.time.unit", "days"),
+            (out, "yyyyMMdd"),
+        ],
+        false,
+        false,
+    );
+    assert_eq!(
+        ts_paths(&scalar, Arc::new(Float64Array::from(vec![19737.9]))),
+        ["20240115"]
+    );
+    // A date is its epoch day counted in the unit, as Java does.
+    assert_eq!(
+        ts_paths(&scalar, Arc::new(Date32Array::from(vec![19737]))),
+        ["20240115"]
+    );
+}
+
+#[test]
+fn test_timestamp_keygen_date_strings_keep_or_convert_offsets() {
+    let props = |extra: &[(&'static str, &'static str)]| {
+        let mut p = vec![
+            ("hoodie.keygen.timebased.timestamp.type", "DATE_STRING"),
+            ("hoodie.keygen.timebased.output.dateformat", "yyyy/MM/dd/HH"),
+            (
+                "hoodie.keygen.timebased.input.dateformat",
+                "yyyy-MM-dd'T'HH:mm:ss.SSSZ,yyyy-MM-dd",
+            ),
+        ];
+        p.extend_from_slice(extra);
+        p
+    };
+    let values = || -> ArrayRef {
+        Arc::new(StringArray::from(vec![
+            Some("2024-01-15T10:30:00.000Z"),
+            Some("2024-01-15T23:30:00.000-0200"),
+            Some("2024-03-02"),
+            None,
+        ]))
+    };
+    // No output zone: each value prints in the offset it was written with.
+    let g = timestamp_generator(&props(&[]), false, false);
+    assert_eq!(
+        ts_paths(&g, values()),
+        [
+            "2024/01/15/10",
+            "2024/01/15/23",
+            "2024/03/02/00",
+            "1970/01/01/00"
+        ]
+    );
+    // One zone for input and output.
+    let g = timestamp_generator(
+        &props(&[("hoodie.keygen.timebased.timezone", "GMT+01:00")]),
+        false,
+        false,
+    );
+    assert_eq!(
+        ts_paths(&g, values()),
+        [
+            "2024/01/15/11",
+            "2024/01/16/02",
+            "2024/03/02/00",
+            "1970/01/01/01"
+        ]
+    );
+    // MIXED refuses numbers (no unit), as Java.
+    let g = timestamp_generator(
+        &[
+            ("hoodie.keygen.timebased.timestamp.type", "MIXED"),
+            ("hoodie.keygen.timebased.output.dateformat", "yyyy"),
+            ("hoodie.keygen.timebased.input.dateformat", "yyyy-MM-dd"),
+        ],
+        false,
+        false,
+    );
+    let err = g
+        .partition_paths_at(
+            &batch(vec![
+                ("id", Arc::new(Int32Array::from(vec![1])) as ArrayRef),
+                ("ts", Arc::new(Int64Array::from(vec![5]))),
+            ]),
+            0,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("scalar.time.unit"), "{err}");
+}
+
+#[test]
+fn test_timestamp_keygen_bad_settings_are_refused_by_name() {
+    let cfg = |props: &[(&str, &str)]| {
+        let mut b = arbor_timeline::TableConfig::builder_v8(
+            "t",
+            arbor_timeline::config::TableType::CopyOnWrite,
+        )
+        .record_key_fields(["id"])
+        .partition_fields(["ts"])
+        .key_generator_type("TIMESTAMP");
+        for (k, v) in props {
+            b = b.property(*k, *v);
+        }
+        KeyGenerator::from_table_config(&b.build().unwrap())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(cfg(&[]).contains("hoodie.keygen.timebased.timestamp.type"));
+    let ty = (
+        "hoodie.keygen.timebased.timestamp.type",
+        "EPOCHMILLISECONDS",
+    );
+    assert!(cfg(&[ty]).contains("output.dateformat"));
+    let out = ("hoodie.keygen.timebased.output.dateformat", "yyyy");
+    assert!(cfg(&[
+        ty,
+        out,
+        ("hoodie.keygen.timebased.timezone", "Mars/Olympus")
+    ])
+    .contains("Mars/Olympus"));
+    assert!(cfg(&[("hoodie.keygen.timebased.timestamp.type", "WEEKLY"), out]).contains("WEEKLY"));
+    assert!(cfg(&[ty, ("hoodie.keygen.timebased.output.dateformat", "yyyy-ww")]).contains("'w'"));
+    assert!(cfg(&[
+        ("hoodie.keygen.timebased.timestamp.type", "DATE_STRING"),
+        out
+    ])
+    .contains("input.dateformat"));
 }

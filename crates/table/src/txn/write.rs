@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arbor_format::base::BaseFileWriter;
 use arbor_timeline::avro::{encode_instant_for, InstantContent};
-use arbor_timeline::config::TableType;
+use arbor_timeline::config::{keys, TableType};
 use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
@@ -28,6 +28,7 @@ use crate::write::planner::{self, Combine, Input, PlanContext, WritePlan};
 use crate::write::record_index::{delta_of, route_moved_keys, RecordIndex};
 use crate::write::schema::{ConformOptions, DataSchema, SchemaChange};
 use crate::write::secondary_index;
+use crate::write::stored_keys::StoredKeys;
 
 /// Input checked against the table, with the schema its write records.
 struct Validated {
@@ -57,9 +58,32 @@ fn validate_with_schema(
     batches: &[RecordBatch],
 ) -> Result<Validated> {
     let ctx = &table.ctx;
+    // A key generator arbor does not implement is refused by name before anything else.
+    let keygen = KeyGenerator::from_table_config(&ctx.config)?;
+    let drops_partition_columns = ctx
+        .config
+        .get(keys::DROP_PARTITION_COLUMNS)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if drops_partition_columns && keygen.is_partitioned() {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "arbor does not write tables with {}=true (Spark leaves the partition columns \
+                 out of the data files and readers recover them from the paths)",
+                keys::DROP_PARTITION_COLUMNS
+            ),
+        });
+    }
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if rows == 0 {
         return Err(invalid(None, "the input has no rows"));
+    }
+    if !ctx.config.populate_meta_fields() && ctx.table_type() == TableType::MergeOnRead {
+        return Err(TableError::Unsupported {
+            reason: "arbor does not write merge-on-read tables without meta fields \
+                     (hoodie.populate.meta.fields=false): their log records would need keys \
+                     from the data columns on every merge"
+                .into(),
+        });
     }
     let is_delete = operation == WriteOperation::Delete;
     if is_delete {
@@ -87,7 +111,7 @@ fn validate_with_schema(
     )?;
     let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
         .map_err(|e| invalid(None, e.to_string()))?;
-    let keys = KeyGenerator::from_table_config(&ctx.config)?.keys(&batch)?;
+    let keys = keygen.keys(&batch)?;
     Ok(Validated {
         input: Input { batch, keys },
         schema: conformed.schema,
@@ -349,6 +373,7 @@ async fn write_files(
         avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&schema.avro_json)?,
         mode,
         ordering_field,
+        stored_keys: StoredKeys::for_table(&ctx.config)?,
     };
     let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
     for p in partitions {

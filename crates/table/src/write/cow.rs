@@ -16,6 +16,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::planner::{GroupPlan, Input};
 use super::schema::DataSchema;
+use super::stored_keys::StoredKeys;
 use crate::error::{Result, TableError};
 use crate::read::{newer_wins, MergeMode, OrderKey};
 
@@ -35,6 +36,9 @@ pub struct FileWriteContext {
     pub mode: MergeMode,
     /// The ordering field.
     pub ordering_field: Option<String>,
+    /// Where the keys of stored rows come from (the meta column, or the key generator for a
+    /// table without meta fields, whose files are then written with null meta values).
+    pub stored_keys: StoredKeys,
 }
 
 /// One written file and its write stat, with the record counts of the group.
@@ -124,7 +128,7 @@ pub async fn write_base_file(
                 };
                 let times = col(meta::COMMIT_TIME)?;
                 let seqnos = col(meta::COMMIT_SEQNO)?;
-                let keys = col(meta::RECORD_KEY)?;
+                let keys = ctx.stored_keys.keys(&all, &path)?;
                 let data = conform_batch(&all, &data_schema, &path)?;
                 let prev = group
                     .existing
@@ -241,6 +245,7 @@ pub async fn write_base_file(
         ctx.avro_with_meta.clone(),
     )
     .task_partition_id(task)
+    .populate_meta_fields(matches!(ctx.stored_keys, StoredKeys::Meta))
     .preserve_commit_metadata(times, seqnos);
     let written = writer
         .write(ctx.storage.as_ref(), &key, &[out], &record_keys)

@@ -5,14 +5,13 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use arbor_format::base::read_base_file;
-use arbor_format::meta;
 use arbor_fsview::FileSlice;
 use arbor_storage::Storage;
 use arbor_timeline::InstantTime;
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::DataType;
+use arrow::array::RecordBatch;
 use async_trait::async_trait;
 
+use super::stored_keys::StoredKeys;
 use crate::error::{Result, TableError};
 use crate::read::{OrderKey, TableReader};
 
@@ -63,7 +62,8 @@ pub trait Index: Debug + Send + Sync {
 }
 
 /// An index that reads the record keys of the latest file slices of the asked partition: the
-/// `_hoodie_record_key` column of base files, or the merged slice when it has log files (so
+/// `_hoodie_record_key` column of base files (the key columns through the key generator for a
+/// table without meta fields, see [`StoredKeys`]), or the merged slice when it has log files (so
 /// keys inserted or deleted in logs are seen).
 #[derive(Debug, Clone)]
 pub struct SimpleIndex {
@@ -100,13 +100,17 @@ impl SimpleIndex {
         slice: &FileSlice,
         ordering_field: Option<&str>,
     ) -> Result<Vec<(String, Option<OrderKey>)>> {
+        let source = StoredKeys::for_table(reader.config())?;
         let batches: Vec<RecordBatch> = if slice.log_files.is_empty() {
             match slice.base_file_path() {
                 Some(path) => {
-                    let key_only = [meta::RECORD_KEY.to_string()];
+                    let key_only = source.columns();
                     match ordering_field {
                         Some(f) => {
-                            let projection = [meta::RECORD_KEY.to_string(), f.to_string()];
+                            let mut projection = key_only.clone();
+                            if !projection.iter().any(|c| c == f) {
+                                projection.push(f.to_string());
+                            }
                             match read_base_file(storage.clone(), &path, Some(&projection)).await {
                                 Ok(b) => b,
                                 // A base file written before the ordering column existed (or
@@ -128,32 +132,21 @@ impl SimpleIndex {
                 .into_iter()
                 .collect()
         };
+        let context = format!(
+            "file group {} in partition {:?}",
+            slice.file_id, slice.partition
+        );
         let mut out = Vec::new();
         for b in &batches {
-            let Some(col) = b.column_by_name(meta::RECORD_KEY) else {
-                return Err(TableError::Unsupported {
-                    reason: format!(
-                        "file group {} in partition {:?} has no {} column",
-                        slice.file_id,
-                        slice.partition,
-                        meta::RECORD_KEY
-                    ),
-                });
-            };
-            let col = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| {
-                TableError::Unsupported {
-                    reason: format!("record keys of file group {}: {e}", slice.file_id),
-                }
-            })?;
+            let keys = source.keys(b, &context)?;
             let ordering = ordering_field.map(|f| b.column_by_name(f));
-            let strings = col.as_string::<i32>();
-            for i in 0..strings.len() {
-                if strings.is_valid(i) {
+            for (i, key) in keys.into_iter().enumerate() {
+                if let Some(key) = key {
                     let order = ordering.map(|c| match c {
                         Some(c) => OrderKey::from_column(c, i),
                         None => OrderKey::Default,
                     });
-                    out.push((strings.value(i).to_string(), order));
+                    out.push((key, order));
                 }
             }
         }

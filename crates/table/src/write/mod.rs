@@ -6,7 +6,8 @@
 //! WriteOperation, KeyMove, CommitResult), `schema.rs` / `convert.rs` (conforming input to the
 //! table schema, exact casts), `partial.rs` (partial updates), `index.rs` (the Index trait and
 //! the simple index), `record_index.rs` (the record index as an Index, key moves),
-//! `secondary_index.rs`, `planner.rs` (assigning records to file groups, small-file
+//! `secondary_index.rs`, `stored_keys.rs` (record keys of stored rows, meta column or key
+//! generator), `planner.rs` (assigning records to file groups, small-file
 //! packing), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
 //! helpers, heartbeats, ownership, commit metadata, the conflict check), `mdt_sync.rs`
 //! (metadata-table deltacommits, initialisation, repair), `rollback.rs`, `compaction.rs`.
@@ -31,6 +32,7 @@ pub(crate) mod record_index;
 pub mod rollback;
 pub(crate) mod schema;
 pub(crate) mod secondary_index;
+pub(crate) mod stored_keys;
 
 pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};

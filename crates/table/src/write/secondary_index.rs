@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use arbor_format::base::read_base_file;
-use arbor_format::meta;
 use arbor_fsview::FileSlice;
 use arbor_mdt::record_index::lookup_record_index;
 use arbor_mdt::secondary_index::{secondary_index_partition, IndexDefinition, IndexDefinitions};
@@ -29,6 +28,7 @@ use arrow::datatypes::{
 
 use super::index::RecordLocation;
 use super::planner::{Input, WritePlan};
+use super::stored_keys::StoredKeys;
 use crate::error::{Result, TableError};
 use crate::read::{OrderKey, TableReader};
 
@@ -201,13 +201,15 @@ async fn slice_values_ordered(
     columns: &[String],
     ordering: Option<&str>,
 ) -> Result<SliceValues> {
+    let source = StoredKeys::for_table(reader.config())?;
     let batches: Vec<RecordBatch> = if slice.log_files.is_empty() {
         match slice.base_file_path() {
             Some(path) => {
-                let mut projection = vec![meta::RECORD_KEY.to_string()];
-                projection.extend(columns.iter().cloned());
-                if let Some(o) = ordering.filter(|o| !columns.iter().any(|c| c == o)) {
-                    projection.push(o.to_string());
+                let mut projection = source.columns();
+                for c in columns.iter().map(String::as_str).chain(ordering) {
+                    if !projection.iter().any(|p| p == c) {
+                        projection.push(c.to_string());
+                    }
                 }
                 read_base_file(storage.clone(), &path, Some(&projection)).await?
             }
@@ -220,49 +222,36 @@ async fn slice_values_ordered(
             .into_iter()
             .collect()
     };
+    let context = format!(
+        "file group {} in partition {:?}",
+        slice.file_id, slice.partition
+    );
     let mut out: BTreeMap<String, BTreeMap<String, Option<String>>> = BTreeMap::new();
     let mut orders = HashMap::new();
     for b in &batches {
-        let keys = b
-            .column_by_name(meta::RECORD_KEY)
-            .ok_or_else(|| TableError::Unsupported {
-                reason: format!(
-                    "file group {} in partition {:?} has no {} column",
-                    slice.file_id,
-                    slice.partition,
-                    meta::RECORD_KEY
-                ),
-            })?;
-        let keys =
-            arrow::compute::cast(keys, &DataType::Utf8).map_err(|e| TableError::Unsupported {
-                reason: format!("record keys of file group {}: {e}", slice.file_id),
-            })?;
-        let keys = keys.as_string::<i32>();
+        let keys = source.keys(b, &context)?;
         for c in columns {
             let col = b.column_by_name(c);
             let entry = out.entry(c.clone()).or_default();
-            for i in 0..keys.len() {
-                if !keys.is_valid(i) {
-                    continue;
-                }
+            for (i, key) in keys.iter().enumerate() {
+                let Some(key) = key else { continue };
                 // A base file written before the column existed holds nulls.
                 let v = match col {
                     Some(col) => value_text(col.as_ref(), i, c)?,
                     None => None,
                 };
-                entry.insert(keys.value(i).to_string(), v);
+                entry.insert(key.clone(), v);
             }
         }
         if let Some(o) = ordering {
             let col = b.column_by_name(o);
-            for i in 0..keys.len() {
-                if keys.is_valid(i) {
-                    let order = match col {
-                        Some(c) => OrderKey::from_column(c, i),
-                        None => OrderKey::Default,
-                    };
-                    orders.insert(keys.value(i).to_string(), order);
-                }
+            for (i, key) in keys.iter().enumerate() {
+                let Some(key) = key else { continue };
+                let order = match col {
+                    Some(c) => OrderKey::from_column(c, i),
+                    None => OrderKey::Default,
+                };
+                orders.insert(key.clone(), order);
             }
         }
     }
