@@ -21,7 +21,7 @@
 //! unchanged after branch writes, and a publication (and the branch) through a peer view with
 //! the rows arbor read from the branch.
 //!
-//! [`fixtures`] adds the fixture-management stage (`fixtures/sample_table/cow/v6_empty`, ...):
+//! [`fixtures`] adds the fixture-management stage (`fixtures/cow/v6_empty`, `fixtures/mor/avro/v9_txns_simple_meta`, ...):
 //! every non-Lance Spark-written table of `../shared/fixtures` goes through upgrade (version
 //! 6), delete, tag, re-insert, clean, read the tag, `mdt init`, branch, delete on the branch,
 //! publish and validate with the `arbor` CLI, its rows checked after every step against a
