@@ -135,7 +135,15 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
         table_version,
     ));
     let (mut passed, mut failed) = digest_and_report(&python, &work, &checks)?;
-    let (fixtures_passed, fixture_failures) = fixtures::run(&python, &work, only.as_deref())?;
+    // A stage that cannot run (no CLI build, no peer Python) is one failure, never allowed.
+    let (fixtures_passed, fixture_failures) = match fixtures::run(&python, &work, only.as_deref()) {
+        Ok(counts) => counts,
+        Err(e) => {
+            println!("FAIL fixtures: {e}");
+            failed += 1;
+            (0, 0)
+        }
+    };
     passed += fixtures_passed;
     failed += fixture_failures;
     let allowed = if allow_fixture_failures {
