@@ -1,7 +1,8 @@
 //! `cargo xtask bench data-path`: the data-path benchmark. `cargo xtask bench
 //! mdt`, the metadata-table benchmark, lives in [`mdt`]; `cargo xtask bench clean`, clean
 //! planning, in [`clean`]; `cargo xtask bench branch`, branch creation and publication, in
-//! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`].
+//! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`];
+//! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -37,6 +38,7 @@ mod mdt;
 mod peer;
 mod raw;
 mod report;
+mod skipping;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -122,6 +124,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("cache") {
         return cache::run(args);
+    }
+    if args.first().map(String::as_str) == Some("skipping") {
+        return skipping::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {

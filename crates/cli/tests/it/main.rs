@@ -16,6 +16,7 @@ mod locks;
 mod mdt;
 mod read;
 mod read_output;
+mod read_predicates;
 mod read_where;
 mod restore;
 mod table_services;

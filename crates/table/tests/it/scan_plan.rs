@@ -102,7 +102,7 @@ async fn test_scan_plan_errors_are_the_reads_errors() {
     let reader = t.reader().await;
     for options in [
         ReadOptions::new().columns(["nope"]),
-        ReadOptions::new().filter(PartitionFilter::eq("name", "x")),
+        ReadOptions::new().filter(PartitionFilter::eq("nope", "x")),
         ReadOptions::new()
             .incremental(None, None)
             .read_optimized(true),
