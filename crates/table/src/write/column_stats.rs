@@ -40,8 +40,8 @@ pub struct StatsIndexes {
 /// Creates the requested stats partitions (module doc) from the latest file slices of every
 /// partition, with the columns of an existing `column_stats` definition or Java's default
 /// rule. Returns the number of records written. Errors: `Unsupported` without a metadata
-/// table, with pending instants, or when a requested partition exists; `InvalidInput` when
-/// nothing is requested.
+/// table, with pending instants, when a requested partition exists, or for partition stats
+/// on a non-partitioned table; `InvalidInput` when nothing is requested.
 pub async fn init_stats_indexes(
     storage: &Arc<dyn Storage>,
     layout: &TableLayout,
@@ -56,6 +56,14 @@ pub async fn init_stats_indexes(
         });
     }
     let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+    if which.partition_stats && config.partition_fields().is_empty() {
+        // Java keeps no partition stats for non-partitioned tables.
+        return Err(TableError::Unsupported {
+            reason: "partition stats on a non-partitioned table (Hudi keeps none); use \
+                     --column-stats"
+                .to_string(),
+        });
+    }
     let listed = config.metadata_partitions();
     let wanted: Vec<&str> = [
         (which.column_stats, COLUMN_STATS_PARTITION),

@@ -278,3 +278,27 @@ async fn spark_fixture_takes_writes(zip: &str) {
         v.discrepancies
     );
 }
+
+/// Partition stats are refused on a non-partitioned table (Hudi keeps none); column stats
+/// are created and kept in step.
+#[tokio::test]
+async fn test_partition_stats_refused_on_non_partitioned_table() {
+    let t = create(TableType::CopyOnWrite, Layout::None).await;
+    t.write(WriteOperation::Insert, &rows(0..6, 1, "a")).await;
+    let before = t.listing().await;
+    let err = t.table.create_stats_indexes(false, true).await.unwrap_err();
+    assert!(err.to_string().contains("non-partitioned"), "{err}");
+    assert_eq!(t.listing().await, before, "a refusal writes nothing");
+    t.table.create_stats_indexes(true, false).await.unwrap();
+    t.write(WriteOperation::Upsert, &rows(0..3, 2, "b")).await;
+    let v = arbor_table::validate_indexes(t.storage.clone())
+        .await
+        .unwrap();
+    assert!(v.discrepancies.is_empty(), "{:?}", v.discrepancies);
+    let mdt = MetadataTable::open(t.storage.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    let cs = read_column_stats(t.storage.as_ref(), &mdt).await.unwrap();
+    assert!(!cs.is_empty());
+}
