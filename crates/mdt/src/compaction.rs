@@ -188,7 +188,7 @@ pub async fn compact_if_due(
         source,
     };
     let mut w = HFileWriter::new(HFileWriterOptions::default());
-    w.set_file_info("schema", METADATA_RECORD_SCHEMA_JSON.as_bytes().to_vec());
+    w.set_file_info("schema", writer.record_schema_json().as_bytes().to_vec());
     let mut records = 0usize;
     for (record_key, entries) in &merged {
         let record = FilesRecord {
@@ -236,7 +236,7 @@ pub async fn compact_if_due(
         let stat = compact_index_slice(storage.as_ref(), mdt, partition, s, &time).await?;
         meta.add_write_stat(partition.clone(), stat);
     }
-    meta.insert_extra(SCHEMA_KEY, METADATA_RECORD_SCHEMA_JSON);
+    meta.insert_extra(SCHEMA_KEY, writer.record_schema_json());
     meta.set_operation_type(WriteOperationType::Compact);
     let completion = tl.next_instant_time(generator).await?;
     let mut completed = inflight.with_state(State::Completed);

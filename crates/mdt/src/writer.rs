@@ -21,8 +21,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use arbor_format::hfile::mdt_column_stats::metadata_record_schema_json_for;
 use arbor_format::hfile::mdt::{
-    encode_files_record, FilesEntry, FilesRecord, METADATA_RECORD_SCHEMA_JSON,
+    encode_files_record, FilesEntry, FilesRecord,
     RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
 };
 use arbor_format::hfile::{HFileWriter, HFileWriterOptions};
@@ -218,13 +219,17 @@ fn delta_records(delta: &FilesDelta) -> BTreeMap<String, FilesRecord> {
 }
 
 /// Encodes records (sorted by key) as an HFile with the metadata record schema in its file info.
-fn encode_hfile(records: &BTreeMap<String, FilesRecord>, path: &str) -> Result<Bytes> {
+fn encode_hfile(
+    records: &BTreeMap<String, FilesRecord>,
+    path: &str,
+    schema_json: &str,
+) -> Result<Bytes> {
     let fmt = |source| MdtError::Format {
         path: path.to_string(),
         source,
     };
     let mut w = HFileWriter::new(HFileWriterOptions::default());
-    w.set_file_info("schema", METADATA_RECORD_SCHEMA_JSON.as_bytes().to_vec());
+    w.set_file_info("schema", schema_json.as_bytes().to_vec());
     for (key, record) in records {
         let value = encode_files_record(record).map_err(fmt)?;
         w.append(key.as_bytes(), &value).map_err(fmt)?;
@@ -261,6 +266,10 @@ pub fn metadata_table_config(data_name: &str, version: TableVersion) -> Result<T
 pub struct MdtWriter {
     storage: Arc<dyn Storage>,
     layout: TableLayout,
+    /// The MDT's table version (its `hoodie.properties`), which picks the record schema the
+    /// FILES partition declares: Java 1.0's for 8, Java 1.1's for 9. The record bytes are the
+    /// same under both; hudi-rs refuses a file slice whose blocks declare different schemas.
+    version: u32,
 }
 
 impl MdtWriter {
@@ -274,7 +283,18 @@ impl MdtWriter {
         }
         let config = TableConfig::load(storage.as_ref(), MDT_META_DIR).await?;
         let layout = TableLayout::from_config(MDT_META_DIR, &config)?;
-        Ok(Some(MdtWriter { storage, layout }))
+        let version = config.version().code();
+        Ok(Some(MdtWriter {
+            storage,
+            layout,
+            version,
+        }))
+    }
+
+    /// The `HoodieMetadataRecord` writer schema (JSON) of this MDT's table version, as its
+    /// FILES blocks and base files declare it.
+    pub fn record_schema_json(&self) -> &'static str {
+        metadata_record_schema_json_for(self.version)
     }
 
     /// The MDT's timeline layout.
@@ -332,7 +352,11 @@ impl MdtWriter {
         let name = format!("{FILES_FILE_ID}_{WRITE_TOKEN}_{init}.hfile");
         let rel = format!("{FILES_PARTITION}/{name}");
         let key = format!("{MDT_BASE}/{rel}");
-        let bytes = encode_hfile(&listing_records(listing), &key)?;
+        let bytes = encode_hfile(
+            &listing_records(listing),
+            &key,
+            metadata_record_schema_json_for(config.version().code()),
+        )?;
         let size = bytes.len() as u64;
         storage.put(&key, bytes).await?;
         let stat = HoodieWriteStat {
@@ -347,7 +371,11 @@ impl MdtWriter {
             base_file: Some(name),
             ..HoodieWriteStat::default()
         };
-        let writer = MdtWriter { storage, layout };
+        let writer = MdtWriter {
+            storage,
+            layout,
+            version: config.version().code(),
+        };
         writer
             .finish(
                 &mut tl,
@@ -378,7 +406,7 @@ impl MdtWriter {
         for (partition, stat) in stats {
             meta.add_write_stat(partition.to_string(), stat);
         }
-        meta.insert_extra(SCHEMA_KEY, METADATA_RECORD_SCHEMA_JSON);
+        meta.insert_extra(SCHEMA_KEY, self.record_schema_json());
         meta.set_operation_type(WriteOperationType::UpsertPrepped);
         let completion = tl.next_instant_time(generator).await?;
         let mut completed = inflight.with_state(State::Completed);
@@ -668,10 +696,11 @@ impl MdtWriter {
         let rel = format!("{FILES_PARTITION}/{name}");
         let key = format!("{MDT_BASE}/{rel}");
         let records = delta_records(delta);
-        let hfile = encode_hfile(&records, &key)?;
+        let schema_json = self.record_schema_json();
+        let hfile = encode_hfile(&records, &key, schema_json)?;
         let mut header = BlockMetadata::new();
         header.insert(HeaderKey::InstantTime, time.to_string());
-        header.insert(HeaderKey::Schema, METADATA_RECORD_SCHEMA_JSON.to_string());
+        header.insert(HeaderKey::Schema, schema_json.to_string());
         let block = encode_block(BlockType::HfileData, &header, &hfile, &BlockMetadata::new())
             .map_err(|source| MdtError::Format {
                 path: key.clone(),

@@ -20,8 +20,12 @@ use crate::output::{print_json, print_text};
     the table lock; stop other writers first. Crash-safe: an interrupted upgrade leaves the \
     table readable at its old or new version, and running the command again completes it. A \
     table already at the target version is left unchanged; downgrades are refused.\n\n\
+    --set adds a key-generator setting (hoodie.keygen.*) that Hudi 0.x used at write time but \
+    did not keep in hoodie.properties (e.g. hoodie.keygen.timebased.timestamp.type); a \
+    setting the table already has is never changed.\n\n\
     Examples:\n  \
     arbor upgrade ./trips\n  \
+    arbor upgrade ./events --set hoodie.keygen.timebased.timestamp.type=DATE_STRING\n  \
     arbor upgrade ./trips --to 8 --json"
 )]
 pub struct UpgradeArgs {
@@ -30,9 +34,20 @@ pub struct UpgradeArgs {
     /// The table version to upgrade to.
     #[arg(long, value_name = "8|9", default_value_t = 9, value_parser = clap::value_parser!(u32).range(8..=9))]
     pub to: u32,
+    /// Add a key-generator property (`hoodie.keygen.*`) the table lacks, KEY=VALUE; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub set: Vec<(String, String)>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `KEY=VALUE` of `--set`.
+fn parse_property(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
 }
 
 /// The text line(s) of a report.
@@ -49,6 +64,13 @@ fn describe(table: &str, r: &UpgradeReport) -> String {
             r.to
         )
     };
+    if r.properties_added > 0 {
+        out.push_str(&format!(
+            "\n{table}: {} key-generator propert{} added to hoodie.properties",
+            r.properties_added,
+            if r.properties_added == 1 { "y" } else { "ies" }
+        ));
+    }
     if !r.upgraded && (r.old_files_removed > 0 || r.mdt_removed || r.mdt_version_updated) {
         out.push_str(&format!(
             "\n{table}: finished an interrupted upgrade ({} old instant file(s) removed{}{})",
@@ -89,6 +111,7 @@ pub async fn run(args: UpgradeArgs, options: &StorageOptions) -> CliResult<()> {
     let lock = chosen_lock(&args.table, upgrade.config(), &storage, &storage).await?;
     let report = upgrade
         .with_lock_provider(lock)
+        .with_properties(args.set.clone())
         .run(args.to)
         .await
         .map_err(|e| CliError::at(&args.table, e))?;
@@ -98,6 +121,7 @@ pub async fn run(args: UpgradeArgs, options: &StorageOptions) -> CliResult<()> {
             "from": report.from,
             "to": report.to,
             "upgraded": report.upgraded,
+            "properties_added": report.properties_added,
             "instants_converted": report.instants_converted,
             "old_files_removed": report.old_files_removed,
             "mdt_partitions_dropped": report.mdt_partitions_dropped,

@@ -156,7 +156,9 @@ impl TimestampConfig {
     pub fn from_table_config(config: &TableConfig) -> Result<TimestampConfig, String> {
         let kind_name = get(config, "timestamp.type").ok_or_else(|| {
             "the table's hoodie.properties has no hoodie.keygen.timebased.timestamp.type \
-             (the timestamp-based key generator cannot be reproduced without it)"
+             (the timestamp-based key generator cannot be reproduced without it; Hudi 0.x did \
+             not persist it: add the value the table was written with by \
+             `arbor upgrade <table> --set hoodie.keygen.timebased.timestamp.type=<TYPE>`)"
                 .to_string()
         })?;
         let kind = match kind_name.trim().to_ascii_uppercase().as_str() {

@@ -72,8 +72,11 @@ pub struct UpgradeReport {
     /// The table version after.
     pub to: u32,
     /// False when the table was already at the target: nothing but leftovers of an
-    /// interrupted upgrade was changed.
+    /// interrupted upgrade (and the properties of [`TableUpgrade::with_properties`] it lacked)
+    /// was changed.
     pub upgraded: bool,
+    /// Properties of [`TableUpgrade::with_properties`] the table did not have and now has.
+    pub properties_added: usize,
     /// Instant files rewritten in layout 2.
     pub instants_converted: usize,
     /// Layout-1 instant files removed (this run's, or an interrupted run's leftovers).
@@ -97,7 +100,13 @@ pub struct UpgradeReport {
 #[derive(Debug, Clone)]
 pub struct TableUpgrade {
     table: Table,
+    /// Key-generator properties to add (see [`TableUpgrade::with_properties`]).
+    added: Vec<(String, String)>,
 }
+
+/// The prefix of the properties [`TableUpgrade::with_properties`] may add: the key-generator
+/// settings Hudi 0.x used at write time but did not persist in `hoodie.properties`.
+pub const ADDABLE_PROPERTY_PREFIX: &str = "hoodie.keygen.";
 
 impl TableUpgrade {
     /// Opens the table for [`TableUpgrade::run`]. Errors: not a table, an unreadable
@@ -136,7 +145,19 @@ impl TableUpgrade {
         };
         Ok(TableUpgrade {
             table: Table { ctx },
+            added: Vec::new(),
         })
+    }
+
+    /// Adds `properties` to `hoodie.properties` with the upgrade (in the same atomic switch), or,
+    /// on a table already at the target version, on their own. Only `hoodie.keygen.*` keys
+    /// (the key-generator settings Hudi 0.x used but did not persist, e.g.
+    /// `hoodie.keygen.timebased.timestamp.type`) are accepted, and never to change a value the
+    /// table already has: [`TableUpgrade::run`] fails with `InvalidInput`, before writing
+    /// anything, on another key or a conflicting value.
+    pub fn with_properties(mut self, properties: Vec<(String, String)>) -> Self {
+        self.added = properties;
+        self
     }
 
     /// Uses `lock` as the table lock (default: the object-store lock under `.hoodie/.locks`).
@@ -180,15 +201,21 @@ impl TableUpgrade {
                 reason: format!("arbor upgrades tables to version 8 or 9, not {to}"),
             });
         }
+        check_added(&self.table.ctx.config, &self.added)?;
+        let added = self.added.clone();
         Transaction::run(&self.table, Entry::Service, move |txn| {
-            upgrade_locked(txn, to)
+            upgrade_locked(txn, to, added)
         })
         .await
     }
 }
 
 /// The locked step of [`TableUpgrade::run`].
-async fn upgrade_locked(txn: Transaction<'_>, to: u32) -> Result<UpgradeReport> {
+async fn upgrade_locked(
+    txn: Transaction<'_>,
+    to: u32,
+    added: Vec<(String, String)>,
+) -> Result<UpgradeReport> {
     let storage = txn.view_storage().clone();
     let s = storage.as_ref();
     // The config as it is now (under the lock), after repairing an interrupted replacement.
@@ -199,6 +226,7 @@ async fn upgrade_locked(txn: Transaction<'_>, to: u32) -> Result<UpgradeReport> 
         from,
         to,
         upgraded: false,
+        properties_added: 0,
         instants_converted: 0,
         old_files_removed: 0,
         mdt_partitions_dropped: Vec::new(),
@@ -215,13 +243,29 @@ async fn upgrade_locked(txn: Transaction<'_>, to: u32) -> Result<UpgradeReport> 
         }
         .into());
     }
+    check_added(&config, &added)?;
     if from == to {
         finish_leftovers(s, &config, &mut report).await?;
+        let missing: Vec<&(String, String)> = added
+            .iter()
+            .filter(|(k, _)| config.get(k).is_none())
+            .collect();
+        if !missing.is_empty() {
+            TableConfig::update(s, DEFAULT_META_DIR, |c| {
+                for (k, v) in &missing {
+                    c.set(k, v.clone())?;
+                }
+                Ok(())
+            })
+            .await?;
+            report.properties_added = missing.len();
+        }
         return Ok(report);
     }
+    report.properties_added = added.iter().filter(|(k, _)| config.get(k).is_none()).count();
     match from {
-        6 => upgrade_from_six(&storage, &config, to, &mut report).await?,
-        8 => upgrade_eight_to_nine(s, &config, &mut report).await?,
+        6 => upgrade_from_six(&storage, &config, to, &added, &mut report).await?,
+        8 => upgrade_eight_to_nine(s, &config, &added, &mut report).await?,
         v => {
             return Err(TimelineError::Upgrade {
                 path: paths::properties_key(DEFAULT_META_DIR),
@@ -239,6 +283,7 @@ async fn upgrade_from_six(
     storage: &Arc<dyn Storage>,
     config: &TableConfig,
     to: u32,
+    added: &[(String, String)],
     report: &mut UpgradeReport,
 ) -> Result<()> {
     let s = storage.as_ref();
@@ -262,6 +307,9 @@ async fn upgrade_from_six(
     report.instants_converted = plan.len();
     // 3: the switch.
     let mut next = upgraded_config(config, 6, to)?;
+    for (k, v) in added {
+        next.set(k, v.clone())?;
+    }
     let mdt_partitions = config.metadata_partitions();
     let mdt_present = s
         .exists(&paths::properties_key(paths::MDT_META_DIR))
@@ -285,6 +333,35 @@ async fn upgrade_from_six(
     Ok(())
 }
 
+/// Refuses properties [`TableUpgrade::with_properties`] may not add: a key outside
+/// [`ADDABLE_PROPERTY_PREFIX`], or one the table already has with another value.
+fn check_added(config: &TableConfig, added: &[(String, String)]) -> Result<()> {
+    for (k, v) in added {
+        let reason = if !k.starts_with(ADDABLE_PROPERTY_PREFIX) {
+            format!(
+                "--set {k}: arbor upgrade adds only key-generator settings \
+                 ({ADDABLE_PROPERTY_PREFIX}*) that Hudi 0.x did not persist"
+            )
+        } else if v.trim().is_empty() {
+            format!("--set {k}: the value is empty")
+        } else {
+            match config.get(k) {
+                Some(old) if old != v => format!(
+                    "--set {k}={v}: the table already has {k}={old}; arbor upgrade never \
+                     changes a stored setting"
+                ),
+                _ => continue,
+            }
+        };
+        return Err(TableError::InvalidInput {
+            column: None,
+            row: None,
+            reason,
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a version-6 table with a pending compaction or log compaction. Version 6 appends
 /// committed deltacommits to log files named with a pending compaction's instant; layout 2
 /// attaches log files by the completion time of the instant in their name, which such a
@@ -305,7 +382,8 @@ async fn refuse_pending_compactions(storage: &Arc<dyn Storage>) -> Result<()> {
         return Err(TimelineError::Upgrade {
             path: format!("{DEFAULT_META_DIR}/{first}"),
             reason: format!(
-                "the table has pending compaction(s) ({}); complete them with Hudi 0.x first                  (their log files would be invisible in timeline layout 2); nothing was changed",
+                "the table has pending compaction(s) ({}); complete them with Hudi 0.x first \
+                 (their log files would be invisible in timeline layout 2); nothing was changed",
                 pending.join(", ")
             ),
         }
@@ -318,9 +396,13 @@ async fn refuse_pending_compactions(storage: &Arc<dyn Storage>) -> Result<()> {
 async fn upgrade_eight_to_nine(
     s: &dyn Storage,
     config: &TableConfig,
+    added: &[(String, String)],
     report: &mut UpgradeReport,
 ) -> Result<()> {
-    let next = upgraded_config(config, 8, 9)?;
+    let mut next = upgraded_config(config, 8, 9)?;
+    for (k, v) in added {
+        next.set(k, v.clone())?;
+    }
     report.index_versions_set = populate_index_versions(s, config).await?;
     if s.exists(&paths::properties_key(paths::MDT_META_DIR))
         .await?
