@@ -21,11 +21,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use arbor_format::hfile::mdt_column_stats::metadata_record_schema_json_for;
 use arbor_format::hfile::mdt::{
-    encode_files_record, FilesEntry, FilesRecord,
-    RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
+    encode_files_record, FilesEntry, FilesRecord, RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
 };
+use arbor_format::hfile::mdt_column_stats::metadata_record_schema_json_for;
 use arbor_format::hfile::{HFileWriter, HFileWriterOptions};
 use arbor_format::log::block::BlockMetadata;
 use arbor_format::log::writer::encode_block;

@@ -24,7 +24,7 @@ mod options;
 mod ordering;
 mod plan;
 mod schema;
-mod skipping;
+pub(crate) mod skipping;
 mod source;
 mod stream;
 

@@ -262,7 +262,10 @@ async fn upgrade_locked(
         }
         return Ok(report);
     }
-    report.properties_added = added.iter().filter(|(k, _)| config.get(k).is_none()).count();
+    report.properties_added = added
+        .iter()
+        .filter(|(k, _)| config.get(k).is_none())
+        .count();
     match from {
         6 => upgrade_from_six(&storage, &config, to, &added, &mut report).await?,
         8 => upgrade_eight_to_nine(s, &config, &added, &mut report).await?,

@@ -249,7 +249,25 @@ async fn prepare_started(
         Vec::new()
     };
     let simple = SimpleIndex::new(ctx.storage.clone(), reader.clone());
+    // A delete must remove every copy of a key; the record index knows one, so where the
+    // timeline shows writes that may have stored a key twice, deletes also scan partitions.
+    let duplicates = match (&rli, operation) {
+        (Some(_), WriteOperation::Delete) => {
+            crate::read::skipping::unique_keys::duplicate_risk(view.history())
+                .await
+                .is_some()
+        }
+        _ => false,
+    };
+    let every_copy;
     let index: &dyn Index = match &rli {
+        Some(r) if duplicates => {
+            every_copy = crate::write::index::EveryCopyIndex {
+                primary: r,
+                scan: &simple,
+            };
+            &every_copy
+        }
         Some(r) => r,
         None => &simple,
     };

@@ -59,6 +59,23 @@ pub trait Index: Debug + Send + Sync {
             .map(|(k, l)| (k, (l, None)))
             .collect())
     }
+
+    /// Every file group of `partition` holding each of `keys`, for deletes: a table written by
+    /// inserts that did not look keys up (Spark SQL `INSERT`) may hold one key in several file
+    /// groups, and a delete must remove every copy, as Java's index tags every one. The default
+    /// implementation (an index that keeps one location per key) answers [`Index::locate`].
+    async fn locate_all(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, Vec<RecordLocation>>> {
+        Ok(self
+            .locate(partition, keys)
+            .await?
+            .into_iter()
+            .map(|(k, l)| (k, vec![l]))
+            .collect())
+    }
 }
 
 /// An index that reads the record keys of the latest file slices of the asked partition: the
@@ -160,6 +177,24 @@ impl SimpleIndex {
         ordering_field: Option<&str>,
     ) -> Result<HashMap<String, (RecordLocation, Option<OrderKey>)>> {
         let mut out = HashMap::new();
+        for (key, mut found) in self.locate_every(partition, keys, ordering_field).await? {
+            // One location per key, the last in slice order (as before duplicates were seen).
+            if let Some(last) = found.pop() {
+                out.insert(key, last);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every (location, ordering value) of each of `keys` in the latest slices of
+    /// `partition`, in slice order, one entry per file group holding the key.
+    async fn locate_every(
+        &self,
+        partition: &str,
+        keys: &[String],
+        ordering_field: Option<&str>,
+    ) -> Result<HashMap<String, Vec<(RecordLocation, Option<OrderKey>)>>> {
+        let mut out: HashMap<String, Vec<(RecordLocation, Option<OrderKey>)>> = HashMap::new();
         if keys.is_empty() {
             return Ok(out);
         }
@@ -180,7 +215,14 @@ impl SimpleIndex {
                         file_id: slice.file_id.clone(),
                         base_instant: slice.base_instant.clone(),
                     };
-                    out.insert(key, (location, order));
+                    let found = out.entry(key).or_default();
+                    match found
+                        .iter_mut()
+                        .find(|(l, _)| l.file_id == location.file_id)
+                    {
+                        Some(same_group) => same_group.1 = order,
+                        None => found.push((location, order)),
+                    }
                 }
             }
         }
@@ -210,5 +252,69 @@ impl Index for SimpleIndex {
         ordering_field: &str,
     ) -> Result<HashMap<String, (RecordLocation, Option<OrderKey>)>> {
         self.locate_in(partition, keys, Some(ordering_field)).await
+    }
+
+    async fn locate_all(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, Vec<RecordLocation>>> {
+        Ok(self
+            .locate_every(partition, keys, None)
+            .await?
+            .into_iter()
+            .map(|(k, found)| (k, found.into_iter().map(|(l, _)| l).collect()))
+            .collect())
+    }
+}
+
+/// The index of a delete on a table with a record index whose keys may be duplicated (see
+/// `read::skipping::unique_keys`): the record index keeps one location per key, so
+/// [`Index::locate_all`] also scans the partition ([`SimpleIndex`]) and answers every file
+/// group holding the key. Every other lookup is the record index's.
+#[derive(Debug)]
+pub struct EveryCopyIndex<'a> {
+    /// The record index.
+    pub primary: &'a dyn Index,
+    /// The partition scan.
+    pub scan: &'a SimpleIndex,
+}
+
+#[async_trait]
+impl Index for EveryCopyIndex<'_> {
+    async fn locate(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, RecordLocation>> {
+        self.primary.locate(partition, keys).await
+    }
+
+    async fn locate_with_ordering(
+        &self,
+        partition: &str,
+        keys: &[String],
+        ordering_field: &str,
+    ) -> Result<HashMap<String, (RecordLocation, Option<OrderKey>)>> {
+        self.primary
+            .locate_with_ordering(partition, keys, ordering_field)
+            .await
+    }
+
+    async fn locate_all(
+        &self,
+        partition: &str,
+        keys: &[String],
+    ) -> Result<HashMap<String, Vec<RecordLocation>>> {
+        let mut out = self.primary.locate_all(partition, keys).await?;
+        for (key, found) in self.scan.locate_all(partition, keys).await? {
+            let all = out.entry(key).or_default();
+            for loc in found {
+                if !all.iter().any(|l| l.file_id == loc.file_id) {
+                    all.push(loc);
+                }
+            }
+        }
+        Ok(out)
     }
 }

@@ -235,39 +235,63 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                     (Op::Upsert, Some(f)) => ctx.combine.ordering.map(|col| (f, col)),
                     _ => None,
                 };
-                let found = match stale_check {
-                    Some((f, _)) => ctx.index.locate_with_ordering(&partition, &keys, f).await?,
-                    None => ctx
-                        .index
-                        .locate(&partition, &keys)
-                        .await?
-                        .into_iter()
-                        .map(|(k, l)| (k, (l, None)))
-                        .collect(),
-                };
-                for (&row, key) in rows.iter().zip(&keys) {
-                    match found.get(key) {
-                        Some((_, stored))
-                            if stale_check.is_some_and(|(_, col)| {
-                                loses_to_stored(&OrderKey::from_column(col, row), stored.as_ref())
-                            }) =>
-                        {
-                            plan.skipped_stale += 1;
-                        }
-                        Some((loc, _)) => {
+                if ctx.operation == Op::Delete {
+                    // Every file group holding a key loses it (a key may be stored more than
+                    // once by inserts that did not look keys up).
+                    let found = ctx.index.locate_all(&partition, &keys).await?;
+                    for (&row, key) in rows.iter().zip(&keys) {
+                        for loc in found.get(key).into_iter().flatten() {
                             let group = groups.entry(loc.file_id.clone()).or_insert_with(|| {
                                 let existing =
                                     slices.iter().find(|s| s.file_id == loc.file_id).cloned();
                                 GroupPlan::new(&partition, loc.file_id.clone(), existing)
                             });
-                            if ctx.operation == Op::Delete {
-                                group.deletes.push(row);
-                            } else {
-                                group.updates.push(row);
-                            }
+                            group.deletes.push(row);
                         }
-                        None if ctx.operation == Op::Upsert => inserts.push(row),
-                        None => {}
+                    }
+                } else {
+                    let found = match stale_check {
+                        Some((f, _)) => {
+                            ctx.index.locate_with_ordering(&partition, &keys, f).await?
+                        }
+                        None => ctx
+                            .index
+                            .locate(&partition, &keys)
+                            .await?
+                            .into_iter()
+                            .map(|(k, l)| (k, (l, None)))
+                            .collect(),
+                    };
+                    for (&row, key) in rows.iter().zip(&keys) {
+                        match found.get(key) {
+                            Some((_, stored))
+                                if stale_check.is_some_and(|(_, col)| {
+                                    loses_to_stored(
+                                        &OrderKey::from_column(col, row),
+                                        stored.as_ref(),
+                                    )
+                                }) =>
+                            {
+                                plan.skipped_stale += 1;
+                            }
+                            Some((loc, _)) => {
+                                let group =
+                                    groups.entry(loc.file_id.clone()).or_insert_with(|| {
+                                        let existing = slices
+                                            .iter()
+                                            .find(|s| s.file_id == loc.file_id)
+                                            .cloned();
+                                        GroupPlan::new(&partition, loc.file_id.clone(), existing)
+                                    });
+                                if ctx.operation == Op::Delete {
+                                    group.deletes.push(row);
+                                } else {
+                                    group.updates.push(row);
+                                }
+                            }
+                            None if ctx.operation == Op::Upsert => inserts.push(row),
+                            None => {}
+                        }
                     }
                 }
             }
@@ -286,8 +310,22 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             }
         }
         let mut rest = inserts.as_slice();
-        let packing =
-            matches!(ctx.operation, Op::Insert | Op::Upsert) && ctx.options.small_file_limit > 0;
+        // On merge-on-read, packing appends inserts to a small group's log, where readers
+        // merge records by key: an insert holding one key twice would lose a copy there, so
+        // such a batch goes to new base files (which keep both, as on copy-on-write).
+        let repeats_keys =
+            ctx.table_type == TableType::MergeOnRead && ctx.operation == Op::Insert && {
+                let mut seen = std::collections::HashSet::new();
+                rest.iter().any(|&r| {
+                    input
+                        .keys
+                        .get(r)
+                        .is_some_and(|k| !seen.insert(k.record_key.as_str()))
+                })
+            };
+        let packing = matches!(ctx.operation, Op::Insert | Op::Upsert)
+            && ctx.options.small_file_limit > 0
+            && !repeats_keys;
         if packing && !rest.is_empty() {
             for slice in small_files(ctx, &slices) {
                 if rest.is_empty() {

@@ -28,7 +28,7 @@ mod index;
 mod keys;
 mod report;
 mod stats;
-mod unique_keys;
+pub(crate) mod unique_keys;
 
 use std::sync::Arc;
 
