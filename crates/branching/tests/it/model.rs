@@ -20,7 +20,9 @@
 //! - main resolves to the root or the model's latest publication, and the working branches are
 //!   the model's;
 //! - every root (the root metadata, main, every live branch) has its data table and its
-//!   metadata table at the version the table was created at (8 or 9, drawn per case);
+//!   metadata table at the version the table was created at (8 or 9, drawn per case; version-9
+//!   tables carry column and partition stats, which must equal a recomputation from the files
+//!   on every root after every step);
 //! - main and every live branch read (latest snapshot) exactly the model's rows;
 //! - every root's tags (names and instants, expired ones included) are the model's, every
 //!   unexpired tag reads (through `tag_reader`) exactly the rows it was created with, and an
@@ -464,6 +466,11 @@ impl Run {
         )
         .await
         .unwrap();
+        if version == TableVersion::Nine {
+            // Version 9 is what Spark 1.1 writes, with column and partition stats on: every
+            // step must keep them in step on every root.
+            main.create_stats_indexes(true, true).await.unwrap();
+        }
         Run {
             storage,
             table_type,
@@ -960,6 +967,28 @@ impl Run {
                 "{l}: metadata table vs storage: {:?}",
                 report.discrepancies
             );
+            // The record, secondary, column and partition stats indexes of this root equal
+            // a recomputation from its files (version-9 cases keep column and partition stats).
+            let root_storage = select_root(&self.storage, b)
+                .await
+                .unwrap()
+                .view(self.storage.clone());
+            match arbor_table::validate_indexes(root_storage).await {
+                Ok(indexes) => ensure!(
+                    indexes.discrepancies.is_empty(),
+                    "{l}: indexes vs data: {:?}",
+                    indexes.discrepancies
+                ),
+                // A superseded file another root's clean released (which `validate` excuses
+                // above) keeps its column-stats record in this root: `validate_indexes` is not
+                // branch-aware and cannot recompute it. Any other failure is one.
+                Err(e) => {
+                    let text = format!("{e:?}");
+                    let released = text.contains("NotFound")
+                        && !protected.iter().any(|k| text.contains(k.as_str()));
+                    ensure!(released, "{l}: validating indexes: {e}");
+                }
+            }
         }
         Ok(())
     }
