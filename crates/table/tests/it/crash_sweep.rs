@@ -574,7 +574,7 @@ async fn test_crash_sweep_mor_deltacommit_reads_before_or_after_and_next_write_s
     assert!(delete.crash_points > 10, "{delete:?}");
 }
 
-/// A v8 upsert on a COW table with column and partition stats: at every crash point the table
+/// An upsert on a version-9 COW table (the default version) with column and partition stats: at every crash point the table
 /// reads as before or after, the stats agree with the files, and the next write succeeds and
 /// keeps them in step.
 #[tokio::test]
