@@ -112,6 +112,7 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, o: &Options) -> Result<(f64, u
         merge_mode: None,
         schema: schema(),
         metadata_table: true,
+        table_version: Default::default(),
     };
     let table = rt
         .block_on(Table::create(storage.clone(), options))
