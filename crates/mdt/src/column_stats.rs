@@ -128,15 +128,17 @@ fn decode(raw: &RawValue, expected_type: i32, path: &str) -> Result<ColumnStatsR
     Ok(v.stats)
 }
 
-/// Reads and merges MDT partition `partition` (records of `record_type`).
+/// Reads and merges MDT partition `partition` (records of `record_type`), only the keys
+/// passing `keep`.
 async fn read_stats(
     storage: &dyn Storage,
     mdt: &MetadataTable,
     partition: &str,
     record_type: i32,
+    keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<StatsIndex> {
     let mut out = BTreeMap::new();
-    for group in read_stats_by_file_group(storage, mdt, partition, record_type)
+    for group in read_groups(storage, mdt, partition, record_type, keep)
         .await?
         .into_values()
     {
@@ -154,11 +156,23 @@ pub async fn read_stats_by_file_group(
     partition: &str,
     record_type: i32,
 ) -> Result<BTreeMap<String, StatsIndex>> {
+    read_groups(storage, mdt, partition, record_type, &|_| true).await
+}
+
+/// [`read_stats_by_file_group`] of only the keys passing `keep`: records of other keys are
+/// not decoded. Keys merge independently, so the records kept equal those of a full read.
+async fn read_groups(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    partition: &str,
+    record_type: i32,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<BTreeMap<String, StatsIndex>> {
     let mut by_group = BTreeMap::new();
     for slice in partition_slices(mdt, partition).await? {
         let path = format!("{MDT_BASE}/{partition}/{}", slice.file_id);
         let mut base: BTreeMap<String, ColumnStatsRecord> = BTreeMap::new();
-        visit_base(storage, &slice, &|_| true, &mut |op| {
+        visit_base(storage, &slice, keep, &mut |op| {
             match op {
                 SliceOp::Put(k, raw) => {
                     base.insert(k, decode(&raw, record_type, &path)?);
@@ -172,7 +186,7 @@ pub async fn read_stats_by_file_group(
         .await?;
         // Key -> its record after the log blocks; `None` when a delete block dropped it.
         let mut logs: BTreeMap<String, Option<ColumnStatsRecord>> = BTreeMap::new();
-        visit_logs(storage, mdt, &slice, &|_| true, &mut |op| {
+        visit_logs(storage, mdt, &slice, keep, &mut |op| {
             match op {
                 SliceOp::Put(k, raw) => {
                     let new = decode(&raw, record_type, &path)?;
@@ -218,6 +232,50 @@ pub async fn read_column_stats(storage: &dyn Storage, mdt: &MetadataTable) -> Re
         mdt,
         COLUMN_STATS_PARTITION,
         RECORD_TYPE_COLUMN_STATS,
+        &|_| true,
+    )
+    .await
+}
+
+/// Whether MDT key `key` belongs to one of the columns whose key ids are `ids` (every
+/// `column_stats` and `partition_stats` key starts with the column's [`xxh64_id`]).
+fn of_columns(ids: &[String], key: &str) -> bool {
+    key.get(..ID_LEN)
+        .is_some_and(|p| ids.iter().any(|id| id == p))
+}
+
+/// [`read_column_stats`] restricted to the records of `columns`: exactly the records of those
+/// columns a full read returns (same keys, same merged values), without decoding the others.
+pub async fn read_column_stats_of(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    columns: &[&str],
+) -> Result<StatsIndex> {
+    let ids: Vec<String> = columns.iter().map(|c| xxh64_id(c)).collect();
+    read_stats(
+        storage,
+        mdt,
+        COLUMN_STATS_PARTITION,
+        RECORD_TYPE_COLUMN_STATS,
+        &|k| of_columns(&ids, k),
+    )
+    .await
+}
+
+/// [`read_partition_stats`] restricted to the records of `columns`, as
+/// [`read_column_stats_of`] restricts [`read_column_stats`].
+pub async fn read_partition_stats_of(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    columns: &[&str],
+) -> Result<StatsIndex> {
+    let ids: Vec<String> = columns.iter().map(|c| xxh64_id(c)).collect();
+    read_stats(
+        storage,
+        mdt,
+        PARTITION_STATS_PARTITION,
+        RECORD_TYPE_PARTITION_STATS,
+        &|k| of_columns(&ids, k),
     )
     .await
 }
@@ -234,6 +292,7 @@ pub async fn read_partition_stats(
         mdt,
         PARTITION_STATS_PARTITION,
         RECORD_TYPE_PARTITION_STATS,
+        &|_| true,
     )
     .await
 }

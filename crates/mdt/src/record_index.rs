@@ -114,10 +114,13 @@ fn visit_hfile(
     let json = schema_json.or_else(|| reader.file_info_str("schema"));
     let schema = writer_schema(json, path)?;
     for (key, value) in reader.entries().map_err(format_err(path))? {
-        let key = utf8_key(&key, path)?;
-        if keep(&key) {
+        let key = std::str::from_utf8(&key).map_err(|_| MdtError::Invalid {
+            path: path.to_string(),
+            reason: "record key is not UTF-8".to_string(),
+        })?;
+        if keep(key) {
             visit(SliceOp::Put(
-                key,
+                key.to_string(),
                 RawValue {
                     bytes: value,
                     schema: schema.clone(),

@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arbor_mdt::column_stats::{read_column_stats, read_partition_stats};
+use arbor_mdt::column_stats::{
+    read_column_stats, read_column_stats_of, read_partition_stats, read_partition_stats_of,
+};
 use arbor_mdt::column_stats_compute::{file_ranges, partition_ranges};
 use arbor_mdt::column_stats_writer::{delta_files, StatsConfig};
 use arbor_mdt::{MetadataTable, MDT_BASE};
@@ -26,6 +28,34 @@ async fn assert_stats_exact(storage: &Arc<dyn Storage>, step: &str) {
     let cfg = StatsConfig::load(storage.as_ref()).await.unwrap();
     let cs = read_column_stats(storage.as_ref(), &mdt).await.unwrap();
     let ps = read_partition_stats(storage.as_ref(), &mdt).await.unwrap();
+    // A read of one column's records (data skipping's) equals the full read's records of it.
+    for column in &cfg.columns {
+        let of = |r: &arbor_format::hfile::mdt_column_stats::ColumnStatsRecord| {
+            r.column_name.as_deref() == Some(column.as_str())
+        };
+        let one = read_column_stats_of(storage.as_ref(), &mdt, &[column.as_str()])
+            .await
+            .unwrap();
+        let want: BTreeMap<_, _> = cs.records().iter().filter(|(_, r)| of(r)).collect();
+        assert_eq!(
+            one.records().iter().collect::<BTreeMap<_, _>>(),
+            want,
+            "{step}: {column}"
+        );
+        assert!(
+            cs.is_empty() || !one.is_empty(),
+            "{step}: {column}: no column_stats record"
+        );
+        let one = read_partition_stats_of(storage.as_ref(), &mdt, &[column.as_str()])
+            .await
+            .unwrap();
+        let want: BTreeMap<_, _> = ps.records().iter().filter(|(_, r)| of(r)).collect();
+        assert_eq!(
+            one.records().iter().collect::<BTreeMap<_, _>>(),
+            want,
+            "{step}: {column}"
+        );
+    }
     let mut partitions_with_data = 0;
     for partition in reader.view().partitions().await.unwrap().iter() {
         let mut ranges = Vec::new();

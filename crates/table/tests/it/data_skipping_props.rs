@@ -148,6 +148,7 @@ fn test_random_predicates_pruned_equal_unpruned_on_awkward_types() {
                 merge_mode: Some(RecordMergeMode::EventTimeOrdering),
                 schema: schema(),
                 metadata_table: true,
+                table_version: Default::default(),
             },
         )
         .await

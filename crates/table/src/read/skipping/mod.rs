@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use arbor_fsview::{FileSlice, FileSystemView};
 use arbor_mdt::column_stats::{
-    read_column_stats, read_partition_stats, StatsIndex, COLUMN_STATS_PARTITION,
+    read_column_stats_of, read_partition_stats_of, StatsIndex, COLUMN_STATS_PARTITION,
     PARTITION_STATS_PARTITION,
 };
 use arbor_mdt::record_index::RECORD_INDEX_PARTITION;
@@ -107,8 +107,12 @@ impl<'a> Skipper<'a> {
                 return skipper;
             }
         };
+        // Only the filtered columns' records are read.
+        let mut columns: Vec<&str> = filters.iter().filter_map(|f| f.column.as_deref()).collect();
+        columns.sort_unstable();
+        columns.dedup();
         if wants_stats && listed(PARTITION_STATS_PARTITION) {
-            match read_partition_stats(storage.as_ref(), &mdt).await {
+            match read_partition_stats_of(storage.as_ref(), &mdt, &columns).await {
                 Ok(s) => skipper.partition_stats = Some(s),
                 Err(e) => {
                     tracing::warn!(error = %e, "partition stats cannot be read; not used");
@@ -119,7 +123,7 @@ impl<'a> Skipper<'a> {
             }
         }
         if wants_stats && listed(COLUMN_STATS_PARTITION) {
-            match read_column_stats(storage.as_ref(), &mdt).await {
+            match read_column_stats_of(storage.as_ref(), &mdt, &columns).await {
                 Ok(s) => skipper.column_stats = Some(s),
                 Err(e) => {
                     tracing::warn!(error = %e, "column stats cannot be read; not used");
