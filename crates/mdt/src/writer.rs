@@ -25,7 +25,7 @@ use arbor_format::hfile::mdt::{
     encode_files_record, FilesEntry, FilesRecord, RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
 };
 use arbor_format::hfile::mdt_column_stats::metadata_record_schema_json_for;
-use arbor_format::hfile::{HFileWriter, HFileWriterOptions};
+use arbor_format::hfile::{HFileRangedReader, HFileWriter, HFileWriterOptions};
 use arbor_format::log::block::BlockMetadata;
 use arbor_format::log::writer::encode_block;
 use arbor_format::log::{BlockType, HeaderKey};
@@ -695,7 +695,7 @@ impl MdtWriter {
         let rel = format!("{FILES_PARTITION}/{name}");
         let key = format!("{MDT_BASE}/{rel}");
         let records = delta_records(delta);
-        let schema_json = self.record_schema_json();
+        let schema_json = self.files_schema_json(&tl).await;
         let hfile = encode_hfile(&records, &key, schema_json)?;
         let mut header = BlockMetadata::new();
         header.insert(HeaderKey::InstantTime, time.to_string());
@@ -754,6 +754,37 @@ impl MdtWriter {
         };
         stats.insert(0, (FILES_PARTITION, stat));
         self.finish(&mut tl, &requested, stats, generator).await
+    }
+
+    /// The record schema a new FILES log block declares: the one the file group's current base
+    /// file declares (Java 1.1's when it has the column-stats `valueType` field, else Java
+    /// 1.0's), because hudi-rs refuses a file slice whose blocks declare different schemas
+    /// (tables arbor wrote at version 8 before it followed the version have 1.1 base files);
+    /// the MDT version's schema when the base file cannot be found or read.
+    async fn files_schema_json(&self, tl: &ActiveTimeline) -> &'static str {
+        let fallback = self.record_schema_json();
+        let instant = self.files_base_instant(tl).await;
+        let dir = format!("{MDT_BASE}/{FILES_PARTITION}");
+        let Ok((objects, _)) = self.storage.list_dir(&dir).await else {
+            return fallback;
+        };
+        let head = format!("{dir}/{FILES_FILE_ID}_");
+        let tail = format!("_{instant}.hfile");
+        let Some(base) = objects
+            .iter()
+            .find(|o| o.key.starts_with(&head) && o.key.ends_with(&tail))
+        else {
+            return fallback;
+        };
+        let Ok(reader) = HFileRangedReader::open(self.storage.as_ref(), &base.key, base.size).await
+        else {
+            return fallback;
+        };
+        match reader.file_info_str("schema") {
+            Some(schema) if schema.contains("\"valueType\"") => metadata_record_schema_json_for(9),
+            Some(_) => metadata_record_schema_json_for(8),
+            None => fallback,
+        }
     }
 
     /// The latest completed MDT instant that wrote a FILES base file (`"null"` if none).
