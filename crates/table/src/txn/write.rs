@@ -322,7 +322,27 @@ async fn prepare_started(
         )
         .await?,
     );
-    let written = write_files(table, &instant, input, schema, &plan, mode, ordering_field).await?;
+    let rewrite = match ctx.table_type() {
+        TableType::MergeOnRead => {
+            crate::write::repeated_keys::groups_to_rewrite(
+                &ctx.storage,
+                &StoredKeys::for_table(&ctx.config)?,
+                view.history(),
+                input,
+                &plan,
+                // Secondary-index maintenance reads the updated rows anyway.
+                rli.is_none() || !si_defs.is_empty(),
+            )
+            .await?
+        }
+        TableType::CopyOnWrite => BTreeSet::new(),
+    };
+    let files = FileSet {
+        plan: &plan,
+        rewrite: &rewrite,
+        reader: &reader,
+    };
+    let written = write_files(table, &instant, input, schema, files, mode, ordering_field).await?;
     let op_type = operation.operation_type();
     let profile = commit::workload_profile(op_type, &schema.avro_json, &plan);
     let inflight_instant = requested.with_state(State::Inflight);
@@ -374,12 +394,22 @@ async fn prepare_started(
     })
 }
 
+/// The files one write produces: its plan, the merge-on-read groups written as a new base
+/// file rather than a log file ([`crate::write::repeated_keys`]), and the reader their
+/// current slices are merged with.
+#[derive(Clone, Copy)]
+struct FileSet<'a> {
+    plan: &'a WritePlan,
+    rewrite: &'a BTreeSet<usize>,
+    reader: &'a Arc<TableReader>,
+}
+
 async fn write_files(
     table: &Table,
     instant: &str,
     input: &Input,
     schema: &DataSchema,
-    plan: &WritePlan,
+    files: FileSet<'_>,
     mode: MergeMode,
     ordering_field: Option<String>,
 ) -> Result<Vec<WrittenGroup>> {
@@ -392,16 +422,18 @@ async fn write_files(
         mode,
         ordering_field,
         stored_keys: StoredKeys::for_table(&ctx.config)?,
+        slice_reader: Some(files.reader.clone()),
     };
+    let plan = files.plan;
     let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
     for p in partitions {
         commit::ensure_partition_marker(&ctx.storage, p, instant).await?;
     }
     let mor = ctx.table_type() == TableType::MergeOnRead;
     let mut out = Vec::with_capacity(plan.groups.len());
-    for (task, group) in plan.groups.iter().enumerate() {
-        let task = task as u64;
-        let w = if mor && group.existing.is_some() {
+    for (index, group) in plan.groups.iter().enumerate() {
+        let task = index as u64;
+        let w = if mor && group.existing.is_some() && !files.rewrite.contains(&index) {
             write_log_file(&file_ctx, input, group, task).await?
         } else {
             write_base_file(&file_ctx, input, group, task).await?

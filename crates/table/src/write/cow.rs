@@ -18,7 +18,7 @@ use super::planner::{GroupPlan, Input};
 use super::schema::DataSchema;
 use super::stored_keys::StoredKeys;
 use crate::error::{Result, TableError};
-use crate::read::{newer_wins, MergeMode, OrderKey};
+use crate::read::{newer_wins, MergeMode, OrderKey, TableReader};
 
 /// What every file writer of one instant shares.
 #[derive(Debug, Clone)]
@@ -39,6 +39,10 @@ pub struct FileWriteContext {
     /// Where the keys of stored rows come from (the meta column, or the key generator for a
     /// table without meta fields, whose files are then written with null meta values).
     pub stored_keys: StoredKeys,
+    /// The reader merging an existing merge-on-read slice that has log files, when
+    /// [`write_base_file`] rewrites it (see [`super::repeated_keys`]); `None` where every
+    /// rewritten slice is a base file alone (copy-on-write).
+    pub slice_reader: Option<Arc<TableReader>>,
 }
 
 /// One written file and its write stat, with the record counts of the group.
@@ -94,6 +98,38 @@ pub(crate) fn full_schema(data: &SchemaRef) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// The rows of `group`'s current slice (`None` for a new group) and the path naming them in
+/// errors: the base file's rows, or the merged slice where it has log files.
+async fn current_rows(
+    ctx: &FileWriteContext,
+    group: &GroupPlan,
+) -> Result<Option<(String, Vec<RecordBatch>)>> {
+    let Some(slice) = group.existing.as_ref() else {
+        return Ok(None);
+    };
+    if slice.log_files.is_empty() {
+        return Ok(match slice.base_file_path() {
+            Some(path) => {
+                let rows = read_base_file(ctx.storage.clone(), &path, None).await?;
+                Some((path, rows))
+            }
+            None => None,
+        });
+    }
+    let context = format!(
+        "file slice {}/{} at {}",
+        group.partition, group.file_id, slice.base_instant
+    );
+    let reader = ctx
+        .slice_reader
+        .as_ref()
+        .ok_or_else(|| TableError::Unsupported {
+            reason: format!("{context}: rewriting a slice with log files needs a reader"),
+        })?;
+    let merged = reader.read_slice(slice, None, false).await?;
+    Ok(Some((context, merged.into_iter().collect())))
+}
+
 /// Writes the base file of `group` as task `task`: for an existing group its current base
 /// file's rows merged with the group's changes (deleted keys dropped; updated keys replaced
 /// unless event-time ordering keeps the stored record, see [`newer_wins`], counted in
@@ -110,13 +146,14 @@ pub async fn write_base_file(
     let key = join(&group.partition, &file_name);
     let data_schema = ctx.schema.arrow.clone();
 
-    // The rows of the current base file, if any.
+    // The rows of the current slice, if any: its base file, merged with its log files where
+    // it has some (a merge-on-read group rewritten as a new base file).
     let (old_data, old_times, old_seqnos, old_keys, prev_commit) =
-        match group.existing.as_ref().and_then(|s| s.base_file_path()) {
-            Some(path) => {
+        match current_rows(ctx, group).await? {
+            Some((path, rows)) => {
                 let full = full_schema(&data_schema);
                 let mut batches = Vec::new();
-                for b in read_base_file(ctx.storage.clone(), &path, None).await? {
+                for b in rows {
                     batches.push(conform_batch(&b, &full, &path)?);
                 }
                 let all = concat_batches(&full, &batches).map_err(|e| arrow_err(&path, e))?;

@@ -29,6 +29,7 @@ pub(crate) mod options;
 pub(crate) mod partial;
 pub(crate) mod planner;
 pub(crate) mod record_index;
+pub(crate) mod repeated_keys;
 pub mod rollback;
 pub(crate) mod schema;
 pub(crate) mod secondary_index;

@@ -24,6 +24,7 @@ mod ownership;
 mod partition_layouts;
 mod read_options;
 mod record_index;
+mod repeated_keys;
 mod robustness;
 mod rollback;
 mod scan_plan;

@@ -10,26 +10,44 @@
 
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
+use arbor_timeline::Instant;
+
+/// The operation of a completed write (`Ok(None)`: its metadata names none), or why it
+/// cannot be read.
+async fn operation_of(
+    history: &TimelineHistory,
+    instant: &Instant,
+) -> Result<Option<WriteOperationType>, String> {
+    let name = format!("{}.{}", instant.requested_time, instant.action);
+    let bytes = history
+        .read_completed_content(&instant.requested_time, instant.action)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
+    let legacy = instant.completion_time.is_none();
+    match decode_instant(instant, &bytes, &name, legacy) {
+        Ok(InstantContent::Commit(m)) => Ok(m.operation_type()),
+        Ok(InstantContent::ReplaceCommit(m)) => Ok(m.operation_type()),
+        Ok(_) => Ok(None),
+        Err(e) => Err(format!("{name}: {e}")),
+    }
+}
+
+fn describe(instant: &Instant, op: Option<WriteOperationType>, what: &str) -> String {
+    let op = op.map_or("an unknown operation".to_string(), |o| o.name().to_string());
+    format!(
+        "{}.{} is {op}, which may write a key {what}",
+        instant.requested_time, instant.action
+    )
+}
 
 /// `None` when keys are unique by the rule of the module doc; else why they may not be.
 pub(crate) async fn duplicate_risk(history: &TimelineHistory) -> Option<String> {
     let mut writes = history.completed_writes();
     writes.sort_by(|a, b| a.requested_time.cmp(&b.requested_time));
     for (i, instant) in writes.iter().enumerate() {
-        let name = format!("{}.{}", instant.requested_time, instant.action);
-        let bytes = match history
-            .read_completed_content(&instant.requested_time, instant.action)
-            .await
-        {
-            Ok(b) => b,
-            Err(e) => return Some(format!("{name}: {e}")),
-        };
-        let legacy = instant.completion_time.is_none();
-        let op = match decode_instant(instant, &bytes, &name, legacy) {
-            Ok(InstantContent::Commit(m)) => m.operation_type(),
-            Ok(InstantContent::ReplaceCommit(m)) => m.operation_type(),
-            Ok(_) => None,
-            Err(e) => return Some(format!("{name}: {e}")),
+        let op = match operation_of(history, instant).await {
+            Ok(op) => op,
+            Err(why) => return Some(why),
         };
         use WriteOperationType as W;
         let unique = match op {
@@ -50,10 +68,44 @@ pub(crate) async fn duplicate_risk(history: &TimelineHistory) -> Option<String> 
             _ => false,
         };
         if !unique {
-            let op = op.map_or("an unknown operation".to_string(), |o| o.name().to_string());
-            return Some(format!(
-                "{name} is {op}, which may write a key that already exists elsewhere"
-            ));
+            return Some(describe(instant, op, "that already exists elsewhere"));
+        }
+    }
+    None
+}
+
+/// `None` when no file can hold a key twice: every completed write looks keys up and
+/// combines the input by key (`UPSERT`, `DELETE`, their `_PREPPED` forms) or writes no new
+/// record (`COMPACT`, `LOG_COMPACT`, `CLUSTER`, `DELETE_PARTITION`, `INDEX`,
+/// `ALTER_SCHEMA`). Unlike [`duplicate_risk`], the first write counts too: an insert keeps
+/// every input row, repeated keys included. Stops at the first other write (usually the
+/// first one), so it reads few instants.
+pub(crate) async fn repeat_risk(history: &TimelineHistory) -> Option<String> {
+    let mut writes = history.completed_writes();
+    writes.sort_by(|a, b| a.requested_time.cmp(&b.requested_time));
+    for instant in &writes {
+        let op = match operation_of(history, instant).await {
+            Ok(op) => op,
+            Err(why) => return Some(why),
+        };
+        use WriteOperationType as W;
+        let combines = matches!(
+            op,
+            Some(
+                W::Upsert
+                    | W::UpsertPrepped
+                    | W::Delete
+                    | W::DeletePrepped
+                    | W::Compact
+                    | W::LogCompact
+                    | W::Cluster
+                    | W::DeletePartition
+                    | W::Index
+                    | W::AlterSchema,
+            )
+        );
+        if !combines {
+            return Some(describe(instant, op, "twice in one file"));
         }
     }
     None
