@@ -37,15 +37,24 @@ pub enum TableError {
         reason: String,
     },
     /// Optimistic concurrency: another instant completed since this one started and changed
-    /// file groups this one also changed. This instant's files were rolled back.
-    #[error("commit conflict: instant {instant} and instant {other} both changed file groups {file_groups}; {instant} was rolled back")]
+    /// file groups this one also changed, or one of the two deletes a partition
+    /// (`DELETE_PARTITION`) the other wrote to. This instant's files were rolled back.
+    #[error(
+        "commit conflict: {}",
+        conflict_message(instant, other, file_groups, partitions)
+    )]
     CommitConflict {
         /// The instant that lost.
         instant: String,
         /// The instant that completed first.
         other: String,
-        /// The file groups both touched (`partition/fileId`, comma separated).
+        /// The file groups both touched (`partition/fileId`, comma separated; may be empty
+        /// when `partitions` is not).
         file_groups: String,
+        /// The partitions one of the two instants deletes (`DELETE_PARTITION`, e.g. a TTL
+        /// run) while the other wrote to them or replaced file groups in them (comma
+        /// separated); empty for a conflict over file groups between other writes.
+        partitions: String,
     },
     /// A handle opened as main tried to change the table after main moved to other metadata (a
     /// publication completed since it was opened). Nothing was changed; reopen and retry.
@@ -122,4 +131,24 @@ impl From<arbor_mdt::MdtError> for TableError {
     fn from(e: arbor_mdt::MdtError) -> Self {
         TableError::Mdt(Box::new(e))
     }
+}
+
+/// The text of [`TableError::CommitConflict`] after `commit conflict: `.
+fn conflict_message(instant: &str, other: &str, file_groups: &str, partitions: &str) -> String {
+    if partitions.is_empty() {
+        return format!(
+            "instant {instant} and instant {other} both changed file groups {file_groups}; \
+             {instant} was rolled back"
+        );
+    }
+    let groups = if file_groups.is_empty() {
+        String::new()
+    } else {
+        format!(" (file groups {file_groups})")
+    };
+    format!(
+        "instant {instant} and instant {other} both changed partition {partitions}{groups}: \
+         one of them deletes it (DELETE_PARTITION) while the other writes to it; {instant} \
+         was rolled back"
+    )
 }

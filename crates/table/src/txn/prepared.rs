@@ -19,6 +19,7 @@ use crate::error::{Result, TableError};
 use crate::write::commit::{self, Conflict, Heartbeat};
 use crate::write::mdt_sync;
 use crate::write::options::CommitResult;
+use crate::write::partition_conflict::Changes;
 use crate::write::schema::SchemaChange;
 
 /// A write whose files are written and whose instant is inflight, waiting for
@@ -92,7 +93,8 @@ pub(crate) async fn begin_instant(
 /// Phase two of a write: under the table lock, checks for conflicts with writes completed
 /// since the plan was made and completes the instant (the commit point). On a conflict the
 /// instant is rolled back and [`TableError::CommitConflict`] names the other instant and the
-/// shared file groups. Runs inline compaction afterwards when configured (a compaction
+/// shared file groups, or the partitions one of the two deletes (`DELETE_PARTITION`) and the
+/// other wrote to. Runs inline compaction afterwards when configured (a compaction
 /// failure is logged; the write stays committed).
 pub(crate) async fn commit(table: &Table, prepared: PreparedWrite) -> Result<CommitResult> {
     let ctx = &table.ctx;
@@ -146,13 +148,17 @@ async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result
         return Err(e);
     }
     let mut tl = txn.timeline().await?;
-    if let Some(Conflict { other, file_groups }) = commit::find_conflict(
-        &tl,
-        prepared.instant(),
-        &prepared.planned_against,
+    let changes = Changes::of_prepared(
+        prepared.operation,
         &prepared.touched,
-    )
-    .await?
+        prepared.replaced.as_ref(),
+    );
+    if let Some(Conflict {
+        other,
+        file_groups,
+        partitions,
+    }) =
+        commit::find_conflict(&tl, prepared.instant(), &prepared.planned_against, &changes).await?
     {
         match txn.rollback_instant(&prepared.inflight).await {
             Ok(_) => {
@@ -165,6 +171,7 @@ async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result
             instant: prepared.instant().to_string(),
             other: other.requested_time.to_string(),
             file_groups: file_groups.join(","),
+            partitions: partitions.join(","),
         });
     }
     let touched: BTreeSet<String> = prepared

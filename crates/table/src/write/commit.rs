@@ -9,7 +9,7 @@ use arbor_fsview::slice::join;
 use arbor_storage::{Lease, LockError, LockProvider, Storage, StorageError, StorageExt};
 use arbor_timeline::avro::{
     decode, decode_instant, HoodieCommitMetadata, HoodieRollbackMetadata, HoodieRollbackPlan,
-    HoodieWriteStat, InstantContent, WriteOperationType, SCHEMA_KEY,
+    HoodieWriteStat, WriteOperationType, SCHEMA_KEY,
 };
 use arbor_timeline::{
     Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableLayout,
@@ -17,6 +17,7 @@ use arbor_timeline::{
 use bytes::Bytes;
 
 use super::cow::WrittenGroup;
+use super::partition_conflict::Changes;
 use super::planner::WritePlan;
 use super::rollback;
 use crate::error::{Result, TableError};
@@ -513,27 +514,33 @@ pub fn workload_profile(
     m
 }
 
-/// A completed write that touched file groups this instant also touches.
+/// A completed write that changed what this instant also changes: shared file groups, or a
+/// partition one of the two deletes (`DELETE_PARTITION`) and the other wrote to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict {
     /// The other instant.
     pub other: Instant,
-    /// The shared file groups, as `partition/fileId`.
+    /// The shared file groups, as `partition/fileId` (may be empty for a partition conflict).
     pub file_groups: Vec<String>,
+    /// The partitions one of the two deletes and the other wrote to or replaced file groups
+    /// in (empty for a file-group conflict between ordinary writes).
+    pub partitions: Vec<String>,
 }
 
 /// The OCC check, run under the table lock on a freshly loaded timeline: every completed
 /// `commit`/`deltacommit`/`replacecommit` that is neither `ours` nor in `planned_against` (the
-/// completed instants of the state the write was planned on) and is not a compaction, whose
-/// write stats or replaced file ids name a `(partition, fileId)` of `touched`, is a conflict.
-/// Returns the earliest such instant.
+/// completed instants of the state the write was planned on) and is not a compaction is a
+/// conflict when its write stats or replaced file ids name a `(partition, fileId)` of
+/// `changes`, or when one of the two is a `DELETE_PARTITION` naming a partition the other
+/// wrote a file group in (new ones included) or replaced one in
+/// ([`super::partition_conflict`]). Returns the earliest such instant.
 pub async fn find_conflict(
     timeline: &ActiveTimeline,
     ours: &InstantTime,
     planned_against: &BTreeSet<InstantTime>,
-    touched: &BTreeSet<(String, String)>,
+    changes: &Changes,
 ) -> Result<Option<Conflict>> {
-    if touched.is_empty() {
+    if changes.file_groups.is_empty() && changes.deleted_partitions.is_empty() {
         return Ok(None);
     }
     for instant in timeline.completed_writes() {
@@ -542,41 +549,17 @@ pub async fn find_conflict(
         }
         let bytes = timeline.read(&instant).await?;
         let key = timeline.key_of(&instant)?;
-        let mut groups: Vec<(String, String)> = Vec::new();
-        match decode_instant(&instant, &bytes, &key, false)? {
-            InstantContent::Commit(m) => {
-                if m.is_compacted() {
-                    continue;
-                }
-                for (p, s) in m.write_stats() {
-                    if let Some(f) = &s.file_id {
-                        groups.push((p.to_string(), f.clone()));
-                    }
-                }
-            }
-            InstantContent::ReplaceCommit(m) => {
-                for (p, s) in m.write_stats() {
-                    if let Some(f) = &s.file_id {
-                        groups.push((p.to_string(), f.clone()));
-                    }
-                }
-                for (p, f) in m.replaced_file_ids() {
-                    groups.push((p.to_string(), f.to_string()));
-                }
-            }
-            _ => {}
-        }
-        let mut shared: Vec<String> = groups
-            .into_iter()
-            .filter(|g| touched.contains(g))
-            .map(|(p, f)| join(&p, &f))
-            .collect();
-        shared.sort();
-        shared.dedup();
-        if !shared.is_empty() {
+        let Some(theirs) = Changes::of_completed(&decode_instant(&instant, &bytes, &key, false)?)
+        else {
+            continue;
+        };
+        let file_groups = changes.shared_file_groups(&theirs);
+        let partitions = changes.shared_deleted_partitions(&theirs);
+        if !file_groups.is_empty() || !partitions.is_empty() {
             return Ok(Some(Conflict {
                 other: instant,
-                file_groups: shared,
+                file_groups,
+                partitions,
             }));
         }
     }

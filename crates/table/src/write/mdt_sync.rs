@@ -144,6 +144,7 @@ pub async fn record_instant(
             instant: time.to_string(),
             other: RECORD_INDEX_INIT_INSTANT.to_string(),
             file_groups: "the record index was created after this write was planned".to_string(),
+            partitions: String::new(),
         });
     }
     let record_index = record_index.filter(|_| indexed);
@@ -159,6 +160,7 @@ pub async fn record_instant(
             instant: time.to_string(),
             other: missing,
             file_groups: "the secondary index was created after this write was planned".to_string(),
+            partitions: String::new(),
         });
     }
     if mdt.instant_state(time).await?.is_some() {

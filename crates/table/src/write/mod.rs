@@ -9,8 +9,10 @@
 //! `secondary_index.rs`, `stored_keys.rs` (record keys of stored rows, meta column or key
 //! generator), `planner.rs` (assigning records to file groups, small-file
 //! packing), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
-//! helpers, heartbeats, ownership, commit metadata, the conflict check), `mdt_sync.rs`
-//! (metadata-table deltacommits, initialisation, repair), `rollback.rs`, `compaction.rs`.
+//! helpers, heartbeats, ownership, commit metadata, the conflict check),
+//! `partition_conflict.rs` (what an instant changed, for that check: file groups, and the
+//! partitions a `DELETE_PARTITION` deletes), `mdt_sync.rs` (metadata-table deltacommits,
+//! initialisation, repair), `rollback.rs`, `compaction.rs`.
 //!
 //! Public here are the types of the write API and two low-level table services, [`compaction`]
 //! and [`rollback`], for tools that drive a service step by step (the interop harness, crash
@@ -27,6 +29,7 @@ pub(crate) mod mdt_sync;
 pub(crate) mod mor;
 pub(crate) mod options;
 pub(crate) mod partial;
+pub(crate) mod partition_conflict;
 pub(crate) mod planner;
 pub(crate) mod record_index;
 pub(crate) mod repeated_keys;

@@ -77,6 +77,7 @@ async fn test_commit_overlapping_file_groups_later_fails_with_conflict() {
                 instant,
                 other,
                 file_groups,
+                ..
             } => {
                 assert_eq!(instant, loser);
                 assert_eq!(other, c1.instant.to_string());
