@@ -21,6 +21,7 @@ mod mdt_compaction;
 mod no_meta_fields;
 mod null_ordering;
 mod ownership;
+mod partition_conflicts;
 mod partition_layouts;
 mod read_options;
 mod record_index;
