@@ -152,3 +152,36 @@ fn conflict_message(instant: &str, other: &str, file_groups: &str, partitions: &
          was rolled back"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TableError;
+
+    fn conflict(file_groups: &str, partitions: &str) -> String {
+        TableError::CommitConflict {
+            instant: "2".into(),
+            other: "1".into(),
+            file_groups: file_groups.into(),
+            partitions: partitions.into(),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn test_file_group_conflict_message_is_unchanged() {
+        assert_eq!(
+            conflict("p/f1,p/f2", ""),
+            "commit conflict: instant 2 and instant 1 both changed file groups p/f1,p/f2; 2 was rolled back"
+        );
+    }
+
+    #[test]
+    fn test_partition_conflict_message_names_partition_and_groups() {
+        assert_eq!(
+            conflict("", "region=eu"),
+            "commit conflict: instant 2 and instant 1 both changed partition region=eu: one of \
+             them deletes it (DELETE_PARTITION) while the other writes to it; 2 was rolled back"
+        );
+        assert!(conflict("eu/f1", "eu").contains("partition eu (file groups eu/f1): "));
+    }
+}

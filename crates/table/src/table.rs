@@ -231,8 +231,9 @@ impl Table {
     /// Phase two of a write, in a transaction: checks the instant is still this writer's
     /// (else [`TableError::InstantRolledBack`]) and has no conflict with writes completed since
     /// the plan was made (else it is rolled back and [`TableError::CommitConflict`] names the
-    /// other instant and the shared file groups), records it in the MDT and completes it (the
-    /// commit point). Runs inline compaction afterwards when configured (a compaction failure
+    /// other instant and the shared file groups, or the partitions a `DELETE_PARTITION` of
+    /// one of the two deletes while the other wrote to them, new file groups included),
+    /// records it in the MDT and completes it (the commit point). Runs inline compaction afterwards when configured (a compaction failure
     /// is logged; the write stays committed).
     pub async fn commit(&self, prepared: PreparedWrite) -> Result<CommitResult> {
         prepared::commit(self, prepared).await

@@ -27,7 +27,9 @@
 //! 4. *resume*: ownership (the instant is still requested and inflight, no rollback names
 //!    it, its heartbeat is live; else [`crate::TableError::InstantRolledBack`] and what is
 //!    left of the write is removed), the conflict check against writes completed since the
-//!    plan (else the instant is rolled back and [`crate::TableError::CommitConflict`]), the
+//!    plan (a shared file group, or a partition one of the two deletes with
+//!    `DELETE_PARTITION` while the other wrote to it: `write::partition_conflict`; else the
+//!    instant is rolled back and [`crate::TableError::CommitConflict`]), the
 //!    MDT deltacommit, then the completed instant created if absent with a completion time
 //!    after every time on the timeline: the commit point (`prepared`);
 //! 5. inline compaction of merge-on-read tables, when configured (`compact`).
