@@ -552,3 +552,102 @@ async fn test_reclaim_keeps_directory_holding_a_foreign_object_then_removes_it()
     assert!(!listed_partitions(&t.storage).await.contains(&eu));
     assert_reads(&t, &after, "after removal").await;
 }
+
+/// A write pending on any root (it may be about to put files into the partition, having seen
+/// its marker) keeps every deleted partition's directory; once it is gone, the partition goes.
+#[tokio::test]
+async fn test_reclaim_waits_while_a_write_is_pending() {
+    use arbor_cleaner::partitions::{deleted_partitions, pending_write, removable_partitions};
+    let layout = Layout {
+        table_type: TableType::MergeOnRead,
+        hive: true,
+        two_level: false,
+        metadata_table: true,
+    };
+    let t = create_table(layout).await;
+    fill(&t).await;
+    let eu = layout.partition("eu");
+    t.table
+        .delete_partitions(std::slice::from_ref(&eu))
+        .await
+        .unwrap();
+    let reader = TableReader::open(t.storage.clone()).await.unwrap();
+    let candidates = deleted_partitions(reader.view()).await.unwrap();
+    assert_eq!(
+        candidates.iter().cloned().collect::<Vec<_>>(),
+        vec![eu.clone()]
+    );
+    // Every file of `eu` is deleted by the clean (plan), nothing protected.
+    let mut plan = arbor_cleaner::CleanPlan::new();
+    plan.insert(
+        eu.clone(),
+        dir_files(&t.base, &eu)
+            .into_iter()
+            .filter(|f| !f.starts_with('.') || f.contains(".log."))
+            .collect(),
+    );
+    let none = std::collections::BTreeSet::new();
+    let ok = removable_partitions(
+        &t.storage,
+        &t.storage,
+        reader.view(),
+        &candidates,
+        &plan,
+        &none,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ok.get(&eu),
+        Some(&vec![format!("{eu}/.hoodie_partition_metadata")]),
+        "{ok:?}"
+    );
+
+    let mut tl = ActiveTimeline::load(t.storage.clone(), t.table.layout().clone())
+        .await
+        .unwrap();
+    let time = tl.next_instant_time(t.table.generator()).await.unwrap();
+    let requested = tl
+        .create_requested(time.clone(), Action::DeltaCommit, bytes::Bytes::new())
+        .await
+        .unwrap();
+    let pending = pending_write(&t.storage).await.unwrap();
+    assert!(
+        pending
+            .as_deref()
+            .is_some_and(|p| p.contains(time.as_str())),
+        "{pending:?}"
+    );
+    let held = removable_partitions(
+        &t.storage,
+        &t.storage,
+        reader.view(),
+        &candidates,
+        &plan,
+        &none,
+    )
+    .await
+    .unwrap();
+    assert!(held.is_empty(), "{held:?}");
+
+    // The write gone, a protected file of `eu` keeps it too.
+    use arbor_storage::StorageExt;
+    t.storage
+        .delete(&tl.key_of(&requested).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(pending_write(&t.storage).await.unwrap(), None);
+    let one = format!("{eu}/{}", plan[&eu].iter().next().unwrap());
+    let protected: std::collections::BTreeSet<String> = [one].into_iter().collect();
+    let held = removable_partitions(
+        &t.storage,
+        &t.storage,
+        reader.view(),
+        &candidates,
+        &plan,
+        &protected,
+    )
+    .await
+    .unwrap();
+    assert!(held.is_empty(), "{held:?}");
+}
