@@ -6,21 +6,33 @@
 //! 2. **Plan**: the candidates are the committed data files of the table (listed through the
 //!    metadata table's FILES partition when the table has one: no directory listing); a candidate
 //!    is deleted only if no [`ProtectionSource`] names it (savepoints, pending instants, the
-//!    policy's retention window, plus the caller's sources). An empty plan writes nothing.
-//! 3. `C.clean.requested` holding the `HoodieCleanerPlan`, then `C.clean.inflight` (empty).
-//! 4. The deletions are recorded in the metadata table as MDT deltacommit `C` (invisible to
-//!    readers until `C` completes).
-//! 5. The files are deleted in batches (a file already gone is not an error).
-//! 6. `C_<completion>.clean` with the `HoodieCleanMetadata`: the commit point.
+//!    policy's retention window, plus the caller's sources). The deleted partitions (every file
+//!    group replaced by a `DELETE_PARTITION` replacecommit) that nobody keeps anything of are
+//!    removed too ([`crate::partitions`]: one LIST of each such partition's directory). An
+//!    empty plan writes nothing.
+//! 3. `C.clean.requested` holding the `HoodieCleanerPlan` (files per partition and
+//!    `partitionsToBeDeleted`), then `C.clean.inflight` (empty).
+//! 4. The partitions to remove are checked again (protections, pending writes, their
+//!    directory's LIST); the deletions are recorded in the metadata table as MDT deltacommit `C`
+//!    (the files deleted; each removed partition marked deleted in `__all_partitions__`),
+//!    invisible to readers until `C` completes.
+//! 5. The files are deleted in batches (a file already gone is not an error), then the removed
+//!    partitions' markers (the local filesystem then drops the empty directories, as object
+//!    stores have none).
+//! 6. `C_<completion>.clean` with the `HoodieCleanMetadata` (`isPartitionDeleted` for each
+//!    removed partition): the commit point.
 //! 7. Optionally the timeline is archived (within the archiver's rules).
 //!
 //! A crash at any step leaves either no clean instant (nothing deleted) or a pending clean that
-//! the next clean finishes; the deleted files were needed by no query the policy keeps.
+//! the next clean finishes; the deleted files were needed by no query the policy keeps, and a
+//! removed partition had no file left in any snapshot anybody keeps, so a pending clean's
+//! missing marker changes no read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
+use crate::partitions::{deleted_partitions, removable_partitions};
 use arbor_fsview::{parse_data_file_name, FileSystemView};
 use arbor_mdt::FilesDelta;
 use arbor_storage::{Storage, MAX_DELETE_BATCH};
@@ -78,6 +90,9 @@ pub struct CleanOutcome {
     pub finished_pending: Vec<InstantTime>,
     /// Instants archived afterwards.
     pub archived: usize,
+    /// Deleted partitions the clean removed (marker, directory, metadata-table listing; for a
+    /// dry run: would remove), those of pending cleans it finished included.
+    pub partitions_deleted: BTreeSet<String>,
 }
 
 impl CleanOutcome {
@@ -121,6 +136,17 @@ pub async fn plan_clean(
     policy: CleanPolicy,
     extra: &[Arc<dyn ProtectionSource>],
 ) -> Result<(CleanPlan, Option<InstantTime>)> {
+    let (plan, earliest, _) = plan_with_protected(storage, view, policy, extra).await?;
+    Ok((plan, earliest))
+}
+
+/// [`plan_clean`], also returning every protected key.
+async fn plan_with_protected(
+    storage: &Arc<dyn Storage>,
+    view: &FileSystemView,
+    policy: CleanPolicy,
+    extra: &[Arc<dyn ProtectionSource>],
+) -> Result<(CleanPlan, Option<InstantTime>, BTreeSet<String>)> {
     let ctx = ProtectionContext {
         storage,
         view,
@@ -138,14 +164,34 @@ pub async fn plan_clean(
         .retained_instants(&ctx)
         .into_iter()
         .next();
-    Ok((plan, earliest))
+    Ok((plan, earliest, protected))
 }
 
 fn plan_record(
     plan: &CleanPlan,
+    partitions: &BTreeSet<String>,
     policy: CleanPolicy,
     earliest: Option<&InstantTime>,
 ) -> HoodieCleanerPlan {
+    let mut files: BTreeMap<String, Vec<HoodieCleanFileInfo>> = plan
+        .iter()
+        .map(|(p, names)| {
+            (
+                p.clone(),
+                names
+                    .iter()
+                    .map(|n| HoodieCleanFileInfo {
+                        file_path: Some(join(p, n)),
+                        is_bootstrap_base_file: Some(false),
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    // Java lists every partition it cleans, a removed one with no file left too.
+    for p in partitions {
+        files.entry(p.clone()).or_default();
+    }
     HoodieCleanerPlan {
         earliest_instant_to_retain: earliest.map(|t| HoodieActionInstant {
             timestamp: t.to_string(),
@@ -155,24 +201,26 @@ fn plan_record(
         policy: policy.hudi_name().to_string(),
         files_to_be_deleted_per_partition: Some(BTreeMap::new()),
         version: Some(CLEANER_PLAN_VERSION),
-        file_paths_to_be_deleted_per_partition: Some(
-            plan.iter()
-                .map(|(p, names)| {
-                    (
-                        p.clone(),
-                        names
-                            .iter()
-                            .map(|n| HoodieCleanFileInfo {
-                                file_path: Some(join(p, n)),
-                                is_bootstrap_base_file: Some(false),
-                            })
-                            .collect(),
-                    )
-                })
-                .collect(),
-        ),
-        partitions_to_be_deleted: Some(Vec::new()),
+        file_paths_to_be_deleted_per_partition: Some(files),
+        partitions_to_be_deleted: Some(partitions.iter().cloned().collect()),
     }
+}
+
+/// The partitions a stored cleaner plan removes (`partitionsToBeDeleted`), each a valid
+/// partition path (the non-partitioned `""` is dropped: the table's root is never removed).
+fn partitions_of(record: &HoodieCleanerPlan, path: &str) -> Result<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    for p in record.partitions_to_be_deleted.iter().flatten() {
+        if p.is_empty() {
+            continue;
+        }
+        arbor_fsview::listing::validate_partition(p).map_err(|e| CleanerError::Corrupt {
+            path: path.to_string(),
+            reason: format!("partition to delete {p:?}: {e}"),
+        })?;
+        out.insert(p.clone());
+    }
+    Ok(out)
 }
 
 /// The plan a stored cleaner plan names, keeping only valid data-file names in valid
@@ -208,17 +256,36 @@ fn plan_of(record: &HoodieCleanerPlan, path: &str) -> Result<CleanPlan> {
     Ok(plan)
 }
 
-/// Executes a planned clean `requested` (steps 3–6 of the module doc). `protected` are files
-/// that must survive whatever the plan says.
+/// A planned clean as [`execute`] carries it out.
+struct Planned<'a> {
+    /// Files to delete.
+    plan: &'a CleanPlan,
+    /// Deleted partitions to remove (checked again before anything is recorded).
+    partitions: &'a BTreeSet<String>,
+    /// Files that must survive whatever the plan says.
+    protected: &'a BTreeSet<String>,
+    /// The policy's Hudi name.
+    policy_name: &'a str,
+    /// The earliest instant the policy retains.
+    earliest: Option<&'a InstantTime>,
+}
+
+/// Executes a planned clean `requested` (steps 3–6 of the module doc) of the state `view`
+/// shows. Returns the number of files deleted and the partitions removed.
 async fn execute(
     txn: Transaction<'_>,
     tl: &mut ActiveTimeline,
     requested: &Instant,
-    plan: &CleanPlan,
-    protected: &BTreeSet<String>,
-    policy_name: &str,
-    earliest: Option<&InstantTime>,
-) -> Result<usize> {
+    view: &FileSystemView,
+    planned: Planned<'_>,
+) -> Result<(usize, BTreeSet<String>)> {
+    let Planned {
+        plan,
+        partitions: candidates,
+        protected,
+        policy_name,
+        earliest,
+    } = planned;
     let storage = txn.view_storage();
     let started = StdInstant::now();
     let inflight = match tl.get(&requested.requested_time, Action::Clean) {
@@ -227,19 +294,20 @@ async fn execute(
     };
     let mut delta = FilesDelta::default();
     let mut keys = Vec::new();
+    let mut deleting = CleanPlan::new();
     let mut partitions: BTreeMap<String, HoodieCleanPartitionMetadata> = BTreeMap::new();
+    let new_meta = |partition: &String| HoodieCleanPartitionMetadata {
+        partition_path: partition.clone(),
+        policy: policy_name.to_string(),
+        delete_path_patterns: Vec::new(),
+        success_delete_files: Vec::new(),
+        failed_delete_files: Vec::new(),
+        is_partition_deleted: Some(false),
+    };
     for (partition, names) in plan {
-        let meta =
-            partitions
-                .entry(partition.clone())
-                .or_insert_with(|| HoodieCleanPartitionMetadata {
-                    partition_path: partition.clone(),
-                    policy: policy_name.to_string(),
-                    delete_path_patterns: Vec::new(),
-                    success_delete_files: Vec::new(),
-                    failed_delete_files: Vec::new(),
-                    is_partition_deleted: Some(false),
-                });
+        let meta = partitions
+            .entry(partition.clone())
+            .or_insert_with(|| new_meta(partition));
         for name in names {
             let key = join(partition, name);
             if protected.contains(&key) {
@@ -250,17 +318,44 @@ async fn execute(
             delta.delete(partition, name);
             meta.delete_path_patterns.push(name.clone());
             meta.success_delete_files.push(name.clone());
+            deleting
+                .entry(partition.clone())
+                .or_default()
+                .insert(name.clone());
             keys.push(key);
         }
     }
+    let table = txn.table();
+    let removed = removable_partitions(
+        storage,
+        table.table_storage(),
+        view,
+        candidates,
+        &deleting,
+        protected,
+    )
+    .await?;
+    let mut marker_keys = Vec::new();
+    for (partition, markers) in &removed {
+        delta.delete_partition(partition);
+        partitions
+            .entry(partition.clone())
+            .or_insert_with(|| new_meta(partition))
+            .is_partition_deleted = Some(true);
+        marker_keys.extend(markers.iter().cloned());
+    }
     txn.record_files_delta(&requested.requested_time, &delta)
         .await?;
-    for chunk in keys.chunks(MAX_DELETE_BATCH) {
-        for r in storage.delete_batch(chunk).await? {
-            match r {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e.into()),
+    // Data files first, the partition markers last: a marker goes only once its partition
+    // holds nothing else.
+    for batch in [&keys, &marker_keys] {
+        for chunk in batch.chunks(MAX_DELETE_BATCH) {
+            for r in storage.delete_batch(chunk).await? {
+                match r {
+                    Ok(()) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
     }
@@ -290,7 +385,7 @@ async fn execute(
         Ok(_) | Err(arbor_timeline::TimelineError::AlreadyCompleted { .. }) => {}
         Err(e) => return Err(e.into()),
     }
-    Ok(keys.len())
+    Ok((keys.len(), removed.into_keys().collect()))
 }
 
 /// Opens the reader the cleaner plans with (the metadata table's listing when there is one).
@@ -322,6 +417,7 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
             let key = tl.key_of(&requested)?;
             let record: HoodieCleanerPlan = decode(&tl.read(&requested).await?, &key)?;
             let plan = plan_of(&record, &key)?;
+            let removing = partitions_of(&record, &key)?;
             let reader = open_view(table).await?;
             let ctx = ProtectionContext {
                 storage,
@@ -333,26 +429,47 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
                 .earliest_instant_to_retain
                 .as_ref()
                 .and_then(|e| InstantTime::parse(&e.timestamp).ok());
-            execute(
+            let (_, removed) = Box::pin(execute(
                 txn,
                 &mut tl,
                 &requested,
-                &plan,
-                &protected,
-                &record.policy,
-                earliest.as_ref(),
-            )
+                reader.view(),
+                Planned {
+                    plan: &plan,
+                    partitions: &removing,
+                    protected: &protected,
+                    policy_name: &record.policy,
+                    earliest: earliest.as_ref(),
+                },
+            ))
             .await?;
+            outcome.partitions_deleted.extend(removed);
             outcome
                 .finished_pending
                 .push(pending.requested_time.clone());
         }
     }
     let reader = open_view(table).await?;
-    let (plan, earliest) = plan_clean(storage, reader.view(), options.policy, &extra).await?;
+    let (plan, earliest, protected) =
+        plan_with_protected(storage, reader.view(), options.policy, &extra).await?;
+    let candidates = deleted_partitions(reader.view()).await?;
+    let removing: BTreeSet<String> = removable_partitions(
+        storage,
+        table.table_storage(),
+        reader.view(),
+        &candidates,
+        &plan,
+        &protected,
+    )
+    .await?
+    .into_keys()
+    .collect();
     outcome.plan = plan;
     outcome.earliest_retained = earliest.clone();
-    if options.dry_run || outcome.plan.is_empty() {
+    if options.dry_run {
+        outcome.partitions_deleted.extend(removing.iter().cloned());
+    }
+    if options.dry_run || (outcome.plan.is_empty() && removing.is_empty()) {
         if !options.dry_run && options.archive {
             outcome.archived = archive(table).await?;
         }
@@ -360,7 +477,7 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
     }
     let time = tl.next_instant_time(table.generator()).await?;
     let requested_instant = Instant::requested(time.clone(), Action::Clean);
-    let record = plan_record(&outcome.plan, options.policy, earliest.as_ref());
+    let record = plan_record(&outcome.plan, &removing, options.policy, earliest.as_ref());
     let bytes = encode_instant_for(
         &requested_instant,
         &InstantContent::CleanerPlan(Box::new(record)),
@@ -369,16 +486,22 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
         .create_requested(time.clone(), Action::Clean, Bytes::from(bytes))
         .await?;
     // Nothing changed since the plan (the lock is held): the plan's files are unprotected.
-    outcome.deleted = execute(
+    let (deleted, removed) = Box::pin(execute(
         txn,
         &mut tl,
         &requested,
-        &outcome.plan,
-        &BTreeSet::new(),
-        options.policy.hudi_name(),
-        earliest.as_ref(),
-    )
+        reader.view(),
+        Planned {
+            plan: &outcome.plan,
+            partitions: &removing,
+            protected: &protected,
+            policy_name: options.policy.hudi_name(),
+            earliest: earliest.as_ref(),
+        },
+    ))
     .await?;
+    outcome.deleted = deleted;
+    outcome.partitions_deleted.extend(removed);
     outcome.instant = Some(time);
     if options.archive {
         outcome.archived = archive(table).await?;

@@ -9,12 +9,16 @@
 //!   (clone pins) plug in at [`roots::discovered_sources`].
 //! - [`restore()`] never rolls back an instant another live root also has.
 //! - [`clean()`]: plan, record in the metadata table, delete, complete ([`mod@clean`] module doc),
-//!   with the three Hudi policies ([`CleanPolicy`]) and a dry run.
+//!   with the three Hudi policies ([`CleanPolicy`]) and a dry run; deleted partitions nobody
+//!   keeps anything of are removed ([`partitions`]).
+//! - [`holders_of_partitions`]: which refs keep files of given partitions (TTL dry runs).
 //! - [`savepoint`]: savepoints (data table and metadata table as a pair).
 //! - [`restore()`]: restore to a savepoint ([module doc](mod@restore)).
 
 pub mod clean;
 mod error;
+pub mod holders;
+pub mod partitions;
 pub mod policy;
 pub mod protection;
 pub mod restore;
@@ -23,6 +27,7 @@ pub mod savepoint;
 
 pub use clean::{archive, clean, clean_locked, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
 pub use error::{CleanerError, Result};
+pub use holders::holders_of_partitions;
 pub use policy::CleanPolicy;
 pub use protection::{
     PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,

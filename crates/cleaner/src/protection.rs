@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arbor_fsview::{parse_data_file_name, FileSlice, FileSystemView, Horizon};
 use arbor_storage::Storage;
 use arbor_timeline::avro::{decode, HoodieSavepointMetadata};
-use arbor_timeline::{Action, InstantTime, State};
+use arbor_timeline::{Action, Instant, InstantTime, State};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
@@ -96,18 +96,34 @@ impl ProtectionSource for SavepointProtection {
 
     async fn protected(&self, ctx: &ProtectionContext<'_>) -> Result<BTreeSet<String>> {
         let mut out = BTreeSet::new();
-        let active = ctx.view.history().active();
-        for sp in active.filter(&[Action::Savepoint], &[State::Completed]) {
-            let key = active.key_of(&sp)?;
-            let meta: HoodieSavepointMetadata = decode(&active.read(&sp).await?, &key)?;
-            for (partition, file) in meta.files() {
-                let name = file.rsplit('/').next().unwrap_or(file);
-                out.insert(arbor_fsview::slice::join(partition, name));
-            }
-            out.extend(snapshot_keys(ctx.view, &Horizon::AsOf(sp.requested_time.clone())).await?);
+        for sp in completed_savepoints(ctx) {
+            out.extend(savepoint_keys(ctx, &sp).await?);
         }
         Ok(out)
     }
+}
+
+/// The completed savepoints of the context's timeline (so the tags of its root), ascending.
+pub fn completed_savepoints(ctx: &ProtectionContext<'_>) -> Vec<Instant> {
+    ctx.view
+        .history()
+        .active()
+        .filter(&[Action::Savepoint], &[State::Completed])
+}
+
+/// What one completed savepoint `sp` protects ([`SavepointProtection`]): the files its metadata
+/// names and every file of the latest slices as of the savepointed instant.
+pub async fn savepoint_keys(ctx: &ProtectionContext<'_>, sp: &Instant) -> Result<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    let active = ctx.view.history().active();
+    let key = active.key_of(sp)?;
+    let meta: HoodieSavepointMetadata = decode(&active.read(sp).await?, &key)?;
+    for (partition, file) in meta.files() {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        out.insert(arbor_fsview::slice::join(partition, name));
+    }
+    out.extend(snapshot_keys(ctx.view, &Horizon::AsOf(sp.requested_time.clone())).await?);
+    Ok(out)
 }
 
 /// Pending table services protect their inputs: every file of a pending compaction's planned

@@ -418,7 +418,8 @@ impl FileSystemView {
     /// - `savepoint`, `indexing`, `schemacommit`: none (they change no data file).
     ///
     /// Everything is invalidated when a completed instant disappeared from the history (a
-    /// restore or a rollback of a completed instant), when a `restore` completed, or when a new
+    /// restore or a rollback of a completed instant), when a `restore` completed, when a new
+    /// `clean` removed a partition (`isPartitionDeleted`), or when a new
     /// completed instant's content cannot attribute its changes to partitions (empty or
     /// unexpected content). Files of pending instants need no re-listing: they become visible
     /// only when their instant completes, and that completion names their partitions. A
@@ -458,6 +459,15 @@ impl FileSystemView {
                     Some(InstantContent::ReplaceCommit(m)) => {
                         named.extend(m.partitions().map(str::to_string));
                         named.extend(m.replaced_file_ids().map(|(p, _)| p.to_string()));
+                    }
+                    // A clean that removed a deleted partition shrinks the partition list:
+                    // everything is re-listed (rare: only such cleans).
+                    Some(InstantContent::Clean(m))
+                        if m.partition_metadata
+                            .values()
+                            .any(|p| p.is_partition_deleted == Some(true)) =>
+                    {
+                        all = true
                     }
                     Some(InstantContent::Clean(m)) => {
                         named.extend(m.partition_metadata.keys().cloned());

@@ -197,21 +197,21 @@ impl MetadataTable {
     /// The FILES listing: data partition (`""` for non-partitioned) -> live file name -> size.
     /// Partitions are those with a per-partition record (`__all_partitions__` is not a
     /// partition); deleted entries are left out, and so are partitions that
-    /// `__all_partitions__` marks deleted.
+    /// `__all_partitions__` marks deleted, and partitions without a live file that
+    /// `__all_partitions__` (when the MDT has one) does not list: a clean that removed a
+    /// deleted partition marks it deleted there, which Hudi's merge turns into the partition's
+    /// absence from the list (Java's `getAllPartitionPaths` reads only that list). A partition
+    /// with live files is always listed.
     pub async fn files_listing(&self) -> Result<FilesListing> {
         let merged = self.merged_files_records().await?;
-        let deleted_partitions: Vec<&String> = merged
-            .get(ALL_PARTITIONS_KEY)
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, e)| e.is_deleted)
-                    .map(|(k, _)| k)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let all = merged.get(ALL_PARTITIONS_KEY);
         let mut out = FilesListing::new();
         for (key, files) in &merged {
-            if key == ALL_PARTITIONS_KEY || deleted_partitions.contains(&key) {
+            if key == ALL_PARTITIONS_KEY {
+                continue;
+            }
+            let listed = all.map(|m| m.get(key).map(|e| !e.is_deleted));
+            if listed == Some(Some(false)) {
                 continue;
             }
             let partition = if key == NON_PARTITIONED_KEY {
@@ -219,11 +219,14 @@ impl MetadataTable {
             } else {
                 key.as_str()
             };
-            let live = files
+            let live: BTreeMap<String, u64> = files
                 .iter()
                 .filter(|(_, e)| !e.is_deleted)
                 .map(|(name, e)| (name.clone(), u64::try_from(e.size).unwrap_or(0)))
                 .collect();
+            if live.is_empty() && listed == Some(None) {
+                continue;
+            }
             out.insert(partition.to_string(), live);
         }
         Ok(out)

@@ -22,6 +22,7 @@ pub mod column_stats_writer;
 pub mod compaction;
 mod error;
 mod files;
+mod files_delta;
 pub mod index_writer;
 mod listing;
 pub mod record_index;

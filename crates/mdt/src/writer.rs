@@ -11,7 +11,8 @@
 //! - [`MdtWriter::commit_files`] for data instant `T` (inflight, not yet completed) writes
 //!   `T.deltacommit.requested`, the log file `files/.files-0000-0_T.log.1_0-0-1` with one
 //!   `HFILE_DATA` block (the touched partitions under `__all_partitions__`, one record per touched
-//!   partition with its added and deleted files), `T.deltacommit.inflight`, and the completed
+//!   partition with its added and deleted files; partitions a clean removed marked deleted under
+//!   `__all_partitions__`), `T.deltacommit.inflight`, and the completed
 //!   deltacommit. The blocks stay invisible to readers while data `T` is pending
 //!   ([`crate::validity`]); completing data `T` afterwards is the commit point of both.
 //! - [`MdtWriter::rollback`] removes MDT instant `T` (its log files, then its completed,
@@ -21,9 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use arbor_format::hfile::mdt::{
-    encode_files_record, FilesEntry, FilesRecord, RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
-};
+use arbor_format::hfile::mdt::{encode_files_record, FilesRecord};
 use arbor_format::hfile::mdt_column_stats::metadata_record_schema_json_for;
 use arbor_format::hfile::{HFileRangedReader, HFileWriter, HFileWriterOptions};
 use arbor_format::log::block::BlockMetadata;
@@ -42,9 +41,9 @@ use arbor_timeline::{
 use bytes::Bytes;
 
 use crate::error::{MdtError, Result};
-use crate::files::{
-    FilesListing, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE, MDT_META_DIR, NON_PARTITIONED_KEY,
-};
+use crate::files::{FilesListing, FILES_PARTITION, MDT_BASE, MDT_META_DIR};
+pub use crate::files_delta::FilesDelta;
+use crate::files_delta::{delta_records, listing_records, to_i64};
 use crate::index_writer::{
     delta_files, initial_files, RecordIndexDelta, RECORD_INDEX, RECORD_INDEX_INIT_INSTANT,
 };
@@ -67,155 +66,6 @@ const MDT_PAYLOAD_CLASS: &str = "org.apache.hudi.metadata.HoodieMetadataPayload"
 
 /// The merge strategy id of a metadata table.
 const MDT_MERGE_STRATEGY: &str = "00000000-0000-0000-0000-000000000000";
-
-/// One data instant's change to the FILES partition: files added (with their sizes) and files
-/// deleted, per data partition (`""` for a non-partitioned table).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FilesDelta {
-    /// Data partition -> file name -> size in bytes.
-    pub added: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Data partition -> deleted file names.
-    pub deleted: BTreeMap<String, BTreeSet<String>>,
-    /// Partitions to record in `__all_partitions__` even if no file changed in them.
-    pub touched: BTreeSet<String>,
-}
-
-impl FilesDelta {
-    /// Records that `name` (a file name, no directory) of size `size` was added to `partition`.
-    pub fn add(&mut self, partition: &str, name: &str, size: u64) {
-        self.added
-            .entry(partition.to_string())
-            .or_default()
-            .insert(name.to_string(), size);
-    }
-
-    /// Records that `name` was deleted from `partition`.
-    pub fn delete(&mut self, partition: &str, name: &str) {
-        self.deleted
-            .entry(partition.to_string())
-            .or_default()
-            .insert(name.to_string());
-    }
-
-    /// Every partition the delta names.
-    pub fn partitions(&self) -> BTreeSet<String> {
-        self.added
-            .keys()
-            .chain(self.deleted.keys())
-            .chain(self.touched.iter())
-            .cloned()
-            .collect()
-    }
-
-    /// True when no partition is named.
-    pub fn is_empty(&self) -> bool {
-        self.partitions().is_empty()
-    }
-}
-
-/// The FILES record key of a data partition.
-fn record_key(partition: &str) -> &str {
-    if partition.is_empty() {
-        NON_PARTITIONED_KEY
-    } else {
-        partition
-    }
-}
-
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// The FILES records of a full listing (base HFile at initialisation): `__all_partitions__`
-/// and one record per partition, keyed by record key.
-fn listing_records(listing: &FilesListing) -> BTreeMap<String, FilesRecord> {
-    let mut out = BTreeMap::new();
-    let mut all = FilesRecord {
-        record_type: RECORD_TYPE_ALL_PARTITIONS,
-        ..FilesRecord::default()
-    };
-    for (partition, files) in listing {
-        let key = record_key(partition).to_string();
-        all.files.insert(
-            key.clone(),
-            FilesEntry {
-                size: 0,
-                is_deleted: false,
-            },
-        );
-        let record = FilesRecord {
-            record_type: RECORD_TYPE_FILES,
-            file_name: None,
-            files: files
-                .iter()
-                .map(|(n, s)| {
-                    (
-                        n.clone(),
-                        FilesEntry {
-                            size: to_i64(*s),
-                            is_deleted: false,
-                        },
-                    )
-                })
-                .collect(),
-        };
-        out.insert(key, record);
-    }
-    out.insert(ALL_PARTITIONS_KEY.to_string(), all);
-    out
-}
-
-/// The FILES records of one delta (an MDT log block).
-fn delta_records(delta: &FilesDelta) -> BTreeMap<String, FilesRecord> {
-    let mut out = BTreeMap::new();
-    let mut all = FilesRecord {
-        record_type: RECORD_TYPE_ALL_PARTITIONS,
-        ..FilesRecord::default()
-    };
-    for partition in delta.partitions() {
-        let key = record_key(&partition).to_string();
-        all.files.insert(
-            key.clone(),
-            FilesEntry {
-                size: 0,
-                is_deleted: false,
-            },
-        );
-        let mut files: BTreeMap<String, FilesEntry> = BTreeMap::new();
-        if let Some(added) = delta.added.get(&partition) {
-            for (n, s) in added {
-                files.insert(
-                    n.clone(),
-                    FilesEntry {
-                        size: to_i64(*s),
-                        is_deleted: false,
-                    },
-                );
-            }
-        }
-        if let Some(deleted) = delta.deleted.get(&partition) {
-            for n in deleted {
-                files.insert(
-                    n.clone(),
-                    FilesEntry {
-                        size: 0,
-                        is_deleted: true,
-                    },
-                );
-            }
-        }
-        out.insert(
-            key,
-            FilesRecord {
-                record_type: RECORD_TYPE_FILES,
-                file_name: None,
-                files,
-            },
-        );
-    }
-    out.insert(ALL_PARTITIONS_KEY.to_string(), all);
-    out
-}
 
 /// Encodes records (sorted by key) as an HFile with the metadata record schema in its file info.
 fn encode_hfile(
@@ -865,36 +715,4 @@ impl MdtWriter {
 
 async fn delete_keys(storage: &Arc<dyn Storage>, keys: &[String]) -> Result<()> {
     Ok(storage.delete_all(keys).await?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_delta_records_non_partitioned_uses_dot_key() {
-        let mut d = FilesDelta::default();
-        d.add("", "a.parquet", 10);
-        d.delete("", "b.parquet");
-        let r = delta_records(&d);
-        assert_eq!(
-            r.keys().cloned().collect::<Vec<_>>(),
-            vec![".".to_string(), ALL_PARTITIONS_KEY.to_string()]
-        );
-        let files = &r["."].files;
-        assert_eq!(files["a.parquet"].size, 10);
-        assert!(files["b.parquet"].is_deleted);
-        assert!(r[ALL_PARTITIONS_KEY].files.contains_key("."));
-    }
-
-    #[test]
-    fn test_listing_records_lists_every_partition_in_all_partitions() {
-        let mut l = FilesListing::new();
-        l.entry("p=1".into()).or_default().insert("f1".into(), 3);
-        l.entry("p=2".into()).or_default();
-        let r = listing_records(&l);
-        let all: Vec<_> = r[ALL_PARTITIONS_KEY].files.keys().cloned().collect();
-        assert_eq!(all, vec!["p=1".to_string(), "p=2".to_string()]);
-        assert_eq!(r["p=1"].files["f1"].size, 3);
-    }
 }

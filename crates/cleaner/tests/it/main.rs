@@ -11,4 +11,7 @@ mod clean;
 mod column_stats;
 mod crash;
 mod model;
+mod partition_reclaim;
+mod partition_reclaim_crash;
+mod partition_reclaim_fixtures;
 mod restore;
