@@ -30,6 +30,8 @@ mod rollback;
 mod scan_plan;
 mod secondary_index;
 mod support_tables;
+mod ttl;
+mod ttl_support;
 mod upgrade;
 mod value_types;
 mod versions;
