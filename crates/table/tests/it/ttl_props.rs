@@ -186,6 +186,12 @@ fn build(c: &Case) -> Built {
     }
 }
 
+/// Expired partitions with their order key `(time, path)`, and skipped partitions.
+type ModelAnswer = (
+    BTreeMap<String, (Option<DateTime<Utc>>, String)>,
+    BTreeSet<String>,
+);
+
 /// The model's answer: expired partitions with their order key, and skipped partitions.
 fn model(
     b: &Built,
@@ -228,7 +234,7 @@ fn model(
         for (i, p) in all.iter().enumerate().skip(1) {
             let spec = spec_of(p.unwrap());
             if spec.iter().all(|(idx, val)| v[*idx] == *val)
-                && best.map_or(true, |(_, len)| spec.len() > len)
+                && best.is_none_or(|(_, len)| spec.len() > len)
             {
                 best = Some((i, spec.len()));
             }
