@@ -193,12 +193,7 @@ type ModelAnswer = (
 );
 
 /// The model's answer: expired partitions with their order key, and skipped partitions.
-fn model(
-    b: &Built,
-) -> (
-    BTreeMap<String, (Option<DateTime<Utc>>, String)>,
-    BTreeSet<String>,
-) {
+fn model(b: &Built) -> ModelAnswer {
     let values = |p: &str| -> Vec<String> {
         p.split('/')
             .zip(&b.fields)
