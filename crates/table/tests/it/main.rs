@@ -31,6 +31,7 @@ mod scan_plan;
 mod secondary_index;
 mod support_tables;
 mod ttl;
+mod ttl_crash;
 mod ttl_props;
 mod ttl_support;
 mod upgrade;
