@@ -32,6 +32,7 @@ mod secondary_index;
 mod support_tables;
 mod ttl;
 mod ttl_crash;
+mod ttl_fixture;
 mod ttl_props;
 mod ttl_support;
 mod upgrade;
