@@ -113,6 +113,16 @@ pub enum TableError {
         /// The Hudi release line that writes that version (`0.x`).
         release: &'static str,
     },
+    /// A write committed, then the inline partition TTL run after it
+    /// (`hoodie.partition.ttl.inline=true`) failed; the write stays committed and the next run
+    /// retries the TTL.
+    #[error("write {instant} committed; the inline partition TTL run after it failed: {reason}")]
+    InlineTtl {
+        /// The committed write's instant.
+        instant: String,
+        /// Why the TTL run failed.
+        reason: String,
+    },
     /// The table's config does not allow the operation.
     #[error("unsupported for this table: {reason}")]
     Unsupported {

@@ -5,7 +5,8 @@
 //! failed writes, main-moved check, instant and heartbeat, MDT deltacommit, conflict check,
 //! completion). [`write`](mod@write) holds the write path's building blocks (options, schema
 //! conformance, indexes, planner, file writers, rollback, compaction), [`read`] the readers,
-//! [`keygen`] record keys and partition paths from Arrow batches.
+//! [`keygen`] record keys and partition paths from Arrow batches, [`ttl`] partition TTL
+//! policies and their evaluation.
 //!
 //! Modules: [`txn`] (the Transaction and one file per operation), [`write`](mod@write) (the
 //! write path's building blocks), [`read`] (snapshot, time travel, incremental and
@@ -17,6 +18,7 @@ mod error;
 pub mod keygen;
 pub mod read;
 mod table;
+pub mod ttl;
 pub mod txn;
 pub mod validate_indexes;
 pub mod write;

@@ -15,10 +15,11 @@ use arrow::record_batch::RecordBatch;
 
 use crate::error::{Result, TableError};
 use crate::read::TableReader;
+use crate::ttl::{TtlOutcome, TtlPolicies, TtlPolicy, TtlRunOptions};
 use crate::txn::context::{Table, TableContext};
 use crate::txn::transaction::{Entry, Transaction};
 use crate::txn::{
-    compact, create, create_index, delete_partitions, init_metadata_table, prepared, write,
+    compact, create, create_index, delete_partitions, init_metadata_table, prepared, ttl, write,
 };
 use crate::write::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 use crate::write::planner::Input;
@@ -235,8 +236,14 @@ impl Table {
     /// one of the two deletes while the other wrote to them, new file groups included),
     /// records it in the MDT and completes it (the commit point). Runs inline compaction afterwards when configured (a compaction failure
     /// is logged; the write stays committed).
+    ///
+    /// Then, when the root's `hoodie.properties` has `hoodie.partition.ttl.inline=true`, runs
+    /// partition TTL ([`Table::run_ttl`]); its failure is [`TableError::InlineTtl`], which says
+    /// the write committed.
     pub async fn commit(&self, prepared: PreparedWrite) -> Result<CommitResult> {
-        prepared::commit(self, prepared).await
+        let result = prepared::commit(self, prepared).await?;
+        Box::pin(ttl::inline_ttl(self, &result)).await?;
+        Ok(result)
     }
 
     /// Compacts a merge-on-read table in one transaction: runs every pending compaction
@@ -255,6 +262,41 @@ impl Table {
     /// with `InvalidInput` for an empty list; partitions without file groups are accepted.
     pub async fn delete_partitions(&self, partitions: &[String]) -> Result<CommitResult> {
         delete_partitions::delete_partitions(self, partitions).await
+    }
+
+    /// The TTL policies of the handle's config (as the table was opened: a handle does not see
+    /// later changes; [`Table::run_ttl`] reads them afresh). Errors: contradicting or invalid
+    /// TTL keys, named.
+    pub fn ttl_policies(&self) -> Result<TtlPolicies> {
+        TtlPolicies::from_config(&self.ctx.config)
+    }
+
+    /// Sets a TTL policy, replacing the policy of the same scope (the default, or the same
+    /// spec), in the root's `hoodie.properties` (RFC keys; Java's policy keys are rewritten in
+    /// them) under the table lock, mirrored to the root files when main is a publication.
+    /// Validated against the table first (fields exist and are partition fields; a default
+    /// with fields uses leading partition fields; count and size leave at least one level below
+    /// the group; event-time has a partition time field and a valid format; the retention is
+    /// the strategy's kind): on an error nothing is written. Returns the new set.
+    pub async fn set_ttl_policy(&self, policy: TtlPolicy) -> Result<TtlPolicies> {
+        ttl::set_policy(self, policy).await
+    }
+
+    /// Removes the default TTL policy (`spec` None) or the explicit policy of `spec`, under
+    /// the table lock. Errors: `InvalidInput` when there is no such policy (nothing is
+    /// written). Returns the new set.
+    pub async fn unset_ttl_policy(&self, spec: Option<&str>) -> Result<TtlPolicies> {
+        ttl::unset_policy(self, spec).await
+    }
+
+    /// Runs partition TTL ([`crate::ttl`]): under the table lock, evaluates the policies of the
+    /// root's `hoodie.properties` at `options.now` (default: now) over the partition statistics
+    /// (from the MDT when the table has one) and deletes the expired partitions, oldest first
+    /// up to the cap, as one `DELETE_PARTITION` replacecommit (MDT updated in the same
+    /// instant). Nothing expired: no instant. `dry_run`: nothing is written (no lock either)
+    /// and the plan is the one a run at that time would execute.
+    pub async fn run_ttl(&self, options: &TtlRunOptions) -> Result<TtlOutcome> {
+        Box::pin(ttl::run(self, options)).await
     }
 
     /// Creates the metadata table of a table that has none (in a transaction), from a

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arbor_mdt::index_writer::RecordIndexDelta;
 use arbor_timeline::avro::{encode_instant_for, InstantContent, WriteOperationType};
-use arbor_timeline::{Action, InstantTime, State};
+use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 
@@ -13,7 +13,7 @@ use super::context::{invalid, Table};
 use super::prepared::{abort, begin_instant, commit, PreparedWrite};
 use crate::error::{Result, TableError};
 use crate::read::TableReader;
-use crate::write::commit;
+use crate::write::commit::{self, Heartbeat};
 use crate::write::options::CommitResult;
 use crate::write::planner::{Input, WritePlan};
 use crate::write::record_index::{has_record_index, replaced_keys};
@@ -26,7 +26,18 @@ pub(crate) async fn delete_partitions(
     table: &Table,
     partitions: &[String],
 ) -> Result<CommitResult> {
-    let ctx = &table.ctx;
+    check_partitions(partitions)?;
+    let begun = begin_instant(
+        table,
+        Action::ReplaceCommit,
+        WriteOperationType::DeletePartition,
+    )
+    .await?;
+    delete_partitions_with(table, partitions, begun).await
+}
+
+/// Checks the partitions of a delete: at least one, each a valid partition path.
+pub(crate) fn check_partitions(partitions: &[String]) -> Result<()> {
     if partitions.is_empty() {
         return Err(invalid(None, "no partitions to delete"));
     }
@@ -37,8 +48,23 @@ pub(crate) async fn delete_partitions(
             reason: format!("partition {p:?}: {e}"),
         })?;
     }
+    Ok(())
+}
+
+/// The body of a delete of `partitions` (checked with [`check_partitions`]) whose
+/// `replacecommit` instant `begun` an earlier locked step started
+/// ([`crate::txn::Transaction::start_instant`] with `DELETE_PARTITION`): without the lock,
+/// names every file group of the partitions' latest slices, records the index deltas and
+/// moves the instant to inflight; then commits it ([`commit`]: conflict check, MDT, commit
+/// point). On an error before the commit point the instant is removed.
+pub(crate) async fn delete_partitions_with(
+    table: &Table,
+    partitions: &[String],
+    begun: (ActiveTimeline, Instant, Heartbeat),
+) -> Result<CommitResult> {
+    let ctx = &table.ctx;
     let op = WriteOperationType::DeletePartition;
-    let (mut tl, requested, heartbeat) = begin_instant(table, Action::ReplaceCommit, op).await?;
+    let (mut tl, requested, heartbeat) = begun;
     let prepared = async {
         let reader = TableReader::open_view(ctx.storage.clone()).await?;
         let planned_against: BTreeSet<InstantTime> = reader

@@ -42,7 +42,8 @@
 //! `create.rs`, and one file per operation: `write.rs` (validate, prepare), `prepared.rs`
 //! ([`PreparedWrite`] and its commit, shared by every write-like operation),
 //! `delete_partitions.rs`, `compact.rs` (incl. inline compaction), `init_metadata_table.rs`,
-//! `create_index.rs` (record and secondary indexes), `upgrade.rs` (`arbor upgrade`: version 6
+//! `create_index.rs` (record and secondary indexes), `ttl.rs` (partition TTL runs and policy
+//! changes), `upgrade.rs` (`arbor upgrade`: version 6
 //! or 8 to 8 or 9, crash-safe); `writable.rs` holds the checks that refuse a state change on a
 //! table arbor only reads (version 6, unsupported merge settings). `crate::table` holds the
 //! methods of
@@ -66,6 +67,7 @@ pub(crate) mod delete_partitions;
 pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
 pub(crate) mod transaction;
+pub mod ttl;
 pub mod upgrade;
 pub(crate) mod writable;
 pub(crate) mod write;
