@@ -28,6 +28,7 @@ use crate::commands::restore::RestoreArgs;
 use crate::commands::savepoint::SavepointArgs;
 use crate::commands::tag::TagArgs;
 use crate::commands::timeline::TimelineArgs;
+use crate::commands::ttl::TtlArgs;
 use crate::commands::upgrade::UpgradeArgs;
 use crate::commands::validate::ValidateArgs;
 use crate::commands::write::WriteArgs;
@@ -106,6 +107,9 @@ enum Command {
     /// Upgrade a version-6 (Hudi 0.x) or version-8 table to version 9 or 8
     /// (`arbor upgrade <table> [--to 8|9]`).
     Upgrade(UpgradeArgs),
+    /// Partition TTL: policies that expire old partitions, and the runs that delete them
+    /// (`arbor ttl set <table> --policy time --retain 30d`, `arbor ttl run <table> --dry-run`).
+    Ttl(TtlArgs),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +152,7 @@ fn main() -> ExitCode {
             Command::Compact(args) => commands::compact::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
+            Command::Ttl(args) => commands::ttl::run(args, &options).await,
             Command::Tag(args) => commands::tag::run(args, &options).await,
             Command::Upgrade(args) => commands::upgrade::run(args, &options).await,
         }

@@ -15,6 +15,7 @@ pub mod restore;
 pub mod savepoint;
 pub mod tag;
 pub mod timeline;
+pub mod ttl;
 pub mod upgrade;
 pub mod validate;
 pub mod write;

@@ -21,6 +21,7 @@ mod read_where;
 mod restore;
 mod table_services;
 mod timeline;
+mod ttl;
 mod upgrade;
 mod values;
 mod versions;
