@@ -2,7 +2,8 @@
 //! mdt`, the metadata-table benchmark, lives in [`mdt`]; `cargo xtask bench clean`, clean
 //! planning, in [`clean`]; `cargo xtask bench branch`, branch creation and publication, in
 //! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`];
-//! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`].
+//! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`]; `cargo xtask
+//! bench ttl`, partition-TTL planning, in [`ttl`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -39,6 +40,7 @@ mod peer;
 mod raw;
 mod report;
 mod skipping;
+mod ttl;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -127,6 +129,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("skipping") {
         return skipping::run(args);
+    }
+    if args.first().map(String::as_str) == Some("ttl") {
+        return ttl::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
