@@ -1,7 +1,8 @@
 //! `arbor demo [<dir>] [--type cow|mor]`: creates a table of taxi trips in `<dir>/trips`, then
 //! inserts, upserts, deletes, reads (latest, time travel, incremental) and lists files and the
 //! timeline; then writes on a branch, validates and publishes it, tags main and reads the tag,
-//! printing each step as the `arbor` command that does it.
+//! then expires a partition by a TTL policy (the tag still reads it), printing each step as the
+//! `arbor` command that does it.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,7 @@ use crate::commands::files::{print_slices, slices, SliceSelection};
 use crate::commands::read::{self, ReadArgs, ReadFormat};
 use crate::commands::tag::{self, TagArgs, TagCommand};
 use crate::commands::timeline::{self, TimelineArgs};
+use crate::commands::ttl::{self, RunArgs, SetArgs, TtlArgs, TtlCommand};
 use crate::commands::write::{self, OpArg, WriteArgs};
 use crate::context::{CommitReport, TableSpec, TypeArg, MAIN};
 use crate::error::{CliError, CliResult};
@@ -174,7 +176,7 @@ pub async fn run(args: DemoArgs, options: &StorageOptions) -> CliResult<()> {
         TypeArg::Mor => "mor",
     };
     print_text(&format!(
-        "arbor demo: a {} Hudi table (version 8) of taxi trips in {table}\n\
+        "arbor demo: a {} Hudi table (version 9) of taxi trips in {table}\n\
          inputs: {} (7 trips), {} (2 fare corrections, 1 new trip), {} (2 trips to delete),\n\
          {} (1 fare correction, 1 new trip, written on a branch), {} (1 late fare change)",
         if kind == "cow" {
@@ -451,6 +453,81 @@ async fn branch_steps(
     step(
         21,
         "read as of tag v1: the state before that change",
+        &format!("read {table} --tag {TAG}"),
+    )?;
+    read::run(
+        ReadArgs {
+            tag: Some(TAG.to_string()),
+            ..read_args(table)
+        },
+        options,
+    )
+    .await?;
+    ttl_steps(table, options).await
+}
+
+/// Steps 22 to 26: a partition TTL policy, its dry run, its run, and what main and the tag
+/// read afterwards.
+async fn ttl_steps(table: &str, options: &StorageOptions) -> CliResult<()> {
+    step(
+        22,
+        "a partition TTL policy: keep the 2 greatest city partitions",
+        &format!("ttl set {table} --policy count --retain 2"),
+    )?;
+    ttl::run(
+        TtlArgs {
+            command: TtlCommand::Set(SetArgs {
+                table: table.to_string(),
+                policy: "count".to_string(),
+                retain: "2".to_string(),
+                spec: None,
+                fields: Vec::new(),
+                time_field: None,
+                format: None,
+                branch: MAIN.to_string(),
+                json: false,
+            }),
+        },
+        options,
+    )
+    .await?;
+    let run_args = |dry_run: bool| RunArgs {
+        table: table.to_string(),
+        dry_run,
+        now: None,
+        max_partitions: None,
+        branch: MAIN.to_string(),
+        json: false,
+    };
+    step(
+        23,
+        "what a TTL run would delete, and which refs keep the files",
+        &format!("ttl run {table} --dry-run"),
+    )?;
+    ttl::run(
+        TtlArgs {
+            command: TtlCommand::Run(run_args(true)),
+        },
+        options,
+    )
+    .await?;
+    step(
+        24,
+        "run it: one DELETE_PARTITION replacecommit (the files stay for the tag)",
+        &format!("ttl run {table}"),
+    )?;
+    ttl::run(
+        TtlArgs {
+            command: TtlCommand::Run(run_args(false)),
+        },
+        options,
+    )
+    .await?;
+    step(25, "main no longer has chennai", &format!("read {table}"))?;
+    read::run(read_args(table), options).await?;
+    step(
+        26,
+        "tag v1 still reads it",
         &format!("read {table} --tag {TAG}"),
     )?;
     read::run(

@@ -11,7 +11,7 @@ use crate::create_write::{fails, instants, ok, read_jsonl, s};
 
 fn run_demo(dir: &Path, kind: &str) -> String {
     let out = ok(&["demo", s(dir), "--type", kind]);
-    for step in 1..=21 {
+    for step in 1..=26 {
         assert!(
             out.contains(&format!("\n== {step}. ")),
             "step {step} missing:\n{out}"
@@ -39,6 +39,14 @@ fn run_demo(dir: &Path, kind: &str) -> String {
     assert!(section(18).contains("trip-09"), "{}", section(18));
     assert!(section(21).contains("34.15"), "{}", section(21));
     assert!(!section(21).contains("36.0"), "{}", section(21));
+    assert!(
+        section(23).contains("would delete") && section(23).contains("chennai"),
+        "{}",
+        section(23)
+    );
+    assert!(section(24).contains("DELETE_PARTITION"), "{}", section(24));
+    assert!(!section(25).contains("chennai"), "{}", section(25));
+    assert!(section(26).contains("chennai"), "{}", section(26));
     out
 }
 
@@ -54,14 +62,21 @@ fn test_demo_cow_runs_and_leaves_the_expected_table() {
         .map(|i| i["operation"].as_str().unwrap())
         .collect();
     // The branch's upsert came to main by publication, the late fare change after it.
-    assert_eq!(ops, ["INSERT", "UPSERT", "DELETE", "UPSERT", "UPSERT"]);
+    assert_eq!(
+        ops,
+        [
+            "INSERT",
+            "UPSERT",
+            "DELETE",
+            "UPSERT",
+            "UPSERT",
+            "DELETE_PARTITION"
+        ]
+    );
     let rows = read_jsonl(&table, &[]);
     let mut ids: Vec<&str> = rows.iter().map(|r| r["uuid"].as_str().unwrap()).collect();
     ids.sort();
-    assert_eq!(
-        ids,
-        ["trip-01", "trip-02", "trip-04", "trip-05", "trip-06", "trip-08", "trip-09"]
-    );
+    assert_eq!(ids, ["trip-01", "trip-02", "trip-04", "trip-05", "trip-08"]);
     let fare = |id: &str| rows.iter().find(|r| r["uuid"] == id).unwrap()["fare"].clone();
     assert_eq!(fare("trip-01"), 25.0);
     assert_eq!(fare("trip-02"), 29.95);
@@ -90,7 +105,7 @@ fn test_demo_mor_reruns_in_the_same_directory() {
     let first = instants(&dir.path().join("trips"));
     run_demo(dir.path(), "mor");
     let second = instants(&dir.path().join("trips"));
-    assert_eq!(second.len(), 5, "the rerun starts from a fresh table");
+    assert_eq!(second.len(), 6, "the rerun starts from a fresh table");
     assert_ne!(first[0]["timestamp"], second[0]["timestamp"]);
     assert_eq!(second[0]["action"], "deltacommit");
 }
