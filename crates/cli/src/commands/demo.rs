@@ -23,6 +23,9 @@ use crate::output::print_text;
 /// The file that marks a directory as the demo's own, so a rerun may replace what it made.
 const MARKER: &str = ".arbor-demo";
 
+/// The tag the demo takes on main.
+const TAG: &str = "v1";
+
 /// Arguments of `arbor demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -332,7 +335,6 @@ async fn branch_steps(
     options: &StorageOptions,
 ) -> CliResult<()> {
     const BRANCH: &str = "audit";
-    const TAG: &str = "v1";
     step(
         12,
         "create branch audit from main's latest write (metadata is copied, data files are shared)",
