@@ -15,3 +15,4 @@ mod partition_reclaim;
 mod partition_reclaim_crash;
 mod partition_reclaim_fixtures;
 mod restore;
+mod ttl_model;
