@@ -376,3 +376,31 @@ fn test_ttl_on_spark_fixtures_event_time_and_count() {
     }
     ok(&["validate", t]);
 }
+
+#[test]
+fn test_ttl_on_a_branch_changes_only_the_branch() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = daily_table(dir.path(), "cow");
+    let t = s(&table);
+    ok(&["branch", "create", t, "trial"]);
+    ok(&[
+        "ttl", "set", t, "--branch", "trial", "--policy", "count", "--retain", "1",
+    ]);
+    let main_policies = json(&ok(&["ttl", "show", t, "--json"]));
+    assert!(
+        main_policies["policies"].as_array().unwrap().is_empty(),
+        "main has no policy: {main_policies}"
+    );
+    let run = json(&ok(&["ttl", "run", t, "--branch", "trial", "--json"]));
+    assert_eq!(partitions_of(&run, "expired").len(), 3, "{run}");
+    assert_eq!(column(&table, "id", &["--branch", "trial"]), ["g", "h"]);
+    let all = vec!["a", "b", "c", "d", "e", "f", "g", "h"];
+    assert_eq!(column(&table, "id", &[]), all, "main is unchanged");
+    if let Some(peer) = peer_column(&table, "id") {
+        assert_eq!(peer, all, "hudi-rs reads main");
+    }
+    // Main's own run finds no policy and deletes nothing.
+    let out = json(&ok(&["ttl", "run", t, "--json"]));
+    assert!(partitions_of(&out, "expired").is_empty(), "{out}");
+    ok(&["validate", t, "--branch", "trial"]);
+}
