@@ -12,3 +12,4 @@ mod crash;
 mod legacy;
 mod model;
 mod schema;
+mod ttl_branch;

@@ -189,12 +189,8 @@ pub struct TtlPolicies {
     pub max_partitions: Option<usize>,
 }
 
+/// `TtlPolicies::from_config` is defined with the keys, in [`super::properties`].
 impl TtlPolicies {
-    /// The policies `config` (hoodie.properties) holds: RFC keys, and Java's write-config keys meaning the same (a Java KEEP_BY_TIME/KEEP_BY_CREATION_TIME with days.retain > 0 is a default policy over the whole table, or explicit policies for the partitions of `partition.selected`). Contradicting keys are an error naming them.
-    pub fn from_config(config: &arbor_timeline::TableConfig) -> Result<Self> {
-        super::properties::read(config)
-    }
-
     /// True when there is no policy.
     pub fn is_empty(&self) -> bool {
         self.default.is_none() && self.explicit.is_empty()

@@ -69,6 +69,13 @@ fn nonempty<'a>(config: &'a TableConfig, key: &str) -> Option<&'a str> {
     config.get(key).map(str::trim).filter(|v| !v.is_empty())
 }
 
+impl TtlPolicies {
+    /// The policies `config` (hoodie.properties) holds: RFC keys, and Java's write-config keys meaning the same (a Java KEEP_BY_TIME/KEEP_BY_CREATION_TIME with days.retain > 0 is a default policy over the whole table, or explicit policies for the partitions of `partition.selected`). Contradicting keys are an error naming them.
+    pub fn from_config(config: &TableConfig) -> Result<Self> {
+        read(config)
+    }
+}
+
 /// Reads every TTL policy of `config` (see the module doc), each validated against the
 /// table's partition fields.
 pub(crate) fn read(config: &TableConfig) -> Result<TtlPolicies> {

@@ -63,7 +63,7 @@ fn split_number(text: &str) -> (&str, &str) {
     text.split_at(end)
 }
 
-/// Parses a duration: `<digits><unit>` with unit `d` (24 hours), `h`, `m`, `s`, `ms`; a bare
+/// Parses a duration: `<digits><unit>` with unit `d` (24 hours), `h`, `m`, `s`, `ms`, `ns`; a bare
 /// number is days (the RFC's and Java's `policyValue` / `days.retain`). Whole units only.
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let what = "retention duration";
@@ -85,11 +85,12 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
             .ok_or_else(|| bad(what, text, "too long"))?,
         "s" => Duration::from_secs(n),
         "ms" => Duration::from_millis(n),
+        "ns" => Duration::from_nanos(n),
         _ => {
             return Err(bad(
                 what,
                 text,
-                "unknown unit (use d, h, m, s or ms, e.g. 30d)",
+                "unknown unit (use d, h, m, s, ms or ns, e.g. 30d)",
             ))
         }
     };
@@ -100,8 +101,7 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 }
 
 /// Prints a duration in the largest unit that divides it exactly (`30d`, `36h`, `90m`,
-/// `3601s`, `1500ms`); a duration with sub-millisecond parts prints as `<n>ns`, which
-/// [`parse_duration`] refuses (such durations are never produced by parsing).
+/// `3601s`, `1500ms`, `5ns`): every form parses back to the same duration.
 pub fn format_duration(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         let secs = d.as_secs();
@@ -228,6 +228,9 @@ mod tests {
             assert_eq!(parse_duration(text).unwrap(), d);
         }
         assert_eq!(format_duration(Duration::from_nanos(5)), "5ns");
+        assert_eq!(parse_duration("5ns").unwrap(), Duration::from_nanos(5));
+        let odd = Duration::new(7, 3);
+        assert_eq!(parse_duration(&format_duration(odd)).unwrap(), odd);
     }
 
     #[test]

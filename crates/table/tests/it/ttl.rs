@@ -556,3 +556,138 @@ async fn test_ttl_inline_runs_after_a_write_and_reports_its_failure() {
     assert_eq!(got, t.expected());
     let _ = Duration::ZERO;
 }
+
+/// Planning with the MDT lists no data partition (FILES answers), and reads partition markers
+/// by key (GET) only when a creation-time policy applies; the same table planned from a
+/// directory listing gives the same statistics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_ttl_planning_with_the_mdt_lists_no_data_partition() {
+    use arbor_storage::{FaultInjectingStorage, OpKind, Storage};
+    use std::sync::Arc;
+    let shape = Shape {
+        table_type: TableType::MergeOnRead,
+        hive: true,
+        levels: 2,
+    };
+    let t = populated(shape).await;
+    t.table
+        .set_ttl_policy(TtlPolicy {
+            strategy: TtlStrategy::CreationTime,
+            retain: Retention::parse(TtlStrategy::CreationTime, "1d").unwrap(),
+            scope: whole(),
+            time_field: None,
+            format: None,
+        })
+        .await
+        .unwrap();
+    let faulty = Arc::new(FaultInjectingStorage::new(t.storage.clone()));
+    let table = arbor_table::Table::open(faulty.clone() as Arc<dyn Storage>)
+        .await
+        .unwrap();
+    faulty.reset();
+    let plan = table
+        .run_ttl(&TtlRunOptions {
+            dry_run: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .plan;
+    assert_eq!(plan.partitions, 10);
+    let ops = faulty.ops();
+    let data_lists: Vec<_> = ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::List | OpKind::ListDir))
+        .filter(|o| !o.key.starts_with(".hoodie"))
+        .collect();
+    assert!(
+        data_lists.is_empty(),
+        "data partitions listed: {data_lists:?}"
+    );
+    let markers = ops
+        .iter()
+        .filter(|o| o.kind == OpKind::Get && o.key.ends_with(".hoodie_partition_metadata"))
+        .count();
+    assert_eq!(markers, 10, "one GET per partition marker");
+    assert!(
+        ops.iter().all(|o| !o.kind.is_write()),
+        "a dry run writes nothing"
+    );
+
+    let by_mdt = arbor_table::read::TableReader::open(t.storage.clone())
+        .await
+        .unwrap();
+    let by_listing = arbor_table::read::TableReader::open_with(
+        t.storage.clone(),
+        arbor_table::ListingSource::Storage,
+    )
+    .await
+    .unwrap();
+    let a = partition_stats(by_mdt.view(), &t.storage, true)
+        .await
+        .unwrap();
+    let b = partition_stats(by_listing.view(), &t.storage, true)
+        .await
+        .unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 10);
+}
+
+/// Figures, not a check (`cargo test -p arbor-table --test it ttl_planning_figures --
+/// --ignored --nocapture`; `ARBOR_TTL_BENCH_PARTITIONS`, default 10000): planning a TTL run
+/// over that many partitions through the MDT (no data-partition LIST) against planning from a
+/// directory listing, on the same table in the same run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn ttl_planning_figures() {
+    use arbor_table::ttl::{evaluate, TtlPolicies};
+    let n: usize = std::env::var("ARBOR_TTL_BENCH_PARTITIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let shape = Shape {
+        table_type: TableType::CopyOnWrite,
+        hive: true,
+        levels: 1,
+    };
+    let mut t = create(shape).await;
+    let start = chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap();
+    let all: Vec<_> = (0..n)
+        .map(|i| {
+            let d = (start + chrono::Duration::days(i as i64))
+                .format("%Y-%m-%d")
+                .to_string();
+            (format!("k{i}"), "eu".to_string(), d, 1i64)
+        })
+        .collect();
+    let w = std::time::Instant::now();
+    t.write(WriteOperation::BulkInsert, &all).await;
+    println!("wrote {n} partitions in {:.1?}", w.elapsed());
+    t.table
+        .set_ttl_policy(event_time("3650d", whole()))
+        .await
+        .unwrap();
+    let policies: TtlPolicies = t.reopen().await.ttl_policies().unwrap();
+    let fields = vec!["dt".to_string()];
+    let now = utc("2030-01-01T00:00:00Z");
+    for source in [
+        arbor_table::ListingSource::MetadataTable,
+        arbor_table::ListingSource::Storage,
+    ] {
+        let started = std::time::Instant::now();
+        let reader = arbor_table::read::TableReader::open_with(t.storage.clone(), source)
+            .await
+            .unwrap();
+        let stats = partition_stats(reader.view(), &t.storage, false)
+            .await
+            .unwrap();
+        let plan = evaluate(&policies, &fields, &stats, now, None).unwrap();
+        println!(
+            "planning over {} partitions from {source:?}: {:.1?} ({} expire)",
+            stats.len(),
+            started.elapsed(),
+            plan.expired.len()
+        );
+        assert_eq!(stats.len(), n);
+    }
+}
