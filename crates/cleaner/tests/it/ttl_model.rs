@@ -111,7 +111,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Savepoint),
         1 => (0usize..3).prop_map(|pick| Op::DeleteSavepoint { pick }),
         2 => prop_oneof![
-            (0u32..5).prop_map(|days| Policy::EventTime { days }),
+            (1u32..5).prop_map(|days| Policy::EventTime { days }),
             (1u64..5).prop_map(|n| Policy::Count { n }),
             Just(Policy::Time),
         ]

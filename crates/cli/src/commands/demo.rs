@@ -525,11 +525,11 @@ async fn ttl_steps(table: &str, options: &StorageOptions) -> CliResult<()> {
         options,
     )
     .await?;
-    step(25, "main no longer has chennai", &format!("read {table}"))?;
+    step(25, "main after the run", &format!("read {table}"))?;
     read::run(read_args(table), options).await?;
     step(
         26,
-        "tag v1 still reads it",
+        "tag v1 still reads the deleted partition",
         &format!("read {table} --tag {TAG}"),
     )?;
     read::run(

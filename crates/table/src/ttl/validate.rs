@@ -2,7 +2,7 @@
 //! `hoodie.properties`, so a run never applies a policy that does not fit the table).
 
 use super::pattern::DatePattern;
-use super::policy::{PolicyScope, TtlPolicy, TtlStrategy};
+use super::policy::{PolicyScope, Retention, TtlPolicy, TtlStrategy};
 use super::spec::PartitionSpec;
 use crate::error::{Result, TableError};
 
@@ -39,6 +39,18 @@ pub fn validate_policy(policy: &TtlPolicy, fields: &[String]) -> Result<TtlPolic
                     _ => "a duration",
                 }
             ),
+        ));
+    }
+    // What `Retention::parse` refuses is refused here too: a policy written to
+    // hoodie.properties must read back.
+    let zero = match policy.retain {
+        Retention::Duration(d) => d.is_zero(),
+        Retention::Count(n) | Retention::Bytes(n) => n == 0,
+    };
+    if zero {
+        return Err(bad(
+            policy,
+            format!("its retention {} must be greater than zero", policy.retain),
         ));
     }
     let mut out = policy.clone();
@@ -123,7 +135,6 @@ pub fn validate_policy(policy: &TtlPolicy, fields: &[String]) -> Result<TtlPolic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ttl::policy::Retention;
     use std::time::Duration;
 
     fn f(v: &[&str]) -> Vec<String> {
@@ -138,6 +149,22 @@ mod tests {
             time_field: None,
             format: None,
         }
+    }
+
+    #[test]
+    fn zero_retention_is_refused_as_the_parser_refuses_it() {
+        let fields = f(&["dt"]);
+        let all = || PolicyScope::Default { fields: Vec::new() };
+        for (strategy, retain) in [
+            (TtlStrategy::Time, Retention::Duration(Duration::ZERO)),
+            (TtlStrategy::Count, Retention::Count(0)),
+            (TtlStrategy::Size, Retention::Bytes(0)),
+        ] {
+            let e = validate_policy(&pol(strategy, retain, all()), &fields).unwrap_err();
+            assert!(e.to_string().contains("greater than zero"), "{e}");
+        }
+        let one = pol(TtlStrategy::Count, Retention::Count(1), all());
+        assert!(validate_policy(&one, &fields).is_ok());
     }
 
     #[test]
