@@ -18,7 +18,9 @@
 //!
 //! The check runs when a clean is planned (the plan records the partitions) and again when it
 //! is executed, before the metadata table's record is written (a finished crashed clean
-//! re-checks, so a partition written to since keeps its directory).
+//! re-checks, so a partition written to since keeps its directory). A pending clean another
+//! writer planned (Java lists fully replaced partitions whatever replaced them) is finished
+//! with the execution-time checks 1–3 and "no file slice left in the latest snapshot".
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
