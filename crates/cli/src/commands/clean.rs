@@ -120,6 +120,7 @@ pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
             "planned": outcome.planned(),
             "deleted": outcome.deleted,
             "files": files,
+            "partitions_removed": outcome.partitions_deleted.iter().collect::<Vec<_>>(),
             "archived": outcome.archived,
         }));
     }
@@ -132,9 +133,20 @@ pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
         .as_ref()
         .map(|t| format!("; snapshots from {t} on are kept"))
         .unwrap_or_default();
+    let removed = outcome
+        .partitions_deleted
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
     if args.dry_run {
         for f in &files {
             print_text(f)?;
+        }
+        if !removed.is_empty() {
+            print_text(&format!(
+                "{table}: deleted partition(s) whose marker and directory would be removed: {removed}"
+            ))?;
         }
         return print_text(&format!(
             "{table}: dry run ({policy}): {} file(s) in {} partition(s) would be deleted{retained}",
@@ -149,6 +161,11 @@ pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
             outcome.plan.len()
         ))?,
         None => print_text(&format!("{table}: nothing to clean ({policy}){retained}"))?,
+    }
+    if !removed.is_empty() {
+        print_text(&format!(
+            "{table}: removed deleted partition(s) nothing keeps: {removed}"
+        ))?;
     }
     if !args.no_archive {
         print_text(&format!(

@@ -423,7 +423,10 @@ fn run_text(
             e.partition, e.policy, e.reason
         ));
         if let Some(h) = holders.get(&e.partition).filter(|h| !h.is_empty()) {
-            out.push_str(&format!("\n      files kept after it by: {}", h.join(", ")));
+            out.push_str(&format!(
+                "\n      its files stay (until `arbor clean` finds them unused) for: {}",
+                h.join(", ")
+            ));
         }
     }
     for e in &plan.capped {

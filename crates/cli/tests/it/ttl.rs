@@ -155,6 +155,10 @@ fn test_ttl_event_time_run_deletes_expired_partitions_tag_keeps_files_until_drop
             text.contains("would delete") && text.contains("dt=2024-01-01"),
             "{text}"
         );
+        assert!(
+            text.contains("its files stay") && text.contains("tag before"),
+            "{text}"
+        );
 
         let run = json(&ok(&["ttl", "run", t, "--now", now, "--json"]));
         assert_eq!(
@@ -182,7 +186,13 @@ fn test_ttl_event_time_run_deletes_expired_partitions_tag_keeps_files_until_drop
         assert!(table.join("dt=2024-01-01").is_dir());
         // ... and once it is dropped the next clean reclaims them, directories included.
         ok(&["tag", "drop", t, "before"]);
-        ok(&["clean", t, "--policy", "commits", "--retain", "1"]);
+        let cleaned = ok(&["clean", t, "--policy", "commits", "--retain", "1"]);
+        assert!(
+            cleaned.contains(
+                "removed deleted partition(s) nothing keeps: dt=2024-01-01, dt=2024-01-02"
+            ),
+            "{cleaned}"
+        );
         assert!(
             !table.join("dt=2024-01-01").exists(),
             "{kind}: partition directory removed"
