@@ -59,7 +59,8 @@ struct Options {
     dir: Option<PathBuf>,
 }
 
-fn parse_positive(flag: &str, v: &str) -> Result<u32, String> {
+/// A positive whole number given to `flag` (`_` separators allowed), or the error naming it.
+pub(super) fn parse_positive(flag: &str, v: &str) -> Result<u32, String> {
     v.trim()
         .replace('_', "")
         .parse::<u32>()

@@ -35,6 +35,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use tokio::runtime::Runtime;
 
+use super::clean::parse_positive;
 use super::local;
 use super::report::median;
 
@@ -46,15 +47,6 @@ struct Options {
     sizes: Vec<u32>,
     runs: usize,
     dir: Option<PathBuf>,
-}
-
-fn parse_positive(flag: &str, v: &str) -> Result<u32, String> {
-    v.trim()
-        .replace('_', "")
-        .parse::<u32>()
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("bench: {flag} {v:?}: a positive number"))
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
