@@ -71,6 +71,59 @@ pub enum BranchingError {
         /// The branch's logical writes after its base that main does not have.
         branch_only: Vec<String>,
     },
+    /// A clone's target location already holds a table (or another clone).
+    #[error("cannot clone into {location}: {reason}")]
+    CloneTargetNotEmpty {
+        /// The target location.
+        location: String,
+        /// What it holds.
+        reason: String,
+    },
+    /// A pin cannot be removed: its clone still exists and references the source's files.
+    #[error(
+        "clone {id} at {location} still exists and reads files of this table: detach it \
+         (`arbor clone detach {location}`) or remove it first, or forget its pin with --force \
+         (the clone may then lose files)"
+    )]
+    CloneAlive {
+        /// The clone's id.
+        id: String,
+        /// The clone's location.
+        location: String,
+    },
+    /// No pin of the source names this clone (id or location).
+    #[error("{source_location} has no clone pin for {clone}")]
+    PinNotFound {
+        /// The source's location.
+        source_location: String,
+        /// The id or location asked for.
+        clone: String,
+    },
+    /// A savepoint, branch or instant is held by clone pins; nothing was changed.
+    #[error(
+        "{operation} refused: instant {instant} of {root} is pinned by clone(s) {clones:?} \
+             (see `arbor clone list`; detach or forget those clones first)"
+    )]
+    PinHeld {
+        /// What was asked.
+        operation: String,
+        /// The pinned instant.
+        instant: String,
+        /// The root (`main` or a branch) holding it.
+        root: String,
+        /// The pinning clones' ids and locations.
+        clones: Vec<String>,
+    },
+    /// A file a snapshot of the clone reads is missing from the location that should hold it.
+    #[error("clone {location}: {key} is missing from {source_location}, and a snapshot the clone keeps reads it")]
+    DetachMissing {
+        /// The clone's location.
+        location: String,
+        /// The file's key.
+        key: String,
+        /// The location that should hold it.
+        source_location: String,
+    },
 }
 
 impl BranchingError {

@@ -17,12 +17,15 @@
 //!   (`arbor_timeline::legacy`); [`publish_and_drop`] then drops the branch under the same lock.
 //! - **Validation** ([`validate()`]): one root's metadata table against storage, excusing
 //!   shared files another root released.
+//! - **Clones** ([`clone`]): shallow clones at another location reading the source's files,
+//!   pinned on the source; detach, deep clones, the source's pins.
 //! - **Cleaning and restore across branches** ([`protect`]): `arbor_cleaner::clean` and
 //!   `arbor_cleaner::restore` discover every live root themselves, so every clean keeps every
 //!   file another branch or tag needs ([`BranchProtection`]) and a restore never rolls back
 //!   shared instants; [`clean`] and [`restore`] are the same calls.
 
 pub mod branch;
+pub mod clone;
 mod copy;
 mod error;
 pub mod identity;

@@ -174,6 +174,25 @@ pub enum TimelineError {
         /// What is wrong.
         reason: String,
     },
+
+    /// The location holds a clone whose creation has not finished: it cannot be opened until
+    /// `arbor clone` is run again for it (which resumes it) or the location is removed.
+    #[error("{location} is clone {id}, still being created: run the clone again to finish it, or remove {location}")]
+    CloneIncomplete {
+        /// The clone's location.
+        location: String,
+        /// The clone's id.
+        id: String,
+    },
+
+    /// A clone's source location cannot be opened.
+    #[error("cannot open clone source {location}: {reason}")]
+    CloneSource {
+        /// The source's location.
+        location: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl TimelineError {

@@ -12,8 +12,14 @@
 //!   where main's root metadata would be, the shared files where [`FileLocations`] says
 //!   ([`location`]: today the table's own location; shallow clones resolve files they did not
 //!   write to their sources' locations).
+//! - [`clone_records`], [`clone_rule`], [`clone_storage`]: shallow clones: the descriptor and
+//!   pins, the rule that puts each file in one location, and [`ClonedStorage`] applying it
+//!   (`docs/clones.md`).
 
 pub mod branches;
+pub mod clone_records;
+pub mod clone_rule;
+pub mod clone_storage;
 pub mod location;
 pub mod metaroot;
 pub mod paths;
@@ -21,6 +27,13 @@ pub mod rooted;
 pub mod timeline_dirs;
 
 pub use branches::{live_roots, BranchInfo};
+pub use clone_records::{
+    pin_key, CloneDescriptor, CloneSource, CloneState, PinRecord, CLONE_FILE, PINS_DIR,
+};
+pub use clone_rule::{CloneRule, Home};
+pub use clone_storage::{
+    normalize_location, open_cloned, open_location, ClonedStorage, LocationOpener, RegistryOpener,
+};
 pub use location::{FileLocations, Located, OwnLocation};
 pub use metaroot::{resolve_main, MetaRoot};
 pub use paths::DEFAULT_META_DIR;

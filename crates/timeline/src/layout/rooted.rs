@@ -35,10 +35,12 @@ const LOCKS: &str = LOCK_DIR;
 /// arbor's handle of that publication see each other's heartbeats and never roll back each
 /// other's live writes.
 const HEARTBEATS: &str = HEARTBEAT_DIR;
+/// The pins of the table's clones: one record per clone, whichever root it was cloned from.
+const PINS: &str = super::clone_records::PINS_DIR;
 
 /// True for keys below a directory every root shares.
 fn is_shared_meta(key: &str) -> bool {
-    [MDT_BASE, LOCKS, HEARTBEATS]
+    [MDT_BASE, LOCKS, HEARTBEATS, PINS]
         .iter()
         .any(|d| strip_dir(key, d).is_some())
 }
@@ -58,7 +60,7 @@ enum Place {
 /// Guarantees, for a root other than [`MetaRoot::Root`] (whose view is the table itself):
 /// - a key below `.hoodie/metadata/.hoodie/` is stored below the root's
 ///   [`mdt_meta_dir`](MetaRoot::mdt_meta_dir); any other key below `.hoodie/` except
-///   `.hoodie/metadata/`, `.hoodie/.locks/` and `.hoodie/.heartbeat/` is stored below the root's
+///   `.hoodie/metadata/`, `.hoodie/.locks/`, `.hoodie/.heartbeat/` and `.hoodie/.clones/` is stored below the root's
 ///   [`data_meta_dir`](MetaRoot::data_meta_dir); every other key (data files, metadata-table
 ///   partitions, the table lock, writers' heartbeats) is the table's own key;
 /// - listings show exactly the keys of this view: other roots' metadata (main's root metadata,
@@ -387,7 +389,7 @@ impl Storage for RootedStorage {
             dirs.extend(
                 shared
                     .into_iter()
-                    .filter(|d| [MDT_BASE, LOCKS, HEARTBEATS].contains(&d.as_str())),
+                    .filter(|d| [MDT_BASE, LOCKS, HEARTBEATS, PINS].contains(&d.as_str())),
             );
             dirs.sort();
             dirs.dedup();

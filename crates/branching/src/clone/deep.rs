@@ -1,0 +1,2 @@
+//! Copying a clone's referenced files into its own location (detach, deep clone). (Being
+//! built.)

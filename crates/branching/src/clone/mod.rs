@@ -1,0 +1,24 @@
+//! Shallow and deep clones (the Lance design on Hudi; `docs/clones.md`).
+//!
+//! A shallow clone is a new table at another location whose metadata is a source's at one
+//! instant and whose files it did not write are read from the source
+//! (`arbor_timeline::layout::ClonedStorage`). The source pins what the clone references with a
+//! savepoint pair and a pin record (`.hoodie/.clones/<id>.json`), so every clean, TTL run,
+//! archival and restore of the source (and Java's cleaner) keeps it.
+//!
+//! - [`clone_table`] ([`create`]): shallow or deep clone of a root at a tag, an instant or a
+//!   branch head;
+//! - [`list_pins`], [`forget_pin`], [`prune_pins`] ([`pins`]): the source's side;
+//! - [`detach_clone`] ([`detach`]): make a clone self-contained and release its pins;
+//! - [`deep`]: the file copy shared by detach and deep clones.
+
+pub mod create;
+pub mod deep;
+pub mod detach;
+pub mod pins;
+pub mod types;
+
+pub use create::clone_table;
+pub use detach::detach_clone;
+pub use pins::{forget_pin, list_pins, prune_pins};
+pub use types::{CloneAt, CloneOutcome, CloneRequest, DetachOutcome, PruneOutcome};
