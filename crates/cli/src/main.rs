@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 use crate::commands::archive::ArchiveArgs;
 use crate::commands::branch::BranchArgs;
 use crate::commands::clean::CleanArgs;
+use crate::commands::clone::CloneArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
@@ -110,6 +111,10 @@ enum Command {
     /// Partition TTL: policies that expire old partitions, and the runs that delete them
     /// (`arbor ttl set <table> --policy time --retain 30d`, `arbor ttl run <table> --dry-run`).
     Ttl(TtlArgs),
+    /// Clone a table to another location without copying data (`arbor clone <source> <target>
+    /// [--tag T | --instant I | --branch B] [--deep]`), and manage clones
+    /// (`arbor clone list|detach|forget|prune`).
+    Clone(CloneArgs),
 }
 
 fn main() -> ExitCode {
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
             Command::Ttl(args) => commands::ttl::run(args, &options).await,
             Command::Tag(args) => commands::tag::run(args, &options).await,
             Command::Upgrade(args) => commands::upgrade::run(args, &options).await,
+            Command::Clone(args) => commands::clone::run(args, &options).await,
         }
     });
     match result {

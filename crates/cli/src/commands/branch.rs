@@ -121,7 +121,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             from_tag,
             json,
         } => {
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let main = open_table_at(&table, storage, MAIN).await?;
             let source = match &from_tag {
                 Some(t) => BranchSource::Tag(t),
@@ -153,7 +153,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             ))
         }
         BranchCommand::List { table, json } => {
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let branches = list_branches(&storage)
                 .await
                 .map_err(|e| branching_error(&table, e))?;
@@ -189,7 +189,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             )
         }
         BranchCommand::Drop { table, name, json } => {
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let main = open_table_at(&table, storage, MAIN).await?;
             drop_branch(&main, &name)
                 .await

@@ -129,7 +129,7 @@ pub async fn slices(
     selection: SliceSelection<'_>,
     options: &StorageOptions,
 ) -> CliResult<Vec<SliceEntry>> {
-    let storage = open_table_storage(location, options)?;
+    let storage = open_table_storage(location, options).await?;
     let (reader, as_of) = match selection.tag {
         Some(tag) => {
             let (reader, instant) = tag_reader(storage, selected(selection.branch), tag)

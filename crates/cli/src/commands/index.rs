@@ -150,7 +150,7 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                     "give the value to look up (or --null)".to_string(),
                 ));
             }
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let found = secondary_lookup(&storage, &index, value.as_deref())
                 .await
                 .map_err(|e| CliError::at(&table, e))?;
@@ -181,7 +181,7 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
             Ok(())
         }
         IndexCommand::List { table, json } => {
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR)
                 .await
                 .map_err(|e| CliError::at(&table, e))?;

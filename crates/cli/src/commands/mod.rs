@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod branch;
 pub mod clean;
+pub mod clone;
 pub mod compact;
 pub mod create;
 pub mod delete_partition;

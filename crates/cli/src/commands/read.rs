@@ -144,7 +144,7 @@ async fn prepare(
     args: &ReadArgs,
     options: &StorageOptions,
 ) -> CliResult<(TableReader, ReadOptions, usize)> {
-    let storage = open_table_storage(&args.table, options)?;
+    let storage = open_table_storage(&args.table, options).await?;
     let (reader, tag_instant) = match &args.tag {
         Some(tag) => {
             let (reader, instant) = tag_reader(storage, selected(&args.branch), tag)

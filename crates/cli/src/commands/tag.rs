@@ -202,7 +202,7 @@ pub async fn run(args: TagArgs, options: &StorageOptions) -> CliResult<()> {
                 .map_err(|e| CliError::at(&table, e))?;
             let expires_at =
                 expiry(expires_in.as_deref(), Utc::now()).map_err(|e| CliError::at(&table, e))?;
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let t = open_table_at(&table, storage, &branch).await?;
             let tag = create_tag(&t, &name, time.as_ref(), expires_at)
                 .await
@@ -228,7 +228,7 @@ pub async fn run(args: TagArgs, options: &StorageOptions) -> CliResult<()> {
             all,
             json,
         } => {
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let filter = if all {
                 TagFilter::All
             } else {
@@ -281,7 +281,7 @@ pub async fn run(args: TagArgs, options: &StorageOptions) -> CliResult<()> {
             json,
         } => {
             check_tag_name(&name).map_err(|e| CliError::at(&table, e))?;
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let t = open_table_at(&table, storage, &branch).await?;
             let dropped = drop_tag(&t, &name, retain_savepoint, if_exists)
                 .await
@@ -314,7 +314,7 @@ pub async fn run(args: TagArgs, options: &StorageOptions) -> CliResult<()> {
             branch,
             json,
         } => {
-            let storage = open_table_storage(&table, options)?;
+            let storage = open_table_storage(&table, options).await?;
             let t = open_table_at(&table, storage, &branch).await?;
             let removed = expire_tags(&t)
                 .await

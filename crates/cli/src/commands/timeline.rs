@@ -32,7 +32,7 @@ pub struct TimelineArgs {
 
 /// Runs the command.
 pub async fn run(args: TimelineArgs, options: &StorageOptions) -> CliResult<()> {
-    let storage = open_table_storage(&args.table, options)?;
+    let storage = open_table_storage(&args.table, options).await?;
     let at = |e| branching_error(&args.table, e);
     let (root, upto) = match &args.tag {
         Some(tag) => {

@@ -104,7 +104,7 @@ fn describe(table: &str, r: &UpgradeReport) -> String {
 /// Runs the command: [`TableUpgrade::run`] under the lock `--lock` or the table's properties
 /// choose.
 pub async fn run(args: UpgradeArgs, options: &StorageOptions) -> CliResult<()> {
-    let storage = open_table_storage(&args.table, options)?;
+    let storage = open_table_storage(&args.table, options).await?;
     let upgrade = TableUpgrade::open(storage.clone())
         .await
         .map_err(|e| CliError::at(&args.table, e))?;

@@ -27,7 +27,7 @@ pub struct ValidateArgs {
 /// Runs the command: prints what was compared and every difference; fails (exit code 1) when
 /// there is any difference.
 pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> {
-    let storage = open_table_storage(&args.table, options)?;
+    let storage = open_table_storage(&args.table, options).await?;
     let branch = selected(&args.branch);
     let root = select_root(&storage, branch)
         .await

@@ -10,6 +10,7 @@ use arbor_branching::roots::is_main;
 use arbor_storage::{open_storage, Storage, StorageOptions};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
+use arbor_timeline::layout::{open_cloned, RegistryOpener};
 
 use super::errors::branching_error;
 use super::lock::with_chosen_lock;
@@ -34,7 +35,13 @@ pub fn storage_options(pairs: &[String]) -> CliResult<StorageOptions> {
 /// scheme of arbor-storage's registry: `memory://`, `s3://bucket/prefix`, `az://container/prefix`,
 /// `gs://bucket/prefix`). A local directory that does not exist is an error:
 /// read commands never create anything.
-pub fn open_table_storage(location: &str, options: &StorageOptions) -> CliResult<Arc<dyn Storage>> {
+///
+/// A shallow clone is opened over its sources (`arbor_timeline::layout::open_cloned`, the same
+/// options for every location), so every command works on a clone as on any table.
+pub async fn open_table_storage(
+    location: &str,
+    options: &StorageOptions,
+) -> CliResult<Arc<dyn Storage>> {
     let local = if let Some(rest) = location.strip_prefix("file://") {
         Some(rest)
     } else if location.contains("://") {
@@ -50,7 +57,11 @@ pub fn open_table_storage(location: &str, options: &StorageOptions) -> CliResult
             ));
         }
     }
-    Ok(open_storage(location, options)?)
+    let own = open_storage(location, options)?;
+    let opener = RegistryOpener::new(options.clone());
+    open_cloned(own, location, &opener)
+        .await
+        .map_err(|e| CliError::at(location, e))
 }
 
 /// `Some(name)` for a working branch, `None` for main (`--branch main`, the default).
@@ -96,7 +107,7 @@ pub async fn open_table_on(
     options: &StorageOptions,
     branch: &str,
 ) -> CliResult<Table> {
-    let storage = open_table_storage(location, options)?;
+    let storage = open_table_storage(location, options).await?;
     open_table_at(location, storage, branch).await
 }
 
@@ -107,7 +118,7 @@ pub async fn open_working_branch(
     options: &StorageOptions,
     name: &str,
 ) -> CliResult<Table> {
-    let storage = open_table_storage(location, options)?;
+    let storage = open_table_storage(location, options).await?;
     let branch = open_branch(storage, name)
         .await
         .map_err(|e| branching_error(location, e))?;

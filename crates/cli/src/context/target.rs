@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arbor_storage::{open_storage, Storage, StorageExt, StorageOptions};
 use arbor_table::{CreateOptions, Table};
-use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::layout::{open_cloned, RegistryOpener, DEFAULT_META_DIR};
 
 use super::lock::with_chosen_lock;
 use crate::error::{CliError, CliResult};
@@ -60,6 +60,15 @@ pub async fn open_target(
         .exists(&format!("{DEFAULT_META_DIR}/hoodie.properties"))
         .await
         .map_err(|e| CliError::at(location, e))?;
+    // An existing shallow clone is written through its sources' files.
+    let storage = if exists {
+        let opener = RegistryOpener::new(options.clone());
+        open_cloned(storage, location, &opener)
+            .await
+            .map_err(|e| CliError::at(location, e))?
+    } else {
+        storage
+    };
     Ok(Some(Target {
         storage,
         exists,
