@@ -1,8 +1,9 @@
 //! `arbor demo [<dir>] [--type cow|mor]`: creates a table of taxi trips in `<dir>/trips`, then
 //! inserts, upserts, deletes, reads (latest, time travel, incremental) and lists files and the
 //! timeline; then writes on a branch, validates and publishes it, tags main and reads the tag,
-//! then expires a partition by a TTL policy (the tag still reads it), printing each step as the
-//! `arbor` command that does it.
+//! then expires a partition by a TTL policy (the tag still reads it), then clones the tag into
+//! `<dir>/trips-lab` without copying data, writes there, lists the source's clone pins and
+//! detaches the clone, printing each step as the `arbor` command that does it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,7 @@ use arbor_storage::StorageOptions;
 use clap::Args;
 
 use crate::commands::branch::{self, BranchArgs, BranchCommand};
+use crate::commands::clone::{self, CloneArgs, CloneCommand};
 use crate::commands::files::{print_slices, slices, SliceSelection};
 use crate::commands::read::{self, ReadArgs, ReadFormat};
 use crate::commands::tag::{self, TagArgs, TagCommand};
@@ -25,6 +27,9 @@ const MARKER: &str = ".arbor-demo";
 
 /// The tag the demo takes on main.
 const TAG: &str = "v1";
+
+/// The directory (beside the table) the demo clones the tag into.
+const LAB: &str = "trips-lab";
 
 /// Arguments of `arbor demo`.
 #[derive(Debug, Args)]
@@ -69,6 +74,11 @@ uuid,city,rider,driver,fare,ts
 trip-04,sao_paulo,rider-F,driver-P,36.00,1695516200000
 ";
 
+const LAB_CSV: &str = "\
+uuid,city,rider,driver,fare,ts
+trip-10,chennai,rider-X,driver-Y,99.00,1695400000000
+";
+
 fn io_err(path: &Path, what: &str, e: std::io::Error) -> CliError {
     CliError::Usage(format!("{}: cannot {what}: {e}", path.display()))
 }
@@ -78,15 +88,16 @@ fn io_err(path: &Path, what: &str, e: std::io::Error) -> CliError {
 fn prepare(dir: &Path) -> CliResult<(PathBuf, PathBuf)> {
     let table = dir.join("trips");
     let inputs = dir.join("input");
+    let lab = dir.join(LAB);
     let marker = dir.join(MARKER);
-    if (table.exists() || inputs.exists()) && !marker.exists() {
+    if (table.exists() || inputs.exists() || lab.exists()) && !marker.exists() {
         return Err(CliError::Usage(format!(
-            "{} already holds trips/ or input/ that arbor demo did not make; \
+            "{} already holds trips/, {LAB}/ or input/ that arbor demo did not make; \
              choose another directory",
             dir.display()
         )));
     }
-    for d in [&table, &inputs] {
+    for d in [&table, &inputs, &lab] {
         if d.exists() {
             std::fs::remove_dir_all(d).map_err(|e| io_err(d, "remove it", e))?;
         }
@@ -536,6 +547,88 @@ async fn ttl_steps(table: &str, options: &StorageOptions) -> CliResult<()> {
         ReadArgs {
             tag: Some(TAG.to_string()),
             ..read_args(table)
+        },
+        options,
+    )
+    .await?;
+    clone_steps(table, options).await
+}
+
+/// Steps 27 to 31: a shallow clone of tag v1, a write on it, its rows, the source's pins, and
+/// detaching it.
+async fn clone_steps(table: &str, options: &StorageOptions) -> CliResult<()> {
+    let table_path = Path::new(table);
+    let dir = table_path.parent().unwrap_or(Path::new("."));
+    let lab = dir.join(LAB).display().to_string();
+    let input = dir.join("input").join("lab.csv");
+    std::fs::write(&input, LAB_CSV).map_err(|e| io_err(&input, "write it", e))?;
+    step(
+        27,
+        "clone tag v1 into another directory: metadata only, no data file copied",
+        &format!("clone {table} {lab} --tag {TAG}"),
+    )?;
+    clone::run(
+        CloneArgs {
+            command: None,
+            source: Some(table.to_string()),
+            target: Some(lab.clone()),
+            tag: Some(TAG.to_string()),
+            instant: None,
+            branch: None,
+            deep: false,
+            json: false,
+        },
+        options,
+    )
+    .await?;
+    step(
+        28,
+        "write on the clone (its own timeline; the source does not change)",
+        &format!("write {lab} {}", input.display()),
+    )?;
+    write_step(&lab, &input, OpArg::Upsert, TableSpec::default(), options).await?;
+    step(29, "read the clone", &format!("read {lab}"))?;
+    read::run(read_args(&lab), options).await?;
+    step(
+        30,
+        "the source pins what its clones read",
+        &format!("clone list {table}"),
+    )?;
+    clone::run(
+        CloneArgs {
+            command: Some(CloneCommand::List {
+                source: table.to_string(),
+                json: false,
+            }),
+            source: None,
+            target: None,
+            tag: None,
+            instant: None,
+            branch: None,
+            deep: false,
+            json: false,
+        },
+        options,
+    )
+    .await?;
+    step(
+        31,
+        "detach the clone: copy what it reads, release the pin (now every Hudi reader reads it)",
+        &format!("clone detach {lab}"),
+    )?;
+    clone::run(
+        CloneArgs {
+            command: Some(CloneCommand::Detach {
+                clone: lab.clone(),
+                json: false,
+            }),
+            source: None,
+            target: None,
+            tag: None,
+            instant: None,
+            branch: None,
+            deep: false,
+            json: false,
         },
         options,
     )

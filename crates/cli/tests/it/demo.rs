@@ -11,7 +11,7 @@ use crate::create_write::{fails, instants, ok, read_jsonl, s};
 
 fn run_demo(dir: &Path, kind: &str) -> String {
     let out = ok(&["demo", s(dir), "--type", kind]);
-    for step in 1..=26 {
+    for step in 1..=31 {
         assert!(
             out.contains(&format!("\n== {step}. ")),
             "step {step} missing:\n{out}"
@@ -47,6 +47,19 @@ fn run_demo(dir: &Path, kind: &str) -> String {
     assert!(section(24).contains("DELETE_PARTITION"), "{}", section(24));
     assert!(!section(25).contains("chennai"), "{}", section(25));
     assert!(section(26).contains("chennai"), "{}", section(26));
+    // The clone of tag v1: no data copied, its own write, the source's pin, detached.
+    assert!(
+        section(27).contains("shallow clone") && section(27).contains("none copied"),
+        "{}",
+        section(27)
+    );
+    assert!(
+        section(29).contains("trip-10") && section(29).contains("34.15"),
+        "{}",
+        section(29)
+    );
+    assert!(section(30).contains("tag v1"), "{}", section(30));
+    assert!(section(31).contains("detached"), "{}", section(31));
     out
 }
 
@@ -95,6 +108,11 @@ fn test_demo_cow_runs_and_leaves_the_expected_table() {
             list.len(),
             "{peer}"
         );
+        // The detached clone: tag v1's 7 rows and the clone's own trip-10.
+        let lab = dir.path().join("trips-lab");
+        let peer = peer_read(&python, &lab);
+        assert_eq!(peer["row_count"], 8, "{peer}");
+        assert_eq!(read_jsonl(&lab, &[]).len(), 8);
     }
 }
 
