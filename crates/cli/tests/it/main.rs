@@ -8,6 +8,7 @@
 
 mod azure;
 mod branch;
+mod clone;
 mod compact;
 mod create_write;
 mod demo;
