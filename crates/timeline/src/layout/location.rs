@@ -2,9 +2,11 @@
 //! metadata-table file (as every component addresses it, relative to the table base) to the
 //! storage and key that hold it.
 //!
-//! Today every file of a table lives in the table's own location ([`OwnLocation`]). A shallow
-//! clone (next issue) records the locations of its source tables and resolves files it did not
-//! write to them; writers and readers keep addressing table-relative keys and never know.
+//! A table's metadata root resolves its shared files to the table's own location
+//! ([`OwnLocation`]). A shallow clone's files that live in its sources are resolved one level
+//! lower, by [`super::clone_storage::ClonedStorage`] (the table storage every root of the clone
+//! is built on, so its branches need nothing here); writers and readers keep addressing
+//! table-relative keys and never know.
 
 use std::fmt::Debug;
 use std::sync::Arc;

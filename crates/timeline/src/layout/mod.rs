@@ -10,8 +10,8 @@
 //! - [`branches`]: branch identities and the discovery of every live root;
 //! - [`rooted`]: [`RootedStorage`], the resolver: the table as one root sees it, its metadata
 //!   where main's root metadata would be, the shared files where [`FileLocations`] says
-//!   ([`location`]: today the table's own location; shallow clones resolve files they did not
-//!   write to their sources' locations).
+//!   ([`location`]: the table's own location; a shallow clone's table storage is a
+//!   [`ClonedStorage`], which reads the files it did not write from its sources).
 //! - [`clone_records`], [`clone_rule`], [`clone_storage`]: shallow clones: the descriptor and
 //!   pins, the rule that puts each file in one location, and [`ClonedStorage`] applying it
 //!   (`docs/clones.md`).
