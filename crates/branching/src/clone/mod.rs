@@ -10,11 +10,16 @@
 //!   branch head;
 //! - [`list_pins`], [`forget_pin`], [`prune_pins`] ([`pins`]): the source's side;
 //! - [`detach_clone`] ([`detach`]): make a clone self-contained and release its pins;
-//! - [`deep`]: the file copy shared by detach and deep clones.
+//! - [`deep`]: the last step of a deep clone (the clone detached right after activation);
+//!   `copy_files`, `detach_files`, `detach_pins`: the file copy, the set of files a clone still
+//!   reads from its sources, and pin removal, shared by detach and deep clones.
 
+mod copy_files;
 pub mod create;
 pub mod deep;
 pub mod detach;
+mod detach_files;
+mod detach_pins;
 pub mod pins;
 pub mod types;
 
