@@ -7,6 +7,9 @@
 )]
 
 mod basics;
+mod clone_detach;
+mod clone_detach_support;
+
 mod concurrency;
 mod crash;
 mod legacy;
