@@ -182,7 +182,7 @@ async fn test_detach_of_a_hand_made_clone_copies_through_the_process_without_a_s
             (src.clone(), local(&t.base)),
             (target.clone(), local(&target_dir)),
         ]);
-        let id = hand_clone(&opener, &src, &target).await;
+        let id = hand_clone(&opener, &src, &target, false).await;
         assert_eq!(read(&opener, &target).await, model.sorted(), "{tt:?}");
         let r = rows(0..5, 5, "c");
         write(&opener, &target, WriteOperation::Upsert, &r).await;

@@ -8,6 +8,7 @@
 
 mod basics;
 mod clone_detach;
+mod clone_detach_crash;
 mod clone_detach_support;
 
 mod concurrency;
