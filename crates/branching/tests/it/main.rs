@@ -7,6 +7,8 @@
 )]
 
 mod basics;
+mod clone_basics;
+mod clone_support;
 mod concurrency;
 mod crash;
 mod legacy;
