@@ -7,10 +7,11 @@
 )]
 
 mod basics;
+mod clone_basics;
 mod clone_detach;
 mod clone_detach_crash;
 mod clone_detach_support;
-
+mod clone_support;
 mod concurrency;
 mod crash;
 mod legacy;
