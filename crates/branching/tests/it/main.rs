@@ -8,6 +8,7 @@
 
 mod basics;
 mod clone_basics;
+mod clone_deep;
 mod clone_detach;
 mod clone_detach_crash;
 mod clone_detach_support;
