@@ -9,6 +9,7 @@
 mod basics;
 mod clone_basics;
 mod clone_deep;
+mod clone_deep_crash;
 mod clone_detach;
 mod clone_detach_crash;
 mod clone_detach_support;
