@@ -8,6 +8,9 @@
 
 mod basics;
 mod clone_basics;
+mod clone_clean;
+mod clone_crash;
+mod clone_pins;
 mod clone_support;
 mod concurrency;
 mod crash;
