@@ -91,7 +91,8 @@ pub struct RestoreOutcome {
 /// pending, a write after `to` is still running, or the metadata table cannot be restored with
 /// it, or when an instant it would roll back is also completed on another live root of the
 /// table (rolling it back would delete files that root reads; the roots are discovered from
-/// storage). A restore a crash left pending is finished first.
+/// storage), or when a clone pin holds an instant after `to` on this root (the clone reads that
+/// snapshot; the pins are named). A restore a crash left pending is finished first.
 pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
     table.transact(|txn| restore_locked(txn, to)).await
 }
@@ -101,6 +102,23 @@ pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> 
 pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<RestoreOutcome> {
     let table = txn.table();
     let storage = table.view_storage();
+    let root = crate::savepoint::root_label(table.root());
+    let pinned: Vec<String> = arbor_timeline::layout::PinRecord::list(storage.as_ref())
+        .await?
+        .into_iter()
+        .filter(|p| p.root == root && p.instant_time().is_ok_and(|t| t > *to))
+        .map(|p| format!("{} at {} (instant {})", p.clone_id, p.location, p.instant))
+        .collect();
+    if !pinned.is_empty() {
+        return Err(CleanerError::refused(
+            format!("restore to {to}"),
+            format!(
+                "clone(s) {} read a snapshot this restore would roll back (see `arbor clone \
+                 list`); detach or forget them first",
+                pinned.join(", ")
+            ),
+        ));
+    }
     let own = TimelineHistory::load(storage.clone(), table.layout().clone()).await?;
     let rolled: BTreeSet<InstantTime> = own
         .active()

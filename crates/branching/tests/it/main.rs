@@ -7,6 +7,18 @@
 )]
 
 mod basics;
+mod clone_basics;
+mod clone_clean;
+mod clone_crash;
+mod clone_deep;
+mod clone_deep_crash;
+mod clone_detach;
+mod clone_detach_crash;
+mod clone_detach_support;
+mod clone_fixture;
+mod clone_pins;
+mod clone_race;
+mod clone_support;
 mod concurrency;
 mod crash;
 mod legacy;
