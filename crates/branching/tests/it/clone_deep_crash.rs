@@ -107,7 +107,9 @@ async fn sweep(tt: TableType, side: Side) -> usize {
         assert_self_contained(&fresh, CLONE, &source_rows, &step).await;
         assert!(pins(&fresh, SRC).await.is_empty(), "{step}: pins left");
         assert!(
-            savepoint_files(fresh.open(SRC).unwrap().as_ref()).await.is_empty(),
+            savepoint_files(fresh.open(SRC).unwrap().as_ref())
+                .await
+                .is_empty(),
             "{step}: a savepoint is left"
         );
         assert_eq!(read(&fresh, SRC).await, source_rows, "{step}: source after");

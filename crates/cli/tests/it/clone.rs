@@ -19,6 +19,11 @@ use serde_json::Value;
 use crate::create_write::{fails, ok, read_jsonl, s, tree};
 use crate::read_output::parquet_file;
 
+/// Whether the tables of a test have a naive timestamp column (`Timestamp(us, None)`, Spark's
+/// `TIMESTAMP_NTZ`): hudi-rs 0.5.0 cannot read a table with one (README, "Types"), so only the
+/// test that checks with arbor alone sets it (in a child process of its own).
+static NAIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Rows of `ids`, every awkward type, some nulls; `fare` tells versions apart.
 fn awkward(dir: &Path, name: &str, ids: &[&str], fare: i128) -> PathBuf {
     let n = ids.len();
@@ -55,38 +60,43 @@ fn awkward(dir: &Path, name: &str, ids: &[&str], fare: i128) -> PathBuf {
         )
         .unwrap(),
     );
-    let part: Vec<&str> = (0..n).map(|i| if i % 2 == 0 { "a" } else { "b" }).collect();
-    parquet_file(
-        dir,
-        name,
-        vec![
-            ("id", Arc::new(StringArray::from(ids.to_vec())) as ArrayRef),
-            ("part", Arc::new(StringArray::from(part))),
-            ("n", Arc::new(Int64Array::from(vec![fare as i64; n]))),
-            (
-                "fare",
-                Arc::new(
-                    Decimal128Array::from(
-                        (0..n)
-                            .map(|i| (i % 4 != 3).then_some(fare * 100 + i as i128))
-                            .collect::<Vec<_>>(),
-                    )
-                    .with_precision_and_scale(12, 2)
-                    .unwrap(),
-                ),
-            ),
-            (
-                "at_utc",
-                Arc::new(TimestampMicrosecondArray::from(micros.clone()).with_timezone("UTC")),
-            ),
-            (
-                "at_local",
-                Arc::new(TimestampMicrosecondArray::from(micros)),
-            ),
-            ("point", point),
-            ("tags", tags),
-        ],
+    // The partition follows the id, so that an upsert of an id lands where it is stored.
+    let part: Vec<&str> = ids
+        .iter()
+        .map(|id| {
+            if id.bytes().last().unwrap_or(0) % 2 == 0 {
+                "a"
+            } else {
+                "b"
+            }
+        })
+        .collect();
+    let fares = Decimal128Array::from(
+        (0..n)
+            .map(|i| (i % 4 != 3).then_some(fare * 100 + i as i128))
+            .collect::<Vec<_>>(),
     )
+    .with_precision_and_scale(12, 2)
+    .unwrap();
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        ("id", Arc::new(StringArray::from(ids.to_vec())) as ArrayRef),
+        ("part", Arc::new(StringArray::from(part))),
+        ("n", Arc::new(Int64Array::from(vec![fare as i64; n]))),
+        ("fare", Arc::new(fares)),
+        (
+            "at_utc",
+            Arc::new(TimestampMicrosecondArray::from(micros.clone()).with_timezone("UTC")),
+        ),
+        ("point", point),
+        ("tags", tags),
+    ];
+    if NAIVE.load(std::sync::atomic::Ordering::Relaxed) {
+        columns.push((
+            "at_local",
+            Arc::new(TimestampMicrosecondArray::from(micros)),
+        ));
+    }
+    parquet_file(dir, name, columns)
 }
 
 fn table_of(dir: &Path, kind: &str) -> PathBuf {
@@ -127,6 +137,9 @@ fn rows(table: &Path, extra: &[&str]) -> Vec<Value> {
 /// The rows hudi-rs reads at `table` (data columns, by id), or `None` when the peer is absent
 /// (skipped visibly).
 fn peer_rows(table: &Path) -> Option<Vec<Value>> {
+    if NAIVE.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     let python = arbor_testkit::peer_python_or_skip("clone checks against hudi-rs")?;
     let script = r#"
 import json, sys
@@ -284,6 +297,32 @@ fn test_clone_cow_awkward_types_shallow_write_clean_detach() {
 }
 
 #[test]
+fn test_clone_cow_with_a_naive_timestamp_column_arbor_only() {
+    if std::env::var("ARBOR_CLONE_NAIVE_CHILD").is_ok() {
+        NAIVE.store(true, std::sync::atomic::Ordering::Relaxed);
+        shallow_clone_round_trip("cow");
+        return;
+    }
+    // The flag is process-wide: the case runs in a child process of this test binary.
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "clone::test_clone_cow_with_a_naive_timestamp_column_arbor_only",
+            "--nocapture",
+        ])
+        .env("ARBOR_CLONE_NAIVE_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn test_clone_mor_awkward_types_shallow_write_clean_detach() {
     shallow_clone_round_trip("mor");
 }
@@ -359,6 +398,8 @@ fn test_clone_refusals_leave_everything_unchanged() {
         "write",
         s(&other),
         s(&input),
+        "--type",
+        "cow",
         "--key",
         "id",
         "--ordering",
@@ -383,8 +424,9 @@ fn test_clone_refusals_leave_everything_unchanged() {
     assert!(err.contains("20200101000000000"), "{err}");
     assert_eq!(tree(&src), before, "a refused clone changed the source");
     // Usage.
-    let err = fails(&["clone", s(&src)]);
-    assert!(err.contains("<TARGET>"), "{err}");
+    let out = crate::create_write::arbor(&["clone", s(&src)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("<TARGET>"));
 }
 
 #[test]
