@@ -9,7 +9,9 @@ use arbor_branching::clone::{
     CloneRequest, DetachOutcome, PruneOutcome,
 };
 use arbor_storage::StorageOptions;
-use arbor_timeline::layout::{PinRecord, RegistryOpener};
+use arbor_timeline::layout::{
+    CloneDescriptor, CloneSource, LocationOpener, PinRecord, RegistryOpener,
+};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
@@ -180,7 +182,17 @@ async fn make_clone(args: CloneArgs, opener: &RegistryOpener) -> CliResult<()> {
             return Err(branching_error(&target, e));
         }
     };
-    print_clone(&out, args.json)
+    // Which source each pin is on (the descriptor lists them in the pins' order).
+    let sources = match opener.open(&out.location) {
+        Ok(own) => CloneDescriptor::load(own.as_ref())
+            .await
+            .ok()
+            .flatten()
+            .map(|(d, _)| d.sources)
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    print_clone(&out, &sources, args.json)
 }
 
 /// Creates a missing local target directory; returns the outermost directory it made.
@@ -295,7 +307,7 @@ fn reference_label(reference: &str, root: &str) -> String {
     }
 }
 
-fn print_clone(out: &CloneOutcome, json: bool) -> CliResult<()> {
+fn print_clone(out: &CloneOutcome, sources: &[CloneSource], json: bool) -> CliResult<()> {
     if json {
         return print_json(&serde_json::json!({
             "id": out.id,
@@ -344,10 +356,10 @@ fn print_clone(out: &CloneOutcome, json: bool) -> CliResult<()> {
             out.location, out.id, out.source, out.instant, out.metadata_objects, out.data_files
         )
     };
-    for p in &out.pins {
+    for (i, p) in out.pins.iter().enumerate() {
         text.push_str(&format!(
             "\n  pinned on {}: its snapshot at {} ({}) is kept while the clone references it",
-            source_of_pin(out, p),
+            source_of_pin(out, sources, i, p),
             p.instant,
             reference_label(&p.reference, &p.root)
         ));
@@ -360,14 +372,15 @@ fn print_clone(out: &CloneOutcome, json: bool) -> CliResult<()> {
     print_text(&text)
 }
 
-/// Which source a pin of the new clone is on: the clone's outcome lists pins in source order;
-/// the record names the clone, so the source is the one whose instant and root it holds.
-fn source_of_pin(out: &CloneOutcome, p: &PinRecord) -> String {
-    if p.instant == out.instant.as_str() && p.root == out.root {
-        out.source.clone()
-    } else {
-        format!("a farther source (root {})", p.root)
-    }
+/// The location of the source a pin of the new clone is on: the descriptor's source holding
+/// the pin's instant on the pin's root (the direct source when nothing else matches).
+fn source_of_pin(out: &CloneOutcome, sources: &[CloneSource], i: usize, p: &PinRecord) -> String {
+    let same = |s: &&CloneSource| s.instant == p.instant && s.root == p.root;
+    sources
+        .get(i)
+        .filter(same)
+        .or_else(|| sources.iter().find(same))
+        .map_or_else(|| out.source.clone(), |s| s.location.clone())
 }
 
 fn print_detach(clone: &str, out: &DetachOutcome, json: bool) -> CliResult<()> {
