@@ -30,6 +30,10 @@ enum Holder {
 }
 
 async fn clone_at(opener: &dyn LocationOpener, pin: &PinRecord) -> Result<Holder, String> {
+    // A local clone whose directory is gone holds nothing (and opening it would create it).
+    if !pin.location.contains("://") && !std::path::Path::new(&pin.location).exists() {
+        return Ok(Holder::Gone);
+    }
     let own = opener.open(&pin.location).map_err(|e| e.to_string())?;
     match CloneDescriptor::load(own.as_ref()).await {
         Ok(Some((d, _))) if d.id == pin.clone_id && d.state != CloneState::Detached => {

@@ -446,6 +446,10 @@ fn test_clone_forget_and_prune_after_the_clone_is_removed() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["removed"].as_array().unwrap().len(), 1, "{v}");
     assert!(pins(&src).is_empty());
+    assert!(
+        !a.exists() && !b.exists(),
+        "forget or prune made a clone's directory again"
+    );
     let err = fails(&["clone", "forget", s(&src), "no-such-clone"]);
     assert!(err.contains("no clone pin"), "{err}");
 }
