@@ -129,6 +129,20 @@ pub enum TableError {
         /// What is unsupported.
         reason: String,
     },
+    /// A time-travel read as of an instant whose snapshot a clean has removed files of (it
+    /// would silently read an older version or nothing for those file groups).
+    #[error(
+        "the snapshot as of {instant} is no longer retained: clean {clean} deleted {file}, \
+         which it reads; read as of a later instant (or keep snapshots with a tag or savepoint)"
+    )]
+    SnapshotNotRetained {
+        /// The instant asked for.
+        instant: String,
+        /// The clean that deleted a file of that snapshot.
+        clean: String,
+        /// The deleted file (partition/name).
+        file: String,
+    },
 }
 
 impl TableError {

@@ -273,3 +273,37 @@ async fn test_clean_keep_latest_by_hours_huge_window_keeps_all_zero_keeps_latest
     assert_eq!(t.read(None).await, snapshots[4]);
     t.assert_valid("hours clean").await;
 }
+
+#[tokio::test]
+async fn test_time_travel_to_a_snapshot_a_clean_broke_is_refused_and_retained_ones_read() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    let (instants, snapshots) = history(&t).await;
+    for policy in [
+        CleanPolicy::KeepLatestCommits(2),
+        CleanPolicy::KeepLatestFileVersions(1),
+    ] {
+        clean(&t.table, &options(policy)).await.unwrap();
+        let reader = arbor_table::read::TableReader::open(t.storage.clone())
+            .await
+            .unwrap();
+        for (i, at) in instants.iter().enumerate() {
+            match reader.snapshot(Some(at)).await {
+                // A snapshot that still reads, reads exactly what it was.
+                Ok(batches) => assert_eq!(
+                    arbor_testkit_tables::rows_of(&batches),
+                    snapshots[i],
+                    "{policy:?}: as of {i}"
+                ),
+                Err(arbor_table::TableError::SnapshotNotRetained { instant, .. }) => {
+                    assert_eq!(&instant, at.as_str());
+                    assert!(i < 4, "{policy:?}: the latest snapshot refused");
+                }
+                Err(e) => panic!("{policy:?}: as of {i}: {e}"),
+            }
+        }
+        // Before the clean, every snapshot read; after it, the older ones are refused, never
+        // read short.
+        let refused = reader.snapshot(Some(&instants[0])).await;
+        assert!(refused.is_err(), "{policy:?}: the oldest snapshot read");
+    }
+}

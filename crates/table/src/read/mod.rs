@@ -23,6 +23,7 @@ mod merge;
 mod options;
 mod ordering;
 mod plan;
+mod retained;
 mod schema;
 pub(crate) mod skipping;
 mod source;

@@ -255,6 +255,9 @@ pub(crate) async fn plan(
             (slices, Some(admitted))
         }
         None => {
+            if let Some(t) = options.get_as_of() {
+                super::retained::check_retained(view, t).await?;
+            }
             let latest = options.get_as_of().is_none();
             let skipper = if options.is_data_skipping() && latest && !pruner.is_empty() {
                 let s = Skipper::open(
