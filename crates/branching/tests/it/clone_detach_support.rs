@@ -343,4 +343,3 @@ pub fn opener_over(dir: &Path) -> MapOpener {
         (CLONE.to_string(), local(&dir.join("clone"))),
     ])
 }
-
