@@ -6,7 +6,7 @@
 //! 2. the target is reserved: its descriptor is written `Creating` (create-if-absent), or an
 //!    unfinished creation of the same clone (same source, root and reference) is resumed;
 //! 3. every table the clone will read files of (its direct source and each farther one) is
-//!    pinned under its own lock: a savepoint pair at the referenced instant, then a pin record;
+//!    pinned under its own lock: a pin record, then a savepoint pair at the referenced instant;
 //! 4. the source root's metadata cut at the clone point is copied into the target under the
 //!    source's lock, the target's instant clock is raised past the clone point, and a first clean
 //!    of the clone (through its `ClonedStorage`: source files are released, never deleted)
