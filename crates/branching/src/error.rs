@@ -115,7 +115,11 @@ pub enum BranchingError {
         clones: Vec<String>,
     },
     /// A file a snapshot of the clone reads is missing from the location that should hold it.
-    #[error("clone {location}: {key} is missing from {source_location}, and a snapshot the clone keeps reads it")]
+    #[error(
+        "clone {location}: {key} is missing from {source_location}, and a snapshot the clone \
+         keeps reads it: nothing was detached (the clone is still shallow); restore the file \
+         there, or drop the clone's tags or branches that read it, then detach again"
+    )]
     DetachMissing {
         /// The clone's location.
         location: String,

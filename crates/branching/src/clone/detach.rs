@@ -19,6 +19,7 @@
 use std::sync::Arc;
 
 use arbor_storage::{Storage, StorageError};
+use arbor_timeline::layout::paths::PARTITION_MARKER;
 use arbor_timeline::layout::{
     normalize_location, CloneDescriptor, CloneState, ClonedStorage, Home, LocationOpener,
 };
@@ -154,23 +155,49 @@ async fn copy_referenced(
         ctx.copy_one(key, out).await?;
     }
     for partition in &files.partitions {
-        if !markers(own.as_ref(), partition).await?.is_empty() {
+        copy_markers(own.as_ref(), &copiers, partition, out).await?;
+    }
+    Ok(())
+}
+
+/// Makes the clone's own location hold the partition marker of `partition` when only a source
+/// has one: the plain `.hoodie_partition_metadata` is looked up by key (no listing); the
+/// base-format variants (`.hoodie_partition_metadata.parquet`, ...) by listing the partition,
+/// only when no location holds the plain one.
+async fn copy_markers(
+    own: &dyn Storage,
+    copiers: &[FileCopier],
+    partition: &str,
+    out: &mut DetachOutcome,
+) -> Result<()> {
+    let plain = arbor_fsview::slice::join(partition, PARTITION_MARKER);
+    if head_size(own, &plain).await?.is_some() {
+        return Ok(());
+    }
+    for copier in copiers {
+        if let Some(size) = copier.source_size(&plain).await? {
+            out.bytes_copied += copier.copy(&plain, size).await?;
+            out.files_copied += 1;
+            out.server_side_copy |= copier.server_side();
+            return Ok(());
+        }
+    }
+    if !markers(own, partition).await?.is_empty() {
+        return Ok(());
+    }
+    for copier in copiers {
+        let keys = markers(copier.source_storage(), partition).await?;
+        if keys.is_empty() {
             continue;
         }
-        for copier in &copiers {
-            let keys = markers(copier.source_storage(), partition).await?;
-            if keys.is_empty() {
-                continue;
+        for key in keys {
+            if let Some(size) = copier.source_size(&key).await? {
+                out.bytes_copied += copier.copy(&key, size).await?;
+                out.files_copied += 1;
+                out.server_side_copy |= copier.server_side();
             }
-            for key in keys {
-                if let Some(size) = copier.source_size(&key).await? {
-                    out.bytes_copied += copier.copy(&key, size).await?;
-                    out.files_copied += 1;
-                    out.server_side_copy |= copier.server_side();
-                }
-            }
-            break;
         }
+        break;
     }
     Ok(())
 }

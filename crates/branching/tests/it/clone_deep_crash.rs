@@ -1,9 +1,12 @@
-//! Crash sweeps of a deep clone (`clone_table` with `deep: true`): crashed before each storage
-//! operation of the source in turn, then before each storage operation of the clone in turn
-//! ([`FaultMode::CrashAt`], partial batch deletes). The locations are names mapped to
+//! Crash sweeps of a deep clone (`clone_table` with `deep: true`): crashed before each write of
+//! the source in turn, then before each write of the clone in turn ([`FaultMode::CrashAt`]
+//! counting writes only, so every later operation fails, reads included; partial batch
+//! deletes). A crash before a read leaves what a crash before the next write leaves, so this
+//! covers every state a crash at any storage operation can leave. The locations are names mapped to
 //! directories (no shared root: files are copied through the process).
 //!
-//! After each crash, a restarted process (fresh storages, stale lock leases lapsed) must find
+//! After each crash that left a storage state not checked yet (both directories'
+//! fingerprints), a restarted process (fresh storages, stale lock leases lapsed) must find
 //! the source reading as before, and the target either refusing to open as a clone still being
 //! created (`CloneIncomplete`), or holding nothing yet, or reading the snapshot (an activated
 //! clone, shallow until its copy finishes, or detached); the same `clone_table` call again must
@@ -17,7 +20,7 @@ use arbor_branching::clone::{clone_table, CloneAt, CloneRequest};
 use arbor_branching::BranchingError;
 use arbor_storage::{FaultInjectingStorage, FaultMode, Storage};
 use arbor_table::WriteOperation;
-use arbor_testkit::crash::copy_dir;
+use arbor_testkit::crash::{copy_dir, fingerprint};
 use arbor_testkit_tables::{create, rows, Model, Row};
 use arbor_timeline::config::TableType;
 use arbor_timeline::layout::{open_location, LocationOpener};
@@ -52,6 +55,7 @@ async fn template(dir: &Path, tt: TableType) -> Vec<Row> {
 async fn sweep(tt: TableType, side: Side) -> usize {
     let tpl = tempfile::tempdir().unwrap();
     let source_rows = template(tpl.path(), tt).await;
+    let mut seen = std::collections::HashSet::new();
     for k in 0.. {
         let run = tempfile::tempdir().unwrap();
         copy_dir(&tpl.path().join("src"), &run.path().join("src"));
@@ -62,6 +66,7 @@ async fn sweep(tt: TableType, side: Side) -> usize {
             Side::Clone => clean.open(CLONE).unwrap(),
         }));
         faulty.set_partial_batches(true);
+        faulty.set_count_only_writes(true);
         faulty.set_mode(FaultMode::CrashAt(k));
         let faulty_dyn: Arc<dyn Storage> = faulty.clone();
         let crashing = MapOpener(match side {
@@ -82,6 +87,14 @@ async fn sweep(tt: TableType, side: Side) -> usize {
             return k;
         }
         drop(result);
+        // A state already checked (a crash before a read leaves what a crash before the next
+        // write leaves) is not checked again.
+        if !seen.insert((
+            fingerprint(&run.path().join("src")),
+            fingerprint(&run.path().join("clone")),
+        )) {
+            continue;
+        }
         let step = format!("deep {tt:?} {side:?} crash at {k}");
         let fresh = opener_over(run.path());
         lapse_stale_lease(&fresh.open(SRC).unwrap()).await;
@@ -122,7 +135,7 @@ async fn test_deep_clone_crash_sweep_of_the_source_side() {
     for tt in [TableType::CopyOnWrite, TableType::MergeOnRead] {
         let n = sweep(tt, Side::Source).await;
         eprintln!("deep clone crash sweep ({tt:?}, source): {n} crash points");
-        assert!(n > 5, "{tt:?}: {n} crash points");
+        assert!(n > 3, "{tt:?}: {n} crash points");
     }
 }
 
@@ -131,6 +144,6 @@ async fn test_deep_clone_crash_sweep_of_the_clone_side() {
     for tt in [TableType::CopyOnWrite, TableType::MergeOnRead] {
         let n = sweep(tt, Side::Clone).await;
         eprintln!("deep clone crash sweep ({tt:?}, clone): {n} crash points");
-        assert!(n > 10, "{tt:?}: {n} crash points");
+        assert!(n > 5, "{tt:?}: {n} crash points");
     }
 }

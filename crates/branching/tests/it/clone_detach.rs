@@ -199,3 +199,38 @@ async fn test_detach_of_a_hand_made_clone_copies_through_the_process_without_a_s
         assert_peer_reads(opener.open(&target).unwrap(), &target_dir, "hand clone").await;
     }
 }
+
+#[tokio::test]
+async fn test_detach_refuses_a_clone_being_created_and_one_missing_a_kept_file() {
+    use arbor_timeline::layout::{CloneDescriptor, CloneState};
+    let t = create(TableType::CopyOnWrite, true).await;
+    let r = rows(0..10, 1, "s");
+    t.write(WriteOperation::Upsert, &r).await;
+    let target_dir = t._tmp.path().join("clone");
+    let (src, target) = (loc(&t.base), loc(&target_dir));
+    let opener = registry();
+    hand_clone(&opener, &src, &target, false).await;
+    let own = opener.open(&target).unwrap();
+
+    // Still being created: refused, nothing changed.
+    let (d, v) = CloneDescriptor::load(own.as_ref()).await.unwrap().unwrap();
+    let mut creating = d.clone();
+    creating.state = CloneState::Creating;
+    let v = creating.replace(own.as_ref(), &v).await.unwrap();
+    let before = data_files(&target_dir);
+    let err = detach_clone(&opener, &target).await.unwrap_err();
+    assert!(err.to_string().contains("still being created"), "{err}");
+    assert_eq!(data_files(&target_dir), before);
+    d.replace(own.as_ref(), &v).await.unwrap();
+
+    // A file of the latest snapshot gone from the source: refused, still a shallow clone.
+    let victim = data_files(&t.base).into_iter().next().unwrap();
+    std::fs::remove_file(&victim).unwrap();
+    let err = detach_clone(&opener, &target).await.unwrap_err();
+    assert!(
+        matches!(err, BranchingError::DetachMissing { ref key, .. }
+            if victim.to_string_lossy().ends_with(key.as_str())),
+        "{err}"
+    );
+    assert_eq!(descriptor(&opener, &target).await.state, CloneState::Active);
+}

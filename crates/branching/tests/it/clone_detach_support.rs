@@ -128,7 +128,8 @@ pub async fn pins(opener: &dyn LocationOpener, location: &str) -> Vec<PinRecord>
 /// Asserts the clone at `location` is detached and self-contained: its descriptor says
 /// `Detached`; opened as a plain table on its own directory alone (no opener, no sources) it
 /// reads `expected`; every root's metadata table agrees with that storage (no file it lists is
-/// missing); every file of every root's latest snapshot is there.
+/// missing); every file of every root's latest snapshot is there, and each of their partitions'
+/// marker.
 pub async fn assert_self_contained(
     opener: &dyn LocationOpener,
     location: &str,
@@ -161,6 +162,11 @@ pub async fn assert_self_contained(
             for key in s.base_file_path().into_iter().chain(s.log_file_paths()) {
                 assert!(own.exists(&key).await.unwrap(), "{step}: {key} missing");
             }
+            let marker = arbor_fsview::slice::join(&s.partition, ".hoodie_partition_metadata");
+            assert!(
+                own.exists(&marker).await.unwrap(),
+                "{step}: {marker} missing"
+            );
         }
     }
     let mdt: BTreeSet<String> = own

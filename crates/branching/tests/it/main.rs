@@ -18,6 +18,7 @@ mod clone_detach_support;
 mod clone_fixture;
 mod clone_pins;
 mod clone_race;
+mod clone_s3;
 mod clone_support;
 mod concurrency;
 mod crash;
