@@ -357,17 +357,20 @@ async fn test_restore_crash_at_any_write_is_finished_by_the_next_call() {
             table: Table::open(inner.clone()).await.unwrap(),
         };
         let got = t.read(None).await;
-        assert!(
-            allowed.contains(&got),
-            "{label}: reads as no snapshot of the history: {got:?}"
-        );
-        t.assert_valid(&format!("{label} (crashed)")).await;
-        if timeline(&t)
+        let pending = timeline(&t)
             .await
             .filter(&[Action::Restore], &[State::Requested, State::Inflight])
             .len()
-            == 1
-        {
+            == 1;
+        // With the restore pending, an intermediate state (some rollbacks done) reads as a
+        // later snapshot, which the clean may have broken (time travel refuses those); the
+        // next call below must finish the restore. Otherwise the state is a whole snapshot.
+        assert!(
+            allowed.contains(&got) || pending,
+            "{label}: reads as no snapshot of the history: {got:?}"
+        );
+        t.assert_valid(&format!("{label} (crashed)")).await;
+        if pending {
             crashed_with_pending_restore += 1;
         }
 
