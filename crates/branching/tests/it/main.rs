@@ -7,6 +7,7 @@
 )]
 
 mod basics;
+mod clone_ops;
 mod concurrency;
 mod crash;
 mod legacy;
