@@ -1,4 +1,5 @@
-//! Copying one root's metadata into another root (branch creation and publication).
+//! Copying one root's metadata into another root (branch creation and publication), in one
+//! table's storage or from one table's storage into another's (shallow clones).
 //!
 //! What is copied (RFC-116 section 2, "maintained per branch"), on the data side:
 //! `hoodie.properties`, the active timeline's **completed** instants (all their state files),
@@ -51,10 +52,59 @@ pub struct CopyStats {
     pub instants: usize,
 }
 
-/// Copies `spec.from`'s metadata into `spec.to` (see the module doc). Objects are copied with
-/// the storage's `copy` (server-side on object stores).
+/// Where a copy reads and writes: one table's storage (`copy`, server-side on object stores),
+/// or two tables' storages (get from the source's, put into the target's).
+#[derive(Clone)]
+pub(crate) struct Endpoints {
+    from: Arc<dyn Storage>,
+    to: Arc<dyn Storage>,
+    same: bool,
+}
+
+impl Endpoints {
+    /// Both roots in `storage`.
+    pub(crate) fn within(storage: &Arc<dyn Storage>) -> Self {
+        Endpoints {
+            from: storage.clone(),
+            to: storage.clone(),
+            same: true,
+        }
+    }
+
+    /// The source root in `from` (a table's own storage, or a clone's `ClonedStorage`), the
+    /// target root in `to` (another table's own storage).
+    pub(crate) fn between(from: &Arc<dyn Storage>, to: &Arc<dyn Storage>) -> Self {
+        Endpoints {
+            from: from.clone(),
+            to: to.clone(),
+            same: false,
+        }
+    }
+
+    /// Copies the object at real key `from` to real key `to`.
+    async fn copy(&self, from: &str, to: &str) -> Result<()> {
+        if self.same {
+            self.from.copy(from, to).await?;
+        } else {
+            let (data, _) = self.from.get(from).await?;
+            self.to.put(to, data).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies `spec.from`'s metadata into `spec.to` within one table's storage (see the module
+/// doc). Objects are copied with the storage's `copy` (server-side on object stores).
 pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Result<CopyStats> {
-    let view = spec.from.view(storage.clone());
+    copy_root_between(&Endpoints::within(storage), spec).await
+}
+
+/// Copies `spec.from`'s metadata (as `ends`' source storage shows it) into `spec.to` (in `ends`'
+/// target storage), as [`copy_root`] does. Every object is written with a plain `put`: a
+/// repeated copy rewrites the same objects.
+pub(crate) async fn copy_root_between(ends: &Endpoints, spec: &CopySpec) -> Result<CopyStats> {
+    let storage = ends;
+    let view = spec.from.view(ends.from.clone());
     let mut stats = CopyStats::default();
     let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
     let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
@@ -96,7 +146,7 @@ pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Re
 }
 
 async fn copy_timeline(
-    storage: &Arc<dyn Storage>,
+    storage: &Endpoints,
     view: &Arc<dyn Storage>,
     spec: &CopySpec,
     layout: &TableLayout,
@@ -185,11 +235,10 @@ pub(crate) async fn copy_key(
 }
 
 /// Copies the object the source root sees at `key` to where the target root sees `key`.
-async fn copy_one(storage: &Arc<dyn Storage>, spec: &CopySpec, key: &str) -> Result<()> {
+async fn copy_one(storage: &Endpoints, spec: &CopySpec, key: &str) -> Result<()> {
     storage
         .copy(&spec.from.real_key(key), &spec.to.real_key(key))
-        .await?;
-    Ok(())
+        .await
 }
 
 #[cfg(test)]

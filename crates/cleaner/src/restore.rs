@@ -123,8 +123,10 @@ pub struct RestoreOutcome {
 /// pending, a write after `to` is still running, or the metadata table cannot be restored with
 /// it, or when an instant it would roll back is also completed on another live root of the
 /// table (rolling it back would delete files that root reads; the roots are discovered from
-/// storage), or when the table is a shallow or detached clone and `to` is before its clone
-/// point (history the clone does not keep). A restore a crash left pending is finished first.
+/// storage), when a clone pin holds an instant after `to` on this root (the clone reads that
+/// snapshot; the pins are named), or when the table is a shallow or detached clone and `to` is
+/// before its clone point (history the clone does not keep). A restore a crash left pending is
+/// finished first.
 pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
     table.transact(|txn| restore_locked(txn, to)).await
 }
@@ -163,6 +165,23 @@ pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<Re
 
     let mut tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let op = format!("restore to {to}");
+    let root = crate::savepoint::root_label(table.root());
+    let pinned: Vec<String> = arbor_timeline::layout::PinRecord::list(storage.as_ref())
+        .await?
+        .into_iter()
+        .filter(|p| p.root == root && p.instant_time().is_ok_and(|t| t > *to))
+        .map(|p| format!("{} at {} (instant {})", p.clone_id, p.location, p.instant))
+        .collect();
+    if !pinned.is_empty() {
+        return Err(CleanerError::refused(
+            op,
+            format!(
+                "clone(s) {} read a snapshot this restore would roll back (see `arbor clone \
+                 list`); detach or forget them first",
+                pinned.join(", ")
+            ),
+        ));
+    }
     if tl
         .get(to, Action::Savepoint)
         .is_none_or(|f| f.completed.is_none())

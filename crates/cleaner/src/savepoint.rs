@@ -20,10 +20,11 @@ use arbor_timeline::avro::{
     decode, decode_instant, encode_instant_for, HoodieCleanMetadata, HoodieSavepointMetadata,
     HoodieSavepointPartitionMetadata, InstantContent,
 };
-use arbor_timeline::layout::paths;
+use arbor_timeline::layout::{paths, PinRecord};
+use arbor_timeline::metaroot::MAIN;
 use arbor_timeline::{
-    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
-    TableLayout,
+    Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, MetaRoot, State,
+    TableConfig, TableLayout,
 };
 use bytes::Bytes;
 
@@ -303,8 +304,9 @@ pub async fn list_savepoints(
 }
 
 /// Deletes savepoint `instant` (data side first, then the metadata table's) under the table
-/// lock; its files become cleanable. Refused when there is no such savepoint, or while a tag
-/// definition of this branch (`.hoodie/tags/*.json`, expired ones included) names the instant.
+/// lock; its files become cleanable. Refused when there is no such savepoint, while a tag
+/// definition of this branch (`.hoodie/tags/*.json`, expired ones included) names the instant,
+/// or while a clone pin ([`pins_naming`]) names it on this root.
 pub async fn delete_savepoint(table: &Table, instant: &InstantTime) -> Result<()> {
     table
         .with_table_lock(delete_savepoint_locked(table, instant))
@@ -332,6 +334,30 @@ pub async fn tags_naming(storage: &Arc<dyn Storage>, instant: &InstantTime) -> R
     Ok(out)
 }
 
+/// The name clone pins use for metadata root `root`: `main` for main's root and its
+/// publications, the branch's name for a working branch.
+pub fn root_label(root: &MetaRoot) -> &str {
+    match root {
+        MetaRoot::Branch(b) => b,
+        _ => MAIN,
+    }
+}
+
+/// The clone pins of the table (its `.hoodie/.clones/`, shared by every root; `storage` is the
+/// table's storage or any root's view) that hold `instant` on root `root` (a [`root_label`]).
+/// A pin holds the savepoint pair at its instant: while one names it, the savepoint stays.
+pub async fn pins_naming(
+    storage: &Arc<dyn Storage>,
+    root: &str,
+    instant: &InstantTime,
+) -> Result<Vec<PinRecord>> {
+    Ok(PinRecord::list(storage.as_ref())
+        .await?
+        .into_iter()
+        .filter(|p| p.root == root && p.instant == instant.as_str())
+        .collect())
+}
+
 /// [`delete_savepoint`] for a caller that already holds the table lock.
 pub async fn delete_savepoint_locked(table: &Table, instant: &InstantTime) -> Result<()> {
     let storage = table.view_storage();
@@ -342,6 +368,21 @@ pub async fn delete_savepoint_locked(table: &Table, instant: &InstantTime) -> Re
             format!(
                 "tag {} names this instant; drop the tag instead",
                 tags.join(", ")
+            ),
+        ));
+    }
+    let pins = pins_naming(storage, root_label(table.root()), instant).await?;
+    if !pins.is_empty() {
+        let clones: Vec<String> = pins
+            .iter()
+            .map(|p| format!("{} at {}", p.clone_id, p.location))
+            .collect();
+        return Err(CleanerError::refused(
+            format!("delete savepoint {instant}"),
+            format!(
+                "clone(s) {} read this snapshot (see `arbor clone list`); detach or forget \
+                 them first",
+                clones.join(", ")
             ),
         ));
     }

@@ -11,11 +11,18 @@
 //! - [`list_pins`], [`forget_pin`], [`prune_pins`] ([`pins`]): the source's side;
 //! - [`detach_clone`] ([`detach`]): make a clone self-contained and release its pins;
 //! - [`deep`]: the file copy shared by detach and deep clones.
+//!
+//! Building blocks for detach and deep clones (crate-private): `source` ("open source +
+//! resolve instant"), `pin_ops` ("pin one source under its lock", "remove a pin and release
+//! its savepoint when unneeded, under the source lock"), `copy_meta` (the clone's metadata).
 
+mod copy_meta;
 pub mod create;
 pub mod deep;
 pub mod detach;
+pub(crate) mod pin_ops;
 pub mod pins;
+pub(crate) mod source;
 pub mod types;
 
 pub use create::clone_table;

@@ -7,7 +7,9 @@
 )]
 
 mod basics;
+mod clone_basics;
 mod clone_ops;
+mod clone_support;
 mod concurrency;
 mod crash;
 mod legacy;
