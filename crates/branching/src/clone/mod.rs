@@ -10,16 +10,21 @@
 //!   branch head;
 //! - [`list_pins`], [`forget_pin`], [`prune_pins`] ([`pins`]): the source's side;
 //! - [`detach_clone`] ([`detach`]): make a clone self-contained and release its pins;
-//! - [`deep`]: the file copy shared by detach and deep clones.
+//! - [`deep`]: the last step of a deep clone (the clone detached right after activation);
+//!   `copy_files`, `detach_files`, `detach_pins`: the file copy, the set of files a clone still
+//!   reads from its sources, and pin removal, shared by detach and deep clones.
 //!
 //! Building blocks for detach and deep clones (crate-private): `source` ("open source +
 //! resolve instant"), `pin_ops` ("pin one source under its lock", "remove a pin and release
 //! its savepoint when unneeded, under the source lock"), `copy_meta` (the clone's metadata).
 
+mod copy_files;
 mod copy_meta;
 pub mod create;
 pub mod deep;
 pub mod detach;
+mod detach_files;
+mod detach_pins;
 pub(crate) mod pin_ops;
 pub mod pins;
 pub(crate) mod source;

@@ -8,6 +8,8 @@
 
 mod basics;
 mod clone_basics;
+mod clone_detach;
+mod clone_detach_support;
 mod clone_ops;
 mod clone_support;
 mod concurrency;
