@@ -8,11 +8,12 @@
 //! `arbor_mdt::validate::validate_table` report no discrepancy on the clone.
 //!
 //! The clones here are made by [`clone_of`] (`arbor_branching::clone::clone_table` of the
-//! source's main head, local source and clone directories through the registry opener).
+//! source's main head; local source and clone directories through the registry opener).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use arbor_branching::clone::{clone_table, CloneAt, CloneRequest};
 use arbor_branching::{create_branch, create_tag, open_branch, publish, BranchSource};
 use arbor_cleaner::{create_savepoint, CleanOptions, CleanPolicy};
 use arbor_storage::{Storage, StorageExt, StorageOptions};
@@ -22,8 +23,7 @@ use arbor_table::{Table, WriteOperation};
 use arbor_timeline::config::TableType;
 use arbor_timeline::layout::clone_rule::file_name_instant;
 use arbor_timeline::layout::{
-    normalize_location, open_location, CloneDescriptor, CloneSource, CloneState, RegistryOpener,
-    CLONE_FILE,
+    normalize_location, open_location, CloneDescriptor, CloneState, LocationOpener, RegistryOpener,
 };
 use arbor_timeline::{InstantTime, MetaRoot};
 
@@ -34,8 +34,6 @@ use arbor_testkit_tables::{batch, create, rows, rows_of, Model, Row, TestTable};
 pub(crate) struct Pair {
     /// The source.
     pub src: TestTable,
-    /// The source's location, normalized.
-    pub src_loc: String,
     /// Holds the clone's directory.
     pub _dir: tempfile::TempDir,
     /// The clone's location, normalized.
@@ -59,7 +57,7 @@ impl Pair {
 
     /// The clone's own location, raw.
     pub fn clone_own(&self) -> Arc<dyn Storage> {
-        arbor_timeline::layout::LocationOpener::open(&self.opener, &self.clone_loc).unwrap()
+        self.opener.open(&self.clone_loc).unwrap()
     }
 
     /// The clone's main rows (latest snapshot).
@@ -114,11 +112,9 @@ impl Pair {
     }
 }
 
-/// Makes a shallow clone of `src`'s main head (its latest write `at`) in a new directory. Until `clone_table` is
-/// merged this builds the clone by hand as `docs/clones.md` describes it: the source's pin is a
-/// tag (a savepoint pair) at the clone point; the metadata (data and MDT timelines, archived
-/// history, properties, index definitions, schema, the instant clock) is copied without tags,
-/// savepoints, locks, heartbeats or metadata-table partition files; then an `Active` descriptor.
+/// Makes a shallow clone of `src`'s main head (its latest write `at`) in a new directory with
+/// `clone_table`, and checks what it reports: the clone point, the pin on the source, no data
+/// file copied.
 pub(crate) async fn clone_of(src: TestTable, at: InstantTime) -> Pair {
     let opener = RegistryOpener::new(StorageOptions::default());
     let src_loc = normalize_location(src.base.to_str().unwrap()).unwrap();
@@ -126,62 +122,33 @@ pub(crate) async fn clone_of(src: TestTable, at: InstantTime) -> Pair {
     let target = dir.path().join("clone");
     std::fs::create_dir_all(&target).unwrap();
     let clone_loc = normalize_location(target.to_str().unwrap()).unwrap();
-    hand_clone(&src.table, &src_loc, &opener, &clone_loc, &at).await;
+    let out = clone_table(
+        &opener,
+        &CloneRequest {
+            source: src_loc.clone(),
+            target: clone_loc.clone(),
+            at: CloneAt::Main,
+            tag_branch: None,
+            deep: false,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.instant, at);
+    assert_eq!(out.location, clone_loc);
+    assert_eq!((out.files_copied, out.bytes_copied), (0, 0));
+    assert_eq!(out.pins.len(), 1);
+    let own = opener.open(&clone_loc).unwrap();
+    let (d, _) = CloneDescriptor::load(own.as_ref()).await.unwrap().unwrap();
+    assert_eq!(d.state, CloneState::Active);
+    assert_eq!(d.clone_point().unwrap(), Some(at.clone()));
     Pair {
         src,
-        src_loc,
         _dir: dir,
         clone_loc,
         opener,
         at,
     }
-}
-
-/// The hand-made clone of [`clone_of`] (main head of a source without branches).
-pub(crate) async fn hand_clone(
-    source: &Table,
-    source_loc: &str,
-    opener: &dyn arbor_timeline::layout::LocationOpener,
-    target_loc: &str,
-    at: &InstantTime,
-) {
-    create_tag(source, &format!("pin-{}", at.as_str()), Some(at), None)
-        .await
-        .unwrap();
-    let from = opener.open(source_loc).unwrap();
-    let to = opener.open(target_loc).unwrap();
-    for o in from.list_all(".hoodie").await.unwrap() {
-        let k = o.key.as_str();
-        let skip = arbor_timeline::layout::clone_rule::is_mdt_file(k)
-            || (k.starts_with(".hoodie/.locks/") && !k.ends_with("instant_clock"))
-            || k.starts_with(".hoodie/.heartbeat")
-            || k.starts_with(".hoodie/.clones")
-            || k.starts_with(".hoodie/branches")
-            || k.starts_with(".hoodie/metadata/.hoodie/branches")
-            || k.starts_with(".hoodie/tags")
-            || k.contains(".savepoint");
-        if skip {
-            continue;
-        }
-        let (data, _) = from.get(k).await.unwrap();
-        to.put(k, data).await.unwrap();
-    }
-    CloneDescriptor {
-        id: format!("hand-{}", at.as_str()),
-        state: CloneState::Active,
-        deep: false,
-        created: chrono::Utc::now().to_rfc3339(),
-        sources: vec![CloneSource {
-            location: source_loc.to_string(),
-            instant: at.to_string(),
-            root: "main".to_string(),
-            reference: "main".to_string(),
-        }],
-    }
-    .create(to.as_ref())
-    .await
-    .unwrap();
-    assert!(to.exists(CLONE_FILE).await.unwrap());
 }
 
 /// A source of `tt` with two writes (every key, then an update of some), cloned at its head.
@@ -496,41 +463,59 @@ async fn test_clone_ops_restore_after_the_clone_point_works_and_before_it_is_ref
     assert_eq!(p.src.listing().await, before, "source objects changed");
     p.assert_clone_valid(None, "after restore").await;
 
-    // A restore that would roll back the clone point (or any instant before it) is refused,
-    // and changes nothing; a savepoint there is allowed (its files are in the source).
-    arbor_cleaner::delete_savepoint(&p.clone_table().await, &s)
+    // A restore before the clone point is refused and changes nothing: the clone keeps no
+    // history before it (its creation recorded that, so a savepoint there is refused too), and
+    // the restore names the clone point whatever savepoints exist.
+    let clone_table_now = p.clone_table().await;
+    let err = create_savepoint(&clone_table_now, Some(&w1), "before the clone point")
         .await
-        .unwrap();
-    create_savepoint(&p.clone_table().await, Some(&w1), "before the clone point")
-        .await
-        .unwrap();
-    let own_before: BTreeSet<String> = p
-        .clone_own()
-        .list_all("")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.key)
-        .filter(|k| !k.starts_with(".hoodie/.locks") && !k.starts_with(".hoodie/.heartbeat"))
-        .collect();
+        .unwrap_err();
+    assert!(err.to_string().contains("cleaned"), "{err}");
+    let own_before = own_objects(&p).await;
     let err = arbor_branching::restore(&p.clone_table().await, &w1)
         .await
         .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("clone point"), "{text}");
     assert!(text.contains(p.at.as_str()), "{text}");
-    let own_after: BTreeSet<String> = p
-        .clone_own()
+    assert_eq!(
+        own_objects(&p).await,
+        own_before,
+        "a refused restore changed the clone"
+    );
+    assert_eq!(p.clone_rows().await, at_s.sorted());
+
+    // A restore to the clone point itself rolls back only the clone's own instants.
+    arbor_cleaner::delete_savepoint(&p.clone_table().await, &s)
+        .await
+        .unwrap();
+    create_savepoint(&p.clone_table().await, Some(&p.at), "the clone point")
+        .await
+        .unwrap();
+    let out = arbor_branching::restore(&p.clone_table().await, &p.at)
+        .await
+        .unwrap();
+    assert!(out.rolled_back.iter().all(|t| *t > p.at), "{out:?}");
+    assert_eq!(
+        p.clone_rows().await,
+        src_model.sorted(),
+        "restored to the clone point"
+    );
+    p.assert_clone_valid(None, "after restore to the clone point")
+        .await;
+    assert_eq!(p.src.listing().await, before, "source objects changed");
+}
+
+/// Every object in the clone's own location except locks and heartbeats.
+async fn own_objects(p: &Pair) -> BTreeSet<String> {
+    p.clone_own()
         .list_all("")
         .await
         .unwrap()
         .into_iter()
         .map(|o| o.key)
         .filter(|k| !k.starts_with(".hoodie/.locks") && !k.starts_with(".hoodie/.heartbeat"))
-        .collect();
-    assert_eq!(own_after, own_before, "a refused restore changed the clone");
-    assert_eq!(p.clone_rows().await, at_s.sorted());
-    assert_eq!(p.src.listing().await, before, "source objects changed");
+        .collect()
 }
 
 /// The data files (outside `.hoodie/`) stored in the clone's own location.
