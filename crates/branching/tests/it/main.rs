@@ -16,5 +16,6 @@ mod concurrency;
 mod crash;
 mod legacy;
 mod model;
+mod model_clones;
 mod schema;
 mod ttl_branch;
