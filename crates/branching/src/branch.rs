@@ -12,8 +12,8 @@ use std::sync::Arc;
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::{Table, Transaction};
 use arbor_timeline::archive::TimelineHistory;
-use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::metaroot::validate_branch_name;
+use arbor_timeline::layout::{PinRecord, DEFAULT_META_DIR};
+use arbor_timeline::metaroot::{validate_branch_name, MAIN};
 use arbor_timeline::{
     resolve_main, Action, ActiveTimeline, InstantTime, MetaRoot, State, TableConfig, TableLayout,
 };
@@ -122,18 +122,27 @@ async fn create_locked(
                 .into_iter()
                 .map(|i| i.requested_time)
                 .max();
-            // Every savepoint except those of expired tags; every unexpired tag.
-            let expired: BTreeSet<InstantTime> = tags
+            // Every savepoint except those of expired tags and those only clone pins hold (the
+            // pins stay main's); every unexpired tag.
+            let tagged: BTreeSet<String> = tags.iter().map(|t| t.instant.clone()).collect();
+            let mut not_inherited: BTreeSet<InstantTime> = tags
                 .iter()
                 .filter(|t| t.is_expired(now))
                 .filter_map(|t| InstantTime::parse(&t.instant).ok())
                 .collect();
+            not_inherited.extend(
+                PinRecord::list(storage.as_ref())
+                    .await?
+                    .into_iter()
+                    .filter(|p| p.root == MAIN && !tagged.contains(&p.instant))
+                    .filter_map(|p| p.instant_time().ok()),
+            );
             let savepoints: BTreeSet<InstantTime> = history
                 .active()
                 .filter(&[Action::Savepoint], &[State::Completed])
                 .into_iter()
                 .map(|i| i.requested_time)
-                .filter(|t| !expired.contains(t))
+                .filter(|t| !not_inherited.contains(t))
                 .collect();
             let live: BTreeSet<String> = tags
                 .iter()
@@ -263,7 +272,8 @@ pub async fn list_branches(storage: &Arc<dyn Storage>) -> Result<Vec<BranchStatu
 /// Drops working branch `name` under the table lock: the data-side `branch.json` goes first
 /// (the branch stops existing), then both sides' metadata. Shared files stay until a clean
 /// finds that nothing needs them. Refused while the branch has pending instants (failed writes
-/// whose heartbeat expired are rolled back first). Dropping a name whose drop was interrupted
+/// whose heartbeat expired are rolled back first), and while a clone pin names the branch
+/// ([`BranchingError::PinHeld`]: a clone reads its files). Dropping a name whose drop was interrupted
 /// finishes it; dropping a name that never existed is [`BranchingError::BranchNotFound`].
 pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
     validate_branch_name(name)?;
@@ -275,6 +285,22 @@ pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
 pub(crate) async fn drop_locked(table: &Table, name: &str) -> Result<()> {
     let storage = table.table_storage().clone();
     let root = MetaRoot::Branch(name.to_string());
+    let pins: Vec<PinRecord> = PinRecord::list(storage.as_ref())
+        .await?
+        .into_iter()
+        .filter(|p| p.root == name)
+        .collect();
+    if let Some(first) = pins.first() {
+        return Err(BranchingError::PinHeld {
+            operation: format!("drop branch {name}"),
+            instant: first.instant.clone(),
+            root: name.to_string(),
+            clones: pins
+                .iter()
+                .map(|p| format!("{} at {}", p.clone_id, p.location))
+                .collect(),
+        });
+    }
     let exists = read_identity(&storage, name).await?.is_some();
     if exists {
         let branch = table.reopen_at(root.clone()).await?;

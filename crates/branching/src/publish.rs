@@ -15,13 +15,14 @@
 
 use std::collections::BTreeSet;
 
+use arbor_cleaner::savepoint::pins_naming;
 use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
 use arbor_timeline::layout::paths::properties_key;
-use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::layout::{PinRecord, DEFAULT_META_DIR};
 use arbor_timeline::legacy::sync_legacy_root;
-use arbor_timeline::metaroot::{next_publication_id, SUCCESS_FILE};
+use arbor_timeline::metaroot::{next_publication_id, MAIN, SUCCESS_FILE};
 use arbor_timeline::{
     resolve_main, Action, Instant, InstantTime, MetaRoot, State, TableConfig, TableLayout,
 };
@@ -125,6 +126,23 @@ pub async fn publish_and_drop(branch: &Table) -> Result<PublishOutcome> {
     };
     branch
         .with_table_lock(async {
+            // A pinned branch cannot be dropped: refuse before publishing anything.
+            let pins: Vec<PinRecord> = PinRecord::list(branch.table_storage().as_ref())
+                .await?
+                .into_iter()
+                .filter(|p| p.root == name)
+                .collect();
+            if let Some(first) = pins.first() {
+                return Err(BranchingError::PinHeld {
+                    operation: format!("publish and drop {name}"),
+                    instant: first.instant.clone(),
+                    root: name.clone(),
+                    clones: pins
+                        .iter()
+                        .map(|p| format!("{} at {}", p.clone_id, p.location))
+                        .collect(),
+                });
+            }
             let outcome = publish_locked(branch, &name).await?;
             drop_locked(branch, &name).await.map_err(|e| {
                 BranchingError::refused(
@@ -316,6 +334,18 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
             continue;
         }
         if !branch_writes.contains(&t) {
+            let pins = pins_naming(&main_view, MAIN, &t).await?;
+            if !pins.is_empty() {
+                return Err(BranchingError::PinHeld {
+                    operation: op,
+                    instant: t.to_string(),
+                    root: MAIN.to_string(),
+                    clones: pins
+                        .iter()
+                        .map(|p| format!("{} at {}", p.clone_id, p.location))
+                        .collect(),
+                });
+            }
             return Err(outside(format!("main's savepoint {t}"), t.as_str()));
         }
         carried_savepoints.insert(t);

@@ -5,13 +5,16 @@
 //! writes the JSON last; a crash before that leaves at most a plain savepoint, which the retry
 //! reuses. Several tags may name one instant: they share its one savepoint pair. Dropping
 //! removes the JSON first, then the savepoints (unless retained, or another tag definition,
-//! expired ones included, still names the instant: the last tag on an instant releases them). Expired tags
+//! expired ones included, or a clone pin still names the instant: the last tag or pin on an
+//! instant releases them). Expired tags
 //! serve no reads and are not listed by default; their name and instant stay reserved until
 //! [`expire_tags`] (or a drop) removes them.
 
 use std::sync::Arc;
 
-use arbor_cleaner::savepoint::{create_savepoint_locked, delete_savepoint_locked, tags_naming};
+use arbor_cleaner::savepoint::{
+    create_savepoint_locked, delete_savepoint_locked, pins_naming, root_label, tags_naming,
+};
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
@@ -190,8 +193,8 @@ pub async fn create_tag(
 }
 
 /// Drops tag `name` of `table`'s root under the table lock: the definition first, then its
-/// savepoints on both timelines unless `retain_savepoint` or another tag definition of the root
-/// (expired ones included) still names the instant. Returns false when the tag was
+/// savepoints on both timelines unless `retain_savepoint`, another tag definition of the root
+/// (expired ones included) or a clone pin on the root still names the instant. Returns false when the tag was
 /// absent and `if_exists` (a no-op); absent without `if_exists` is
 /// [`BranchingError::TagNotFound`]. A crash between the two steps leaves the savepoints as plain
 /// savepoints (never a tag without protection); `arbor_cleaner::delete_savepoint` removes them.
@@ -229,8 +232,13 @@ async fn drop_locked(
     view.delete(&key).await?;
     if !retain_savepoint {
         let t = InstantTime::parse(&tag.instant)?;
-        // The savepoints are shared by every tag on the instant: the last one releases them.
-        if !tags_naming(view, &t).await?.is_empty() {
+        // The savepoints are shared by every tag and clone pin on the instant: the last one
+        // releases them.
+        if !tags_naming(view, &t).await?.is_empty()
+            || !pins_naming(view, root_label(table.root()), &t)
+                .await?
+                .is_empty()
+        {
             return Ok(true);
         }
         let tl = ActiveTimeline::load(view.clone(), table.layout().clone()).await?;

@@ -136,6 +136,23 @@ pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> 
 pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<RestoreOutcome> {
     let table = txn.table();
     let storage = table.view_storage();
+    let root = crate::savepoint::root_label(table.root());
+    let pinned: Vec<String> = arbor_timeline::layout::PinRecord::list(storage.as_ref())
+        .await?
+        .into_iter()
+        .filter(|p| p.root == root && p.instant_time().is_ok_and(|t| t > *to))
+        .map(|p| format!("{} at {} (instant {})", p.clone_id, p.location, p.instant))
+        .collect();
+    if !pinned.is_empty() {
+        return Err(CleanerError::refused(
+            format!("restore to {to}"),
+            format!(
+                "clone(s) {} read a snapshot this restore would roll back (see `arbor clone \
+                 list`); detach or forget them first",
+                pinned.join(", ")
+            ),
+        ));
+    }
     let own = TimelineHistory::load(storage.clone(), table.layout().clone()).await?;
     let rolled: BTreeSet<InstantTime> = own
         .active()
@@ -165,23 +182,6 @@ pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<Re
 
     let mut tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let op = format!("restore to {to}");
-    let root = crate::savepoint::root_label(table.root());
-    let pinned: Vec<String> = arbor_timeline::layout::PinRecord::list(storage.as_ref())
-        .await?
-        .into_iter()
-        .filter(|p| p.root == root && p.instant_time().is_ok_and(|t| t > *to))
-        .map(|p| format!("{} at {} (instant {})", p.clone_id, p.location, p.instant))
-        .collect();
-    if !pinned.is_empty() {
-        return Err(CleanerError::refused(
-            op,
-            format!(
-                "clone(s) {} read a snapshot this restore would roll back (see `arbor clone \
-                 list`); detach or forget them first",
-                pinned.join(", ")
-            ),
-        ));
-    }
     if tl
         .get(to, Action::Savepoint)
         .is_none_or(|f| f.completed.is_none())

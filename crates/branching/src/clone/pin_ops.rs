@@ -4,15 +4,19 @@
 //!
 //! A pin is a savepoint pair at the pinned instant on the pinned root (the protection every
 //! clean, TTL run, archival and restore honours, Java's cleaner included) plus the pin record
-//! `.hoodie/.clones/<id>.json` naming the clone. Pinning writes the savepoint first and the
-//! record last; unpinning deletes the record first and the savepoint last, so a crash leaves at
-//! most a plain savepoint (never a pin without protection), which a retry finishes.
+//! `.hoodie/.clones/<id>.json` naming the clone. Pinning writes the record first and the
+//! savepoint after it, both before the clone is activated (nothing reads through a pin before
+//! that), so a crash leaves a record whose savepoint may be missing or unfinished: the retry
+//! finishes it, and `prune`/`forget` (removing the record, then whatever savepoint files exist
+//! at its instant) leave nothing behind. Unpinning deletes the record first, then the savepoint
+//! unless another pin or a tag still names the instant.
 
 use std::sync::Arc;
 
 use arbor_cleaner::savepoint::{
     create_savepoint_locked, delete_savepoint_locked, pins_naming, tags_naming,
 };
+use arbor_cleaner::CleanerError;
 use arbor_storage::{Storage, StorageError, StorageExt};
 use arbor_table::Table;
 use arbor_timeline::layout::{open_location, pin_key, LocationOpener, PinRecord};
@@ -24,9 +28,10 @@ use crate::pending::blocking_pending;
 use crate::roots::put_once;
 
 /// Pins `pin.instant` on root `pin.root` of the table at `source` for clone `pin.clone_id`, in
-/// one locked step of that table: the savepoint pair at the instant is created unless it exists
-/// (a tag's or another pin's is shared), then the pin record is written create-if-absent (an
-/// identical existing record is a resumed pin: fine).
+/// one locked step of that table: the pin record is written create-if-absent (an identical
+/// existing record is a resumed pin: fine), then the savepoint pair at the instant is created
+/// unless it exists (a tag's or another pin's is shared). The caller activates the clone only
+/// after this returned.
 ///
 /// Refused, nothing written: the instant is not a completed write of the root, pending
 /// instants could change its snapshot, or a file of its snapshot has already been cleaned (the
@@ -48,24 +53,33 @@ pub(crate) async fn pin_source(
             let saved = tl
                 .get(&time, Action::Savepoint)
                 .is_some_and(|f| f.completed.is_some());
-            if !saved {
-                let op = format!("pin {time} of {source} for clone {}", pin.clone_id);
-                let blocking = blocking_pending(&tl, Some(&time));
-                if !blocking.is_empty() {
-                    return Err(BranchingError::refused(
-                        op,
-                        format!(
-                            "pending instants could change the snapshot: {}; let them finish \
-                             (or roll them back) and clone again",
-                            blocking.join(", ")
-                        ),
-                    ));
-                }
-                create_savepoint_locked(table, Some(&time), &format!("clone {}", pin.clone_id))
-                    .await?;
+            if saved {
+                put_once(table.table_storage(), &pin_key(&pin.clone_id), bytes).await?;
+                return Ok(());
+            }
+            let op = format!("pin {time} of {source} for clone {}", pin.clone_id);
+            let blocking = blocking_pending(&tl, Some(&time));
+            if !blocking.is_empty() {
+                return Err(BranchingError::refused(
+                    op,
+                    format!(
+                        "pending instants could change the snapshot: {}; let them finish \
+                         (or roll them back) and clone again",
+                        blocking.join(", ")
+                    ),
+                ));
             }
             put_once(table.table_storage(), &pin_key(&pin.clone_id), bytes).await?;
-            Ok(())
+            let comment = format!("clone {}", pin.clone_id);
+            match create_savepoint_locked(table, Some(&time), &comment).await {
+                Ok(_) => Ok(()),
+                Err(e @ CleanerError::Refused { .. }) => {
+                    // Refused before writing any savepoint file: the record goes too.
+                    delete_record(table.table_storage(), &pin.clone_id).await?;
+                    Err(e.into())
+                }
+                Err(e) => Err(e.into()),
+            }
         })
         .await
 }
@@ -107,12 +121,13 @@ pub(crate) async fn unpin_in(storage: &Arc<dyn Storage>, pin: &PinRecord) -> Res
             {
                 return Ok(false);
             }
-            let tl = ActiveTimeline::load(view.clone(), table.layout().clone()).await?;
-            if tl.get(&time, Action::Savepoint).is_none() {
-                return Ok(false);
+            // Whatever savepoint files exist at the instant, on either timeline (an interrupted
+            // pin may have left only some); "no such savepoint" is the only refusal left here.
+            match delete_savepoint_locked(table, &time).await {
+                Ok(()) => Ok(true),
+                Err(CleanerError::Refused { .. }) => Ok(false),
+                Err(e) => Err(e.into()),
             }
-            delete_savepoint_locked(table, &time).await?;
-            Ok(true)
         })
         .await
 }

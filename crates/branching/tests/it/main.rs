@@ -8,9 +8,12 @@
 
 mod basics;
 mod clone_basics;
+mod clone_clean;
+mod clone_crash;
 mod clone_detach;
 mod clone_detach_support;
 mod clone_ops;
+mod clone_pins;
 mod clone_support;
 mod concurrency;
 mod crash;
