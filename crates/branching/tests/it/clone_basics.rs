@@ -179,3 +179,53 @@ async fn test_clone_into_a_table_or_another_clone_is_refused_and_changes_nothing
     assert!(err.to_string().contains("arbor mdt init"), "{err}");
     let _ = storage_at(&target).await;
 }
+
+#[tokio::test]
+async fn test_clone_of_a_branch_tag_issues_instants_only_after_its_clone_point() {
+    let t = create(TableType::CopyOnWrite, true).await;
+    t.write(WriteOperation::Upsert, &rows(0..10, 1, "a")).await;
+    create_branch(&t.table, "dev", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let dev = t.branch("dev").await;
+    let d1 = t
+        .write_on(&dev, WriteOperation::Upsert, &rows(5..15, 2, "dev"))
+        .await;
+    create_tag(&dev, "d1", Some(&d1), None).await.unwrap();
+    t.write_on(&dev, WriteOperation::Upsert, &rows(0..3, 3, "dev2"))
+        .await;
+    let expected = t.read_branch(Some("dev"), Some(&d1)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("c");
+    let mut req = request(&t.base, &target, CloneAt::Tag("d1".into()));
+    req.tag_branch = Some("dev".into());
+    let out = clone_table(&opener(), &req).await.unwrap();
+    assert_eq!(
+        (out.root.as_str(), out.instant.clone()),
+        ("dev", d1.clone())
+    );
+    assert_eq!(out.pins[0].reference, "tag:d1");
+    assert_eq!(read_at(&target, None).await, expected);
+    // A tag or instant named for main while the clone names a branch head is refused.
+    let mut bad = request(&t.base, &dir.path().join("x"), CloneAt::Main);
+    bad.tag_branch = Some("dev".into());
+    assert!(clone_table(&opener(), &bad).await.is_err());
+    // The clone's own instants all come after its clone point, even on a clock behind it.
+    let past = chrono::Utc::now() - chrono::Duration::days(365);
+    let generator = std::sync::Arc::new(arbor_timeline::InstantTimeGenerator::with_clock(
+        std::sync::Arc::new(arbor_timeline::generator::ManualClock::new(past)),
+    ));
+    let clone = crate::clone_support::table_at(&target)
+        .await
+        .with_generator(generator);
+    let w = clone
+        .write(
+            WriteOperation::Upsert,
+            vec![arbor_testkit_tables::batch(&rows(50..52, 1, "c"))],
+        )
+        .await
+        .unwrap()
+        .instant;
+    assert!(w > out.instant, "{w} <= {}", out.instant);
+    assert_eq!(read_at(&target, None).await.len(), expected.len() + 2);
+}
