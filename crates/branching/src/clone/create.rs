@@ -32,6 +32,7 @@ use super::copy_meta::{
     clear_own_metadata, copy_snapshot_metadata, raise_clock, snapshot_data_files,
     start_at_clone_point,
 };
+use super::deep::{deep_copy, resume_deep};
 use super::pin_ops::{pin_source, unpin_source};
 use super::source::{check_cloneable, names_of, open_root, open_source, resolve_at, root_named};
 use super::types::{CloneAt, CloneOutcome, CloneRequest};
@@ -41,19 +42,17 @@ use crate::error::{BranchingError, Result};
 /// the source's at the referenced snapshot and whose data and metadata-table files are read
 /// from the source (no data file is copied), pinned on every table it reads files of.
 ///
-/// Refused (nothing changed): a deep clone (not built yet: "deep clone: in progress"); a
-/// source of table version 6 or without the metadata table; a missing or expired tag, a missing
+/// With `req.deep`, the activated clone is then detached at once (`super::deep`): its snapshot's
+/// files are copied and no pin remains; a deep clone interrupted after activation is finished
+/// by the same call again.
+///
+/// Refused (nothing changed): a source of table version 6 or without the metadata table; a missing or expired tag, a missing
 /// branch, an instant that is not a completed write (or is before the source's own clone
 /// point); a target that is the source or holds any metadata other than an unfinished creation
 /// of this same clone ([`BranchingError::CloneTargetNotEmpty`]); a snapshot that can no longer
 /// be pinned whole. Any other error leaves a resumable creation: run the same clone again.
 pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Result<CloneOutcome> {
     let op = format!("clone {} to {}", req.source, req.target);
-    if req.deep {
-        // Hook for deep clones (branch wip-detach): after activation, `super::deep` copies the
-        // snapshot's files and finishes as a detach does.
-        return Err(BranchingError::refused(op, "deep clone: in progress"));
-    }
     if req.tag_branch.is_some() && matches!(req.at, CloneAt::Main | CloneAt::Branch(_)) {
         return Err(BranchingError::refused(
             op,
@@ -80,11 +79,15 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
     // Step 2: reserve the target (or resume).
     let (descriptor, version, resumed) = match CloneDescriptor::load(own.as_ref()).await? {
         Some((d, v)) => {
-            let same = d.state == CloneState::Creating
-                && !d.deep
+            let same_source = d.deep == req.deep
                 && d.sources.first().is_some_and(|s| {
                     s.location == src.location && s.root == root_name && s.reference == reference
                 });
+            if same_source && d.deep && d.state != CloneState::Creating {
+                // A deep clone interrupted after activation: finish its copy.
+                return resume_deep(opener, &target, &own, &d).await;
+            }
+            let same = same_source && d.state == CloneState::Creating;
             if !same {
                 let what = d.sources.first().map_or_else(String::new, |s| {
                     format!(" of {} ({} {})", s.location, s.root, s.reference)
@@ -123,7 +126,7 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
             let d = CloneDescriptor {
                 id: new_clone_id(),
                 state: CloneState::Creating,
-                deep: false,
+                deep: req.deep,
                 created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 sources,
             };
@@ -187,6 +190,12 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
     active.replace(own.as_ref(), &version).await?;
     tracing::info!(clone = %descriptor.id, location = %target, source = %src.location,
         instant = %instant, "clone created");
+    // A deep clone: its snapshot's files copied, then detached (no pin remains).
+    let (copied, pins) = if req.deep {
+        (Some(deep_copy(opener, &target).await?), Vec::new())
+    } else {
+        (None, pins)
+    };
     Ok(CloneOutcome {
         id: descriptor.id.clone(),
         location: target,
@@ -194,14 +203,14 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
         root: first.root,
         reference: first.reference,
         instant,
-        deep: false,
+        deep: req.deep,
         resumed,
         // The copied metadata, the descriptor (created, activated) and the instant clock.
         metadata_objects: stats.objects + 3,
         data_files,
-        files_copied: 0,
-        bytes_copied: 0,
-        server_side_copy: false,
+        files_copied: copied.as_ref().map_or(0, |c| c.files_copied),
+        bytes_copied: copied.as_ref().map_or(0, |c| c.bytes_copied),
+        server_side_copy: copied.as_ref().is_some_and(|c| c.server_side_copy),
         pins,
     })
 }

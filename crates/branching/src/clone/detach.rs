@@ -3,14 +3,14 @@
 //! The order, every prefix safe:
 //! 1. the clone's descriptor must be `Active` (`Detached`: only step 4 is left; `Creating`:
 //!    refused, the creation must finish first);
-//! 2. every file the clone still reads from a source ([`super::detach_files`]) is copied into
-//!    its own location ([`super::copy_files`]: server-side where the backend allows); files
+//! 2. every file the clone still reads from a source (`detach_files`) is copied into
+//!    its own location (`copy_files`: server-side where the backend allows); files
 //!    already there with the source's size are skipped, so a rerun resumes. A listed file its
 //!    source no longer holds is an error ([`BranchingError::DetachMissing`]) when a snapshot
 //!    the clone keeps reads it, else it was released by the source's clean and is counted;
 //! 3. the descriptor is swapped `Active` -> `Detached` (compare-and-swap): from here every
 //!    reader, hudi-rs included, reads the clone from its own location alone;
-//! 4. the clone's pins are removed from every source ([`super::detach_pins`]).
+//! 4. the clone's pins are removed from every source (`detach_pins`, with `pin_ops`).
 //!
 //! Until step 3 the clone is an intact shallow clone (it only gained copies of files it reads
 //! from its sources, which the rule still reads from the sources); the sources keep their pins
@@ -79,7 +79,7 @@ pub(crate) async fn detach_at(
         }
         CloneState::Detached => {
             out.already_detached = true;
-            out.pins_removed = remove_pins(opener, &descriptor).await?;
+            out.pins_removed = remove_pins(opener, location, &descriptor).await?;
             return Ok(out);
         }
         CloneState::Active => {}
@@ -104,7 +104,7 @@ pub(crate) async fn detach_at(
         }
         Err(e) => return Err(e.into()),
     }
-    out.pins_removed = remove_pins(opener, &descriptor).await?;
+    out.pins_removed = remove_pins(opener, location, &descriptor).await?;
     Ok(out)
 }
 

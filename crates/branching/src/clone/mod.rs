@@ -10,13 +10,13 @@
 //!   branch head;
 //! - [`list_pins`], [`forget_pin`], [`prune_pins`] ([`pins`]): the source's side;
 //! - [`detach_clone`] ([`detach`]): make a clone self-contained and release its pins;
-//! - [`deep`]: the last step of a deep clone (the clone detached right after activation);
-//!   `copy_files`, `detach_files`, `detach_pins`: the file copy, the set of files a clone still
-//!   reads from its sources, and pin removal, shared by detach and deep clones.
+//! - [`deep`]: the last step of a deep clone (the clone detached right after activation).
 //!
-//! Building blocks for detach and deep clones (crate-private): `source` ("open source +
-//! resolve instant"), `pin_ops` ("pin one source under its lock", "remove a pin and release
-//! its savepoint when unneeded, under the source lock"), `copy_meta` (the clone's metadata).
+//! Building blocks (crate-private): `source` ("open source + resolve instant"), `pin_ops` ("pin
+//! one source under its lock", "remove a pin and release its savepoint when unneeded, under the
+//! source lock"), `copy_meta` (the clone's metadata); for detach and deep clones `copy_files`
+//! (the file copy, server-side under a shared root), `detach_files` (the files a clone still
+//! reads from its sources) and `detach_pins` (removing a detached clone's pins).
 
 mod copy_files;
 mod copy_meta;

@@ -40,11 +40,14 @@ async fn test_detach_makes_the_clone_self_contained_and_frees_the_source() {
         let mine = rows(0..5, 3, "c");
         write(&opener, &target, WriteOperation::Upsert, &mine).await;
         model.upsert(&mine);
+        // (An overwrite replaces every file group, so the clone's snapshot is superseded in
+        // both table types: MOR upserts alone would only append to the same slices.)
         let source_model = {
             let mut m = Model::default();
-            m.upsert(&rows(0..20, 1, "s"));
-            m.upsert(&rows(10..30, 2, "s"));
-            for i in 4..7 {
+            let r = rows(0..30, 4, "s2");
+            t.write(WriteOperation::InsertOverwriteTable, &r).await;
+            m.upsert(&r);
+            for i in 5..7 {
                 let r = rows(0..30, i, "s2");
                 t.write(WriteOperation::Upsert, &r).await;
                 m.upsert(&r);
@@ -182,7 +185,7 @@ async fn test_detach_of_a_hand_made_clone_copies_through_the_process_without_a_s
             (src.clone(), local(&t.base)),
             (target.clone(), local(&target_dir)),
         ]);
-        let id = hand_clone(&opener, &src, &target).await;
+        let id = hand_clone(&opener, &src, &target, false).await;
         assert_eq!(read(&opener, &target).await, model.sorted(), "{tt:?}");
         let r = rows(0..5, 5, "c");
         write(&opener, &target, WriteOperation::Upsert, &r).await;

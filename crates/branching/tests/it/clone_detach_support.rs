@@ -210,9 +210,15 @@ pub fn data_files(dir: &Path) -> Vec<PathBuf> {
 
 /// A shallow clone made by hand (no pins, no retention record): every metadata object of the
 /// table at `source` copied into `target` (raw storages), and an `Active` descriptor at the
-/// source's latest instant (its sources after it when the source is a clone itself). For
-/// testing detach apart from `clone_table`.
-pub async fn hand_clone(opener: &dyn LocationOpener, source: &str, target: &str) -> String {
+/// source's latest instant (its sources after it when the source is a clone itself); with
+/// `pin`, a savepoint pair at that instant and a pin record on the source. For testing detach
+/// apart from `clone_table`.
+pub async fn hand_clone(
+    opener: &dyn LocationOpener,
+    source: &str,
+    target: &str,
+    pin: bool,
+) -> String {
     use arbor_timeline::layout::clone_rule::is_shared_file;
     use arbor_timeline::layout::{CloneSource, CLONE_FILE};
     let (s, t) = (opener.open(source).unwrap(), opener.open(target).unwrap());
@@ -244,6 +250,7 @@ pub async fn hand_clone(opener: &dyn LocationOpener, source: &str, target: &str)
         sources.extend(d.sources);
     }
     let id = format!("hand-{}", uuid_like(target));
+    let instant = sources[0].instant.clone();
     CloneDescriptor {
         id: id.clone(),
         state: CloneState::Active,
@@ -254,7 +261,40 @@ pub async fn hand_clone(opener: &dyn LocationOpener, source: &str, target: &str)
     .create(t.as_ref())
     .await
     .unwrap();
+    if pin {
+        let source_table = table(opener, source).await;
+        let time = arbor_timeline::InstantTime::parse(&instant).unwrap();
+        arbor_cleaner::create_savepoint(&source_table, Some(&time), "clone")
+            .await
+            .unwrap();
+        let record = PinRecord {
+            clone_id: id.clone(),
+            location: target.to_string(),
+            instant,
+            root: "main".to_string(),
+            reference: "main".to_string(),
+            created: "2026-12-02T00:00:00Z".to_string(),
+        };
+        s.put(
+            &arbor_timeline::layout::pin_key(&id),
+            record.to_bytes().unwrap(),
+        )
+        .await
+        .unwrap();
+    }
     id
+}
+
+/// The savepoint instant files (data and metadata-table timelines) of the table in `storage`.
+pub async fn savepoint_files(storage: &dyn Storage) -> Vec<String> {
+    storage
+        .list_all(".hoodie")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .filter(|k| k.contains(".savepoint"))
+        .collect()
 }
 
 fn uuid_like(s: &str) -> String {
