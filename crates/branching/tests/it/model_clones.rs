@@ -21,8 +21,9 @@
 //! Storage: one in-memory storage per location (`mem://src`, `mem://c1`, ...) behind a fixed
 //! opener, so detach copies by get + put. Copy-on-write and merge-on-read, table version 9,
 //! metadata table on. `test_model_clones_random_histories_read_as_the_model` runs
-//! `ARBOR_CLONE_MODEL_CASES` cases (default 24: about a minute of CPU in a debug build; the
-//! branch model's `PROPTEST_CASES` does not apply here, so CI's cost stays bounded).
+//! `ARBOR_CLONE_MODEL_CASES` cases (default 20: about 90 s in a debug build on a loaded 2-core
+//! machine, 4 to 5 s a case; the branch model's `PROPTEST_CASES` does not apply here, so CI's
+//! cost stays bounded).
 //! `ARBOR_MODEL_LOG=1` prints every history. `test_model_clones_check_detects_wrong_models`
 //! shows the check can fail.
 
@@ -617,7 +618,7 @@ proptest! {
         cases: std::env::var("ARBOR_CLONE_MODEL_CASES")
             .ok()
             .and_then(|c| c.parse().ok())
-            .unwrap_or(24),
+            .unwrap_or(20),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
