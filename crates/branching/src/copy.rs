@@ -99,12 +99,11 @@ pub(crate) async fn copy_root(storage: &Arc<dyn Storage>, spec: &CopySpec) -> Re
     copy_root_between(&Endpoints::within(storage), spec).await
 }
 
-/// Copies `spec.from`'s metadata (as `ends`' source storage shows it) into `spec.to` (in `ends`'
-/// target storage), as [`copy_root`] does. Every object is written with a plain `put`: a
+/// Copies `spec.from`'s metadata (as `storage`'s source side shows it) into `spec.to` (in its
+/// target side), as [`copy_root`] does. Every object is written with a plain `put`: a
 /// repeated copy rewrites the same objects.
-pub(crate) async fn copy_root_between(ends: &Endpoints, spec: &CopySpec) -> Result<CopyStats> {
-    let storage = ends;
-    let view = spec.from.view(ends.from.clone());
+pub(crate) async fn copy_root_between(storage: &Endpoints, spec: &CopySpec) -> Result<CopyStats> {
+    let view = spec.from.view(storage.from.clone());
     let mut stats = CopyStats::default();
     let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
     let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;

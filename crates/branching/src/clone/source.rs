@@ -202,3 +202,66 @@ pub(crate) fn check_after_clone_point(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
+    use arbor_storage::ObjectStoreStorage;
+    use arbor_timeline::layout::CloneSource;
+
+    use super::*;
+
+    #[test]
+    fn test_names_of_records_root_and_reference() {
+        let t = InstantTime::parse("20261202000000100").unwrap();
+        assert_eq!(
+            names_of(&CloneAt::Main, None),
+            ("main".to_string(), "main".to_string())
+        );
+        assert_eq!(
+            names_of(&CloneAt::Branch("dev".into()), None),
+            ("dev".to_string(), "branch:dev".to_string())
+        );
+        assert_eq!(
+            names_of(&CloneAt::Tag("v1".into()), Some("dev")),
+            ("dev".to_string(), "tag:v1".to_string())
+        );
+        assert_eq!(
+            names_of(&CloneAt::Instant(t.clone()), None),
+            ("main".to_string(), format!("instant:{t}"))
+        );
+    }
+
+    #[test]
+    fn test_an_instant_before_the_sources_clone_point_is_refused() {
+        let source = |location: &str, instant: &str| CloneSource {
+            location: location.to_string(),
+            instant: instant.to_string(),
+            root: "main".to_string(),
+            reference: "main".to_string(),
+        };
+        let src = OpenedSource {
+            location: "/b".to_string(),
+            storage: Arc::new(ObjectStoreStorage::memory()),
+            descriptor: Some(CloneDescriptor {
+                id: "b".to_string(),
+                state: CloneState::Active,
+                deep: false,
+                created: "2026-12-02T00:00:00Z".to_string(),
+                sources: vec![source("/a", "20261202000000200")],
+            }),
+        };
+        let at = |s: &str| InstantTime::parse(s).unwrap();
+        let err = check_after_clone_point(&src, &at("20261202000000100"), "clone").unwrap_err();
+        assert!(err.to_string().contains("/a"), "{err}");
+        check_after_clone_point(&src, &at("20261202000000200"), "clone").unwrap();
+        check_after_clone_point(&src, &at("20261202000000300"), "clone").unwrap();
+        let plain = OpenedSource {
+            descriptor: None,
+            ..src
+        };
+        check_after_clone_point(&plain, &at("20261202000000100"), "clone").unwrap();
+    }
+}
