@@ -302,3 +302,45 @@ fn uuid_like(s: &str) -> String {
         .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
         .to_string()
 }
+
+/// The source's location name in crash sweeps.
+pub const SRC: &str = "/sweep/src";
+/// The clone's location name in crash sweeps.
+pub const CLONE: &str = "/sweep/clone";
+
+/// The default table lock's state object.
+pub const TABLE_LOCK_KEY: &str = ".hoodie/.locks/table_lock.json";
+
+/// Lets a lease a crashed process left lapse (expiry moved into the past, token kept).
+pub async fn lapse_stale_lease(storage: &Arc<dyn Storage>) {
+    let Some((bytes, _)) = storage.get_opt(TABLE_LOCK_KEY).await.unwrap() else {
+        return;
+    };
+    let mut state: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    if state["owner"].is_null() {
+        return;
+    }
+    state["expires_at"] = serde_json::json!(chrono::Utc::now() - chrono::Duration::seconds(1));
+    storage
+        .put(TABLE_LOCK_KEY, serde_json::to_vec(&state).unwrap().into())
+        .await
+        .unwrap();
+}
+
+/// Which storage a crash sweep crashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The source's.
+    Source,
+    /// The clone's.
+    Clone,
+}
+
+/// An opener of [`SRC`] and [`CLONE`] over `dir/src` and `dir/clone`.
+pub fn opener_over(dir: &Path) -> MapOpener {
+    MapOpener(vec![
+        (SRC.to_string(), local(&dir.join("src"))),
+        (CLONE.to_string(), local(&dir.join("clone"))),
+    ])
+}
+

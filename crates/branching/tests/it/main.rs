@@ -11,6 +11,7 @@ mod clone_basics;
 mod clone_clean;
 mod clone_crash;
 mod clone_deep;
+mod clone_deep_crash;
 mod clone_detach;
 mod clone_detach_crash;
 mod clone_detach_support;
