@@ -107,8 +107,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => side().prop_map(|on| Op::Ttl { on }),
         2 => (side(), 0..TAG_NAMES.len()).prop_map(|(on, name)| Op::CreateTag { on, name }),
         2 => (side(), 0usize..3).prop_map(|(on, pick)| Op::DropTag { on, pick }),
-        1 => (0usize..3).prop_map(|clone| Op::Detach { clone }),
-        1 => Just(Op::CloneOfClone),
+        2 => (0usize..3).prop_map(|clone| Op::Detach { clone }),
+        2 => Just(Op::CloneOfClone),
     ]
 }
 
