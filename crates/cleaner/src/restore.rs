@@ -8,7 +8,8 @@
 //!    pending clean; a pending write after `S` whose writer is still alive; a metadata-table
 //!    partition initialised after a write the restore would roll back (its base files hold that
 //!    write's entries); metadata-table history needed to undo a metadata-table compaction that
-//!    was archived.
+//!    was archived; on a clone (`.hoodie/clone.json` in its own location), `S` before the clone
+//!    point (the clone keeps no history before it; restoring to the clone point is allowed).
 //! 3. **Plan**: every instant after `S` (by requested time) that changed data: completed or
 //!    pending `commit`, `deltacommit`, `replacecommit`, compaction, clustering and log
 //!    compaction, newest first. Completed cleans and rollbacks after `S` stay: the savepoint kept
@@ -52,11 +53,42 @@ use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieInstantInfo, HoodieRestoreMetadata, HoodieRestorePlan,
     HoodieRollbackMetadata, InstantContent,
 };
+use arbor_timeline::layout::CloneDescriptor;
 use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State, TimelineError};
 use bytes::Bytes;
 
 use crate::error::{CleanerError, Result};
 use crate::roots::check_no_shared_instants;
+
+/// Refuses (nothing changed) a restore to `to` of a clone (a table whose own location holds
+/// `arbor_timeline::layout::CLONE_FILE`, active or detached) when `to` is before its clone point:
+/// it would roll back the clone point's snapshot and restore history the clone never had (a
+/// clone keeps only its source's snapshot at the clone point; older files may be gone from the
+/// source and were never copied by a detach). A restore to the clone point itself rolls back
+/// only the clone's own instants and is allowed. `storage` is the table's storage (every root
+/// of a clone reads the same descriptor from the clone's own location).
+async fn check_clone_point(storage: &Arc<dyn Storage>, to: &InstantTime) -> Result<()> {
+    let Some((descriptor, _)) = CloneDescriptor::load(storage.as_ref()).await? else {
+        return Ok(());
+    };
+    let Some(point) = descriptor.clone_point()? else {
+        return Ok(());
+    };
+    if *to >= point {
+        return Ok(());
+    }
+    let source = descriptor
+        .sources
+        .first()
+        .map_or("its source", |s| s.location.as_str());
+    Err(CleanerError::refused(
+        format!("restore to {to}"),
+        format!(
+            "the table is clone {} of {source} at {point}: instant {to} is before its clone point,              whose history the clone does not keep; restore the clone to {point} or later, or              restore the source itself",
+            descriptor.id
+        ),
+    ))
+}
 
 /// The restore plan's version (spec 3.8).
 const RESTORE_PLAN_VERSION: i32 = 2;
@@ -91,8 +123,10 @@ pub struct RestoreOutcome {
 /// pending, a write after `to` is still running, or the metadata table cannot be restored with
 /// it, or when an instant it would roll back is also completed on another live root of the
 /// table (rolling it back would delete files that root reads; the roots are discovered from
-/// storage), or when a clone pin holds an instant after `to` on this root (the clone reads that
-/// snapshot; the pins are named). A restore a crash left pending is finished first.
+/// storage), when a clone pin holds an instant after `to` on this root (the clone reads that
+/// snapshot; the pins are named), or when the table is a shallow or detached clone and `to` is
+/// before its clone point (history the clone does not keep). A restore a crash left pending is
+/// finished first.
 pub async fn restore(table: &Table, to: &InstantTime) -> Result<RestoreOutcome> {
     table.transact(|txn| restore_locked(txn, to)).await
 }
@@ -128,6 +162,7 @@ pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<Re
         .filter(|t| t > to)
         .collect();
     check_no_shared_instants(table.table_storage(), table.root(), to, &rolled).await?;
+    check_clone_point(table.table_storage(), to).await?;
     let tl = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
     let mut finished = None;
     for pending in tl.filter(&[Action::Restore], &[State::Requested, State::Inflight]) {

@@ -187,7 +187,8 @@ pub async fn validate_table(storage: Arc<dyn Storage>) -> Result<ValidationRepor
     };
     let view = FileSystemView::open(storage.clone()).await?;
     let from_mdt = mdt.files_listing().await?;
-    let from_storage = storage_listing(storage).await?;
+    let mut from_storage = storage_listing(storage.clone()).await?;
+    add_stored_elsewhere(&storage, &committed(&view, &from_mdt), &mut from_storage).await?;
     // A clean that stopped part-way has deleted files its (not yet valid) MDT deltacommit
     // removes: those are being deleted, not missing.
     let cleaning = pending_clean_files(view.history().active()).await?;
@@ -212,6 +213,40 @@ pub async fn validate_table(storage: Arc<dyn Storage>) -> Result<ValidationRepor
         mdt_files: count(&from_mdt),
         discrepancies,
     })
+}
+
+/// Adds to `listed` every file of `mdt` that the directory listing did not show but a `head`
+/// through `storage` finds, with its stored size. A shallow clone's storage
+/// (`arbor_timeline::layout::ClonedStorage`) lists only the clone's own data files, while its
+/// FILES partition also lists the files it references in its sources; reads (and so this
+/// `head`) resolve those where they live. On any other table a file missing from the listing
+/// is missing from storage, and the `head` finds nothing.
+async fn add_stored_elsewhere(
+    storage: &Arc<dyn Storage>,
+    mdt: &FilesListing,
+    listed: &mut FilesListing,
+) -> Result<()> {
+    for (partition, files) in mdt {
+        for name in files.keys() {
+            if listed.get(partition).is_some_and(|l| l.contains_key(name)) {
+                continue;
+            }
+            match storage
+                .head(&arbor_fsview::slice::join(partition, name))
+                .await
+            {
+                Ok(meta) => {
+                    listed
+                        .entry(partition.clone())
+                        .or_default()
+                        .insert(name.clone(), meta.size);
+                }
+                Err(arbor_storage::StorageError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `(partition, file name)` of every file the plans of pending cleans delete.

@@ -3,7 +3,8 @@
 //! planning, in [`clean`]; `cargo xtask bench branch`, branch creation and publication, in
 //! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`];
 //! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`]; `cargo xtask
-//! bench ttl`, partition-TTL planning, in [`ttl`].
+//! bench ttl`, partition-TTL planning, in [`ttl`]; `cargo xtask bench clone`, shallow and deep
+//! clones against a listing, in [`clone`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -34,6 +35,7 @@
 mod branch;
 mod cache;
 mod clean;
+mod clone;
 mod data;
 mod mdt;
 mod peer;
@@ -123,6 +125,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("branch") {
         return branch::run(args);
+    }
+    if args.first().map(String::as_str) == Some("clone") {
+        return clone::run(args);
     }
     if args.first().map(String::as_str) == Some("cache") {
         return cache::run(args);

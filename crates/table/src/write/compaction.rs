@@ -47,6 +47,7 @@ use arbor_timeline::avro::{
     HoodieCompactionPlan, HoodieWriteStat, InstantContent, WriteOperationType,
 };
 use arbor_timeline::config::TableType;
+use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::naming::LayoutVersion;
 use arbor_timeline::{
     Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, State, TableConfig,
@@ -59,7 +60,7 @@ use bytes::Bytes;
 
 use super::options::CommitResult;
 use crate::error::{Result, TableError};
-use crate::read::TableReader;
+use crate::read::{CacheMode, ListingSource, OpenOptions, TableReader};
 
 /// The compaction plan version arbor writes: 2, as Spark 1.x (operations name files, not
 /// paths).
@@ -102,14 +103,34 @@ pub async fn schedule_compaction(
 /// file group (ordered by partition, then file id) whose latest slice has log files, skipping
 /// groups that are replaced or under a pending compaction or clustering. `None` when no group
 /// qualifies.
+///
+/// The slices are those readers see: listed through the metadata table's FILES partition when
+/// the table has one (else by directory listing). A directory listing shows only the files
+/// stored at the table's own location, so on a shallow clone it would miss every inherited
+/// base file (which lives in a source) and plan log-only slices whose compaction drops the
+/// base file's rows.
 pub async fn plan_compaction(
     storage: &Arc<dyn Storage>,
     layout: &TableLayout,
 ) -> Result<Option<HoodieCompactionPlan>> {
-    let listing = Arc::new(StorageListing::new(storage.clone()));
-    let view = FileSystemView::load(storage.clone(), layout.clone(), listing)
-        .await
-        .map_err(TableError::from_fsview)?;
+    let reader;
+    let loaded;
+    let view: &FileSystemView = if layout.meta_dir == DEFAULT_META_DIR {
+        reader = TableReader::open_view_opts(
+            storage.clone(),
+            OpenOptions::new()
+                .listing(ListingSource::Auto)
+                .cache(CacheMode::Bypass),
+        )
+        .await?;
+        reader.view()
+    } else {
+        let listing = Arc::new(StorageListing::new(storage.clone()));
+        loaded = FileSystemView::load(storage.clone(), layout.clone(), listing)
+            .await
+            .map_err(TableError::from_fsview)?;
+        &loaded
+    };
     let mut excluded: BTreeSet<(String, String)> = view
         .pending_compaction_operations()
         .iter()
