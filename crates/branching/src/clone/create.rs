@@ -24,7 +24,7 @@ use std::sync::Arc;
 use arbor_storage::{Storage, StorageError, StorageExt};
 use arbor_timeline::layout::{
     normalize_location, open_location, pin_key, CloneDescriptor, CloneSource, CloneState,
-    ClonedStorage, LocationOpener, PinRecord, CLONE_FILE, DEFAULT_META_DIR,
+    LocationOpener, PinRecord, CLONE_FILE, DEFAULT_META_DIR,
 };
 use arbor_timeline::TimelineError;
 
@@ -34,7 +34,9 @@ use super::copy_meta::{
 };
 use super::deep::{deep_copy, resume_deep};
 use super::pin_ops::{pin_source, unpin_source};
-use super::source::{check_cloneable, names_of, open_root, open_source, resolve_at, root_named};
+use super::source::{
+    check_cloneable, cloned_storage, names_of, open_root, open_source, resolve_at, root_named,
+};
 use super::types::{CloneAt, CloneOutcome, CloneRequest};
 use crate::error::{BranchingError, Result};
 
@@ -246,26 +248,6 @@ pub(crate) fn pin_for(d: &CloneDescriptor, location: &str, s: &CloneSource) -> P
         reference: s.reference.clone(),
         created: d.created.clone(),
     }
-}
-
-/// The `ClonedStorage` of clone `d` whose own location is `own`, over each source's own storage
-/// (usable before activation, when `open_location` still refuses the clone).
-pub(crate) fn cloned_storage(
-    opener: &dyn LocationOpener,
-    own: &Arc<dyn Storage>,
-    d: &CloneDescriptor,
-) -> Result<Arc<dyn Storage>> {
-    let mut sources = Vec::with_capacity(d.sources.len());
-    for s in &d.sources {
-        let storage = opener
-            .open(&s.location)
-            .map_err(|e| TimelineError::CloneSource {
-                location: s.location.clone(),
-                reason: e.to_string(),
-            })?;
-        sources.push((s.clone(), storage));
-    }
-    Ok(Arc::new(ClonedStorage::new(own.clone(), sources)?))
 }
 
 /// True for errors that refuse the clone for good (the retry would be refused too).

@@ -9,8 +9,8 @@ use arbor_storage::Storage;
 use arbor_timeline::layout::{normalize_location, CloneDescriptor, CloneState, LocationOpener};
 
 use super::copy_meta::snapshot_data_files;
-use super::create::cloned_storage;
 use super::detach::detach_at;
+use super::source::cloned_storage;
 use super::types::{CloneOutcome, DetachOutcome};
 use crate::error::{BranchingError, Result};
 

@@ -7,11 +7,13 @@ use arbor_storage::Storage;
 use arbor_table::Table;
 use arbor_timeline::config::TableVersion;
 use arbor_timeline::layout::{
-    normalize_location, open_location, CloneDescriptor, CloneState, LocationOpener,
+    normalize_location, open_location, CloneDescriptor, CloneState, ClonedStorage, LocationOpener,
     DEFAULT_META_DIR,
 };
 use arbor_timeline::metaroot::MAIN;
-use arbor_timeline::{ActiveTimeline, InstantTime, MetaRoot, TableConfig, TableLayout};
+use arbor_timeline::{
+    ActiveTimeline, InstantTime, MetaRoot, TableConfig, TableLayout, TimelineError,
+};
 
 use super::types::CloneAt;
 use crate::error::{BranchingError, Result};
@@ -201,6 +203,26 @@ pub(crate) fn check_after_clone_point(
         }
     }
     Ok(())
+}
+
+/// The `ClonedStorage` of clone `d` whose own location is `own`, over each source's own storage
+/// (usable before activation, when `open_location` still refuses the clone).
+pub(crate) fn cloned_storage(
+    opener: &dyn LocationOpener,
+    own: &Arc<dyn Storage>,
+    d: &CloneDescriptor,
+) -> Result<Arc<dyn Storage>> {
+    let mut sources = Vec::with_capacity(d.sources.len());
+    for s in &d.sources {
+        let storage = opener
+            .open(&s.location)
+            .map_err(|e| TimelineError::CloneSource {
+                location: s.location.clone(),
+                reason: e.to_string(),
+            })?;
+        sources.push((s.clone(), storage));
+    }
+    Ok(Arc::new(ClonedStorage::new(own.clone(), sources)?))
 }
 
 #[cfg(test)]
