@@ -52,9 +52,9 @@ const USAGE: &str = "usage: cargo xtask bench branch [--files N,N] [--instants N
 /// Tiny commits between two cleans (with archival) while building.
 const CLEAN_EVERY: u32 = 200;
 /// Rows (= files) of one bulk insert while building.
-const FILES_PER_COMMIT: u32 = 10_000;
+pub(super) const FILES_PER_COMMIT: u32 = 10_000;
 /// Partitions of the bench tables.
-const PARTITIONS: u32 = 10;
+pub(super) const PARTITIONS: u32 = 10;
 
 /// Bench options.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,8 +168,9 @@ fn rows(keys: Vec<String>, ts: i64, parts: Vec<String>) -> Result<RecordBatch, S
     .map_err(|e| format!("bench: building a batch: {e}"))
 }
 
-/// Rows `from..to` of the file-making bulk inserts, spread over the partitions.
-fn file_rows(from: u32, to: u32) -> Result<RecordBatch, String> {
+/// Rows `from..to` of the file-making bulk inserts, spread over the partitions (one data file
+/// each with the writer options of [`build`]; also the clone bench's source rows).
+pub(super) fn file_rows(from: u32, to: u32) -> Result<RecordBatch, String> {
     rows(
         (from..to).map(|i| format!("f{i:07}")).collect(),
         0,
@@ -198,8 +199,14 @@ struct Built {
 }
 
 fn table_options() -> CreateOptions {
+    named_table_options("bench_branch")
+}
+
+/// The copy-on-write table with the metadata table these benches write, named `name` (keyed by
+/// `id`, ordered by `ts`, partitioned by `part`, as [`file_rows`] fills it).
+pub(super) fn named_table_options(name: &str) -> CreateOptions {
     CreateOptions {
-        name: "bench_branch".to_string(),
+        name: name.to_string(),
         table_type: TableType::CopyOnWrite,
         record_key_fields: vec![KEY.to_string()],
         partition_fields: vec![PARTITION.to_string()],

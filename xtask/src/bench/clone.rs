@@ -33,21 +33,15 @@ use arbor_branching::clone::{clone_table, prune_pins, CloneAt, CloneOutcome, Clo
 use arbor_storage::{FaultInjectingStorage, OpKind, Storage, StorageExt, StorageOptions};
 use arbor_table::read::TableReader;
 use arbor_table::{CreateOptions, Table, WriteOperation, WriteOptions};
-use arbor_timeline::config::TableType;
 use arbor_timeline::layout::{normalize_location, open_location, LocationOpener, RegistryOpener};
-use arrow::array::{Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::RecordBatch;
 use tokio::runtime::Runtime;
 
+use super::branch::{file_rows, FILES_PER_COMMIT, PARTITIONS};
 use super::clean::parse_positive;
 use super::local;
 
 const USAGE: &str = "usage: cargo xtask bench clone [--files N,N] [--runs N] [--dir DIR] [--quick]";
-
-/// Rows (= files) of one bulk insert while building.
-const FILES_PER_COMMIT: u32 = 10_000;
-/// Partitions of the source tables.
-const PARTITIONS: u32 = 10;
 
 /// Bench options.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,45 +88,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     Ok(options)
 }
 
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("ts", DataType::Int64, false),
-        Field::new("part", DataType::Utf8, false),
-    ]))
-}
-
-/// Rows `from..to`, spread over the partitions.
-fn file_rows(from: u32, to: u32) -> Result<RecordBatch, String> {
-    let n = (to - from) as usize;
-    RecordBatch::try_new(
-        schema(),
-        vec![
-            Arc::new(StringArray::from_iter_values(
-                (from..to).map(|i| format!("f{i:07}")),
-            )),
-            Arc::new(Int64Array::from_iter_values(std::iter::repeat_n(0, n))),
-            Arc::new(StringArray::from_iter_values(
-                (from..to).map(|i| format!("p{:02}", i % PARTITIONS)),
-            )),
-        ],
-    )
-    .map_err(|e| format!("bench: building a batch: {e}"))
-}
-
 fn table_options() -> CreateOptions {
-    CreateOptions {
-        name: "bench_clone".to_string(),
-        table_type: TableType::CopyOnWrite,
-        record_key_fields: vec!["id".to_string()],
-        partition_fields: vec!["part".to_string()],
-        hive_style_partitioning: false,
-        ordering_field: Some("ts".to_string()),
-        merge_mode: None,
-        schema: schema(),
-        metadata_table: true,
-        table_version: Default::default(),
-    }
+    super::branch::named_table_options("bench_clone")
 }
 
 /// A built source table.
