@@ -134,34 +134,13 @@ fn rows(table: &Path, extra: &[&str]) -> Vec<Value> {
     sorted(read_jsonl(table, extra))
 }
 
-/// The rows hudi-rs reads at `table` (data columns, by id), or `None` when the peer is absent
-/// (skipped visibly).
+/// The rows hudi-rs reads at `table` (`values::peer_rows`), or `None` when the peer is absent or
+/// the table has a naive timestamp column hudi-rs 0.5.0 cannot read.
 fn peer_rows(table: &Path) -> Option<Vec<Value>> {
     if NAIVE.load(std::sync::atomic::Ordering::Relaxed) {
         return None;
     }
-    let python = arbor_testkit::peer_python_or_skip("clone checks against hudi-rs")?;
-    let script = r#"
-import json, sys
-import pyarrow as pa
-from hudi import HudiReadOptions, HudiTable
-t = pa.Table.from_batches(HudiTable(sys.argv[1]).read(HudiReadOptions()))
-rows = [{k: v for k, v in r.items() if not k.startswith("_hoodie_")} for r in t.to_pylist()]
-rows.sort(key=lambda r: r["id"])
-print(json.dumps(rows, default=str))
-"#;
-    let out = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "hudi-rs failed on {}: {}",
-        table.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    crate::values::peer_rows(table)
 }
 
 /// The ids of `rows`.

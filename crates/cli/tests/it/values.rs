@@ -15,7 +15,7 @@ use super::create_write::{fails, file, ok, read_jsonl, s, tree};
 
 /// The rows hudi-rs reads (data columns only, sorted by `id`), or `None` when the peer is
 /// absent (skipped visibly).
-fn peer_rows(table: &Path) -> Option<Vec<Value>> {
+pub fn peer_rows(table: &Path) -> Option<Vec<Value>> {
     let python = arbor_testkit::peer_python_or_skip("value checks against hudi-rs")?;
     let script = r#"
 import json, sys
