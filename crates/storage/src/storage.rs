@@ -61,7 +61,7 @@ pub struct ListPage {
 impl ListPage {
     /// Cuts a listing already in ascending key order to one page of at most `max_keys`, with
     /// `next` set (to the last key kept) only when objects were cut off.
-    pub(crate) fn of_sorted(mut objects: Vec<ObjectMeta>, max_keys: usize) -> Self {
+    pub fn of_sorted(mut objects: Vec<ObjectMeta>, max_keys: usize) -> Self {
         if objects.len() > max_keys {
             objects.truncate(max_keys);
             let next = objects.last().map(|o| o.key.clone());

@@ -339,20 +339,14 @@ impl Storage for ClonedStorage {
             return self.own.list_page(prefix, start_after, max_keys).await;
         }
         validate_key(prefix, true)?;
-        let mut objects: Vec<ObjectMeta> = self
+        let objects: Vec<ObjectMeta> = self
             .merged(prefix)
             .await?
             .into_iter()
             .filter(|m| start_after.is_none_or(|a| m.key.as_str() > a))
             .take(max_keys.saturating_add(1))
             .collect();
-        let next = if objects.len() > max_keys {
-            objects.truncate(max_keys);
-            objects.last().map(|m| m.key.clone())
-        } else {
-            None
-        };
-        Ok(ListPage { objects, next })
+        Ok(ListPage::of_sorted(objects, max_keys))
     }
 
     async fn list_dir(&self, prefix: &str) -> SResult<(Vec<ObjectMeta>, Vec<String>)> {

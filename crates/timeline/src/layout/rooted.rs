@@ -328,18 +328,12 @@ impl Storage for RootedStorage {
         }
         if Self::is_cover(prefix) {
             let all = self.list_cover(prefix).await?;
-            let mut objects: Vec<ObjectMeta> = all
+            let objects: Vec<ObjectMeta> = all
                 .into_iter()
                 .filter(|m| start_after.is_none_or(|a| m.key.as_str() > a))
                 .take(max_keys.saturating_add(1))
                 .collect();
-            let next = if objects.len() > max_keys {
-                objects.truncate(max_keys);
-                objects.last().map(|m| m.key.clone())
-            } else {
-                None
-            };
-            return Ok(ListPage { objects, next });
+            return Ok(ListPage::of_sorted(objects, max_keys));
         }
         let real = self.map(prefix);
         let after = start_after.map(|a| self.map(a));
