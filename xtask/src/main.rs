@@ -40,6 +40,7 @@ fn main() -> ExitCode {
                  bench branch [--files N,N] [--instants N,N] [--runs N] [--quick]  create_branch and publish (release build)\n  \
                  bench cache [--sizes PxF,PxF] [--runs N] [--quick]  second open + plan against the first (release build)\n  \
                  bench skipping [--files N] [--rows-per-file N] [--runs N]  a 2% range predicate with and without column stats (release build)\n  \
+                 bench history [--instants N,N] [--files N,N] [--runs N]  a 100-row upsert against history and table size (release build)\n  \
                  bench ttl [--sizes N,N] [--runs N]  partition-TTL planning with and without the metadata table (release build)\n  \
                  bench clone [--files N,N] [--runs N] [--quick]  shallow and deep clone against a full listing (release build)\n  \
                  cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \

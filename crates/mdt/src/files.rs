@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use apache_avro::Schema;
 use arbor_format::hfile::mdt::{decode_files_record, metadata_record_schema, FilesEntry};
-use arbor_format::hfile::HFileReader;
+use arbor_format::hfile::{HFileRangedReader, HFileReader};
 use arbor_format::log::reader::ReadMode;
 use arbor_format::log::{read_log_bytes, BlockType};
 use arbor_fsview::{FileSlice, FileSystemView, ListedFile, PartitionListing};
 use arbor_storage::{Storage, StorageExt};
+use arbor_timeline::archive::{ArchivedTimeline, TimelineHistory};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{ActiveTimeline, InstantTime, TableConfig, TableLayout};
 use async_trait::async_trait;
@@ -106,6 +107,32 @@ impl MetadataTable {
         storage: Arc<dyn Storage>,
         data: &ActiveTimeline,
     ) -> Result<Option<Self>> {
+        Self::open_timeline(storage, data, true).await
+    }
+
+    /// [`MetadataTable::open_with`] reading only the MDT's **active** timeline, never its
+    /// archived one, so the cost of opening does not grow with the MDT's history (what a
+    /// data-table write uses).
+    ///
+    /// Every answer about the latest file slices equals [`MetadataTable::open_with`]'s: the
+    /// MDT archiver never archives the latest MDT compaction nor anything after it
+    /// (`arbor-table`'s `mdt_sync::archive_mdt`, Java's rule), so the base file and every log
+    /// file of each latest slice belong to active instants or sort below the active
+    /// timeline's archival boundary (committed by the boundary rule of
+    /// [`arbor_fsview::visibility`]); the MDT has no replacecommits whose replacements an
+    /// archived instant could hold.
+    pub async fn open_active_with(
+        storage: Arc<dyn Storage>,
+        data: &ActiveTimeline,
+    ) -> Result<Option<Self>> {
+        Self::open_timeline(storage, data, false).await
+    }
+
+    async fn open_timeline(
+        storage: Arc<dyn Storage>,
+        data: &ActiveTimeline,
+        archived: bool,
+    ) -> Result<Option<Self>> {
         let meta_dir = MDT_META_DIR;
         if !storage.exists(&properties_key(meta_dir)).await? {
             return Ok(None);
@@ -115,7 +142,13 @@ impl MetadataTable {
         let listing = Arc::new(MdtDirListing {
             storage: storage.clone(),
         });
-        let view = FileSystemView::load(storage.clone(), layout, listing).await?;
+        let view = if archived {
+            FileSystemView::load(storage.clone(), layout, listing).await?
+        } else {
+            let active = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+            let history = TimelineHistory::from_parts(active, ArchivedTimeline::default());
+            FileSystemView::from_history(storage.clone(), layout, history, listing).await?
+        };
         let valid = valid_instants(data, view.history().active()).await?;
         Ok(Some(MetadataTable {
             storage,
@@ -152,12 +185,40 @@ impl MetadataTable {
     pub async fn merged_files_records(
         &self,
     ) -> Result<BTreeMap<String, BTreeMap<String, FilesEntry>>> {
+        self.merged_records(None).await
+    }
+
+    /// [`MetadataTable::merged_files_records`] of the record keys `wanted` only: the base
+    /// HFile is read with ranged reads of the blocks those keys fall in
+    /// ([`HFileRangedReader`]), never whole; the log files (bounded by the MDT compaction
+    /// cadence) are read whole and only their entries of `wanted` are merged. Each key's
+    /// records are merged exactly as the full merge merges them (the merge is per key), so
+    /// the answer equals the full answer restricted to `wanted`.
+    pub async fn merged_files_records_of(
+        &self,
+        wanted: &BTreeSet<String>,
+    ) -> Result<BTreeMap<String, BTreeMap<String, FilesEntry>>> {
+        self.merged_records(Some(wanted)).await
+    }
+
+    async fn merged_records(
+        &self,
+        wanted: Option<&BTreeSet<String>>,
+    ) -> Result<BTreeMap<String, BTreeMap<String, FilesEntry>>> {
         let mut merged: BTreeMap<String, BTreeMap<String, FilesEntry>> = BTreeMap::new();
         for slice in self.files_slices().await? {
-            if let Some(base) = slice.base_file_path() {
+            if let (Some(base), Some(base_file)) = (slice.base_file_path(), &slice.base_file) {
                 let key = format!("{MDT_BASE}/{base}");
-                let (bytes, _) = self.storage.get(&key).await?;
-                self.merge_hfile(bytes, None, &key, &mut merged)?;
+                match wanted {
+                    None => {
+                        let (bytes, _) = self.storage.get(&key).await?;
+                        self.merge_hfile(bytes, None, &key, None, &mut merged)?;
+                    }
+                    Some(wanted) => {
+                        self.merge_hfile_keys(&key, base_file.size, wanted, &mut merged)
+                            .await?;
+                    }
+                }
             }
             for log in slice.log_file_paths() {
                 let key = format!("{MDT_BASE}/{log}");
@@ -187,7 +248,7 @@ impl MetadataTable {
                         continue;
                     }
                     let schema = block.schema_json().map(str::to_string);
-                    self.merge_hfile(block.content.clone(), schema, &key, &mut merged)?;
+                    self.merge_hfile(block.content.clone(), schema, &key, wanted, &mut merged)?;
                 }
             }
         }
@@ -204,32 +265,67 @@ impl MetadataTable {
     /// with live files is always listed.
     pub async fn files_listing(&self) -> Result<FilesListing> {
         let merged = self.merged_files_records().await?;
-        let all = merged.get(ALL_PARTITIONS_KEY);
-        let mut out = FilesListing::new();
-        for (key, files) in &merged {
-            if key == ALL_PARTITIONS_KEY {
-                continue;
+        Ok(listing_of(&merged))
+    }
+
+    /// [`MetadataTable::files_listing`] restricted to the data partitions `partitions`
+    /// (`""` for non-partitioned): reads only their records and `__all_partitions__`
+    /// ([`MetadataTable::merged_files_records_of`]), so its cost does not grow with the
+    /// number of partitions or files of the table. A partition the full listing leaves out is
+    /// absent here too.
+    pub async fn files_listing_of(&self, partitions: &[&str]) -> Result<FilesListing> {
+        let mut wanted: BTreeSet<String> = partitions
+            .iter()
+            .map(|p| {
+                if p.is_empty() {
+                    NON_PARTITIONED_KEY.to_string()
+                } else {
+                    (*p).to_string()
+                }
+            })
+            .collect();
+        wanted.insert(ALL_PARTITIONS_KEY.to_string());
+        let merged = self.merged_files_records_of(&wanted).await?;
+        Ok(listing_of(&merged))
+    }
+
+    /// Merges the records of `wanted` in the HFile at `key` (`size` bytes; 0: unknown, asked
+    /// with a HEAD) into `merged`, reading only the blocks they fall in.
+    async fn merge_hfile_keys(
+        &self,
+        key: &str,
+        size: u64,
+        wanted: &BTreeSet<String>,
+        merged: &mut BTreeMap<String, BTreeMap<String, FilesEntry>>,
+    ) -> Result<()> {
+        let size = match size {
+            0 => self.storage.head(key).await?.size,
+            n => n,
+        };
+        let reader = HFileRangedReader::open(self.storage.as_ref(), key, size)
+            .await
+            .map_err(format_err(key))?;
+        let parsed;
+        let schema: &Schema = match reader.file_info_str("schema") {
+            Some(j) => {
+                parsed = Schema::parse_str(j).map_err(|e| MdtError::Invalid {
+                    path: key.to_string(),
+                    reason: format!("writer schema cannot be parsed: {e}"),
+                })?;
+                &parsed
             }
-            let listed = all.map(|m| m.get(key).map(|e| !e.is_deleted));
-            if listed == Some(Some(false)) {
-                continue;
-            }
-            let partition = if key == NON_PARTITIONED_KEY {
-                ""
-            } else {
-                key.as_str()
-            };
-            let live: BTreeMap<String, u64> = files
-                .iter()
-                .filter(|(_, e)| !e.is_deleted)
-                .map(|(name, e)| (name.clone(), u64::try_from(e.size).unwrap_or(0)))
-                .collect();
-            if live.is_empty() && listed == Some(None) {
-                continue;
-            }
-            out.insert(partition.to_string(), live);
+            None => metadata_record_schema().map_err(format_err(key))?,
+        };
+        let keys: Vec<&[u8]> = wanted.iter().map(|k| k.as_bytes()).collect();
+        for (k, value) in reader.get_many(&keys).await.map_err(format_err(key))? {
+            let k = String::from_utf8(k.to_vec()).map_err(|_| MdtError::Invalid {
+                path: key.to_string(),
+                reason: "record key is not UTF-8".to_string(),
+            })?;
+            let record = decode_files_record(&value, schema, key).map_err(format_err(key))?;
+            merge_entries(merged.entry(k).or_default(), record.files);
         }
-        Ok(out)
+        Ok(())
     }
 
     fn merge_hfile(
@@ -237,6 +333,7 @@ impl MetadataTable {
         bytes: Bytes,
         schema_json: Option<String>,
         path: &str,
+        wanted: Option<&BTreeSet<String>>,
         merged: &mut BTreeMap<String, BTreeMap<String, FilesEntry>>,
     ) -> Result<()> {
         let reader = HFileReader::open(bytes, path).map_err(format_err(path))?;
@@ -257,11 +354,44 @@ impl MetadataTable {
                 path: path.to_string(),
                 reason: "record key is not UTF-8".to_string(),
             })?;
+            if wanted.is_some_and(|w| !w.contains(&key)) {
+                continue;
+            }
             let record = decode_files_record(&value, schema, path).map_err(format_err(path))?;
             merge_entries(merged.entry(key).or_default(), record.files);
         }
         Ok(())
     }
+}
+
+/// The FILES listing of merged records (the rule of [`MetadataTable::files_listing`]).
+fn listing_of(merged: &BTreeMap<String, BTreeMap<String, FilesEntry>>) -> FilesListing {
+    let all = merged.get(ALL_PARTITIONS_KEY);
+    let mut out = FilesListing::new();
+    for (key, files) in merged {
+        if key == ALL_PARTITIONS_KEY {
+            continue;
+        }
+        let listed = all.map(|m| m.get(key).map(|e| !e.is_deleted));
+        if listed == Some(Some(false)) {
+            continue;
+        }
+        let partition = if key == NON_PARTITIONED_KEY {
+            ""
+        } else {
+            key.as_str()
+        };
+        let live: BTreeMap<String, u64> = files
+            .iter()
+            .filter(|(_, e)| !e.is_deleted)
+            .map(|(name, e)| (name.clone(), u64::try_from(e.size).unwrap_or(0)))
+            .collect();
+        if live.is_empty() && listed == Some(None) {
+            continue;
+        }
+        out.insert(partition.to_string(), live);
+    }
+    out
 }
 
 /// Merges a newer record's entries into `existing` (hudi-rs 0.5.0 / Java

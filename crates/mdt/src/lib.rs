@@ -26,6 +26,7 @@ mod files_delta;
 pub mod index_writer;
 mod listing;
 pub mod record_index;
+mod scoped_listing;
 pub mod secondary_index;
 pub mod secondary_index_writer;
 pub mod validate;
@@ -39,6 +40,7 @@ pub use files::{
 };
 pub use listing::MdtFilesListing;
 pub use record_index::{lookup_record_index, read_record_index, RecordIndexEntry};
+pub use scoped_listing::MdtScopedListing;
 pub use secondary_index::{
     read_secondary_index, secondary_lookup, IndexDefinition, IndexDefinitions, SecondaryIndex,
 };

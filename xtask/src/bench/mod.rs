@@ -37,6 +37,7 @@ mod cache;
 mod clean;
 mod clone;
 mod data;
+mod history;
 mod mdt;
 mod peer;
 mod raw;
@@ -134,6 +135,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("skipping") {
         return skipping::run(args);
+    }
+    if args.first().map(String::as_str) == Some("history") {
+        return history::run(args);
     }
     if args.first().map(String::as_str) == Some("ttl") {
         return ttl::run(args);

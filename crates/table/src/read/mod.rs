@@ -28,6 +28,7 @@ mod schema;
 pub(crate) mod skipping;
 mod source;
 mod stream;
+mod write_open;
 
 use std::sync::Arc;
 

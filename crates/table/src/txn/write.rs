@@ -20,6 +20,7 @@ use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
 use crate::write::commit::{self, Heartbeat};
 use crate::write::cow::{write_base_file, FileWriteContext, WrittenGroup};
+use crate::write::history_scope::WriteHistory;
 use crate::write::index::{Index, SimpleIndex};
 use crate::write::mor::write_log_file;
 use crate::write::options::WriteOperation;
@@ -213,8 +214,13 @@ async fn prepare_started(
         _ => (input, schema, schema_changes),
     };
     let instant = requested.requested_time.to_string();
-    let reader = Arc::new(TableReader::open_view(ctx.storage.clone()).await?);
+    let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone()).await?);
     let view = reader.view();
+    let history = WriteHistory {
+        active: view.history(),
+        storage: &ctx.storage,
+        layout: &ctx.layout,
+    };
     // With a record index (global keys), rows whose key lives in another partition are
     // routed first (KeyMove).
     let rli = RecordIndex::open(ctx.storage.clone(), reader.clone()).await?;
@@ -252,11 +258,7 @@ async fn prepare_started(
     // A delete must remove every copy of a key; the record index knows one, so where the
     // timeline shows writes that may have stored a key twice, deletes also scan partitions.
     let duplicates = match (&rli, operation) {
-        (Some(_), WriteOperation::Delete) => {
-            crate::read::skipping::unique_keys::duplicate_risk(view.history())
-                .await
-                .is_some()
-        }
+        (Some(_), WriteOperation::Delete) => history.duplicate_risk().await?.is_some(),
         _ => false,
     };
     let every_copy;
@@ -327,7 +329,7 @@ async fn prepare_started(
             crate::write::repeated_keys::groups_to_rewrite(
                 &ctx.storage,
                 &StoredKeys::for_table(&ctx.config)?,
-                view.history(),
+                history,
                 input,
                 &plan,
                 // Secondary-index maintenance reads the updated rows anyway.

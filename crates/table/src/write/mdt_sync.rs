@@ -220,7 +220,9 @@ pub async fn maintain(
             return Ok::<_, TableError>(());
         };
         let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
-        let Some(mdt) = MetadataTable::open_with(storage.clone(), &data).await? else {
+        // The MDT's active timeline only: the compaction decision needs the latest FILES
+        // slice, whose instants are all active (`MetadataTable::open_active_with`).
+        let Some(mdt) = MetadataTable::open_active_with(storage.clone(), &data).await? else {
             return Ok(());
         };
         if let Some(c) = compact_if_due(&writer, &mdt, DEFAULT_COMPACT_EVERY, generator).await? {

@@ -24,6 +24,7 @@ pub(crate) mod commit;
 pub mod compaction;
 pub(crate) mod convert;
 pub(crate) mod cow;
+pub(crate) mod history_scope;
 pub(crate) mod index;
 pub(crate) mod mdt_sync;
 pub(crate) mod mor;

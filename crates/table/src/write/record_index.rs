@@ -49,8 +49,11 @@ impl RecordIndex {
         if !has_record_index(reader.config()) {
             return Ok(None);
         }
+        // Active MDT timeline only: a write's cost must not grow with the MDT's history
+        // (`MetadataTable::open_active_with` says why the answers are the same).
         let Some(mdt) =
-            MetadataTable::open_with(storage.clone(), reader.view().history().active()).await?
+            MetadataTable::open_active_with(storage.clone(), reader.view().history().active())
+                .await?
         else {
             return Ok(None);
         };

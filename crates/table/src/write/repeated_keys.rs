@@ -17,7 +17,9 @@
 //!
 //! The check costs one read of the record-key column of each changed base file, and runs
 //! only where the timeline shows a write that may have stored a key twice in one file (any
-//! insert, the first one included: `read::skipping::unique_keys::repeat_risk`).
+//! insert, the first one included: `read::skipping::unique_keys::repeat_risk`; a write reads
+//! only the active timeline, so when anything is archived the check runs:
+//! [`WriteHistory::repeat_risk`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -25,19 +27,19 @@ use std::sync::Arc;
 use arbor_format::base::read_base_file;
 use arbor_format::meta;
 use arbor_storage::Storage;
-use arbor_timeline::archive::TimelineHistory;
 
+use super::history_scope::WriteHistory;
 use super::planner::{GroupPlan, Input, WritePlan};
 use super::stored_keys::StoredKeys;
 use crate::error::Result;
 
 /// The indices (in `plan.groups`) of the existing groups whose base file holds a key the
 /// group deletes (or, with `updates`, updates) more than once. Empty when `history` shows
-/// no file can hold a key twice.
+/// no file can hold a key twice (see [`WriteHistory::repeat_risk`]).
 pub(crate) async fn groups_to_rewrite(
     storage: &Arc<dyn Storage>,
     stored_keys: &StoredKeys,
-    history: &TimelineHistory,
+    history: WriteHistory<'_>,
     input: &Input,
     plan: &WritePlan,
     updates: bool,
@@ -51,10 +53,7 @@ pub(crate) async fn groups_to_rewrite(
     {
         return Ok(out);
     }
-    if crate::read::skipping::unique_keys::repeat_risk(history)
-        .await
-        .is_none()
-    {
+    if history.repeat_risk().await?.is_none() {
         return Ok(out);
     }
     for (i, group) in plan.groups.iter().enumerate() {

@@ -40,6 +40,7 @@ mod upgrade;
 mod value_types;
 mod versions;
 mod write_cow;
+mod write_history;
 mod write_mor;
 mod write_occ;
 mod write_support;

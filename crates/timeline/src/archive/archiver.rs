@@ -2,7 +2,8 @@
 //! timeline, following Java's `TimelineArchiverV2` and `LSMTimelineWriter`.
 //!
 //! One [`Archiver::run`]:
-//! 1. loads the active timeline, then the archived one;
+//! 1. loads the active timeline, then the archived one (its manifest, and only the data
+//!    files that may hold an active instant: [`ArchivedTimeline::load_covering`]);
 //! 2. **recovery**: deletes the leftover active files of instants already archived (an earlier
 //!    run stopped between publishing the archive and deleting the active files);
 //! 3. picks the instants to archive (see [`Archiver::run`] for the rules);
@@ -260,7 +261,12 @@ impl Archiver {
         let mut outcome = ArchiveOutcome::default();
 
         let mut active = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
-        let archived = ArchivedTimeline::load(storage, &self.layout).await?;
+        // Only the archive files that may hold an active instant: recovery looks for active
+        // instants already archived, and reading the whole archive would make every run's
+        // cost grow with the table's age.
+        let times: BTreeSet<InstantTime> =
+            active.instant_files().map(|(k, _)| k.0.clone()).collect();
+        let archived = ArchivedTimeline::load_covering(storage, &self.layout, &times).await?;
         let mut snapshot = archived.snapshot().clone();
 
         // Recovery: active leftovers of archived instants.

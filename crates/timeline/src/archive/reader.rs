@@ -1,6 +1,6 @@
 //! Reading the archived (LSM) timeline: every row of the data files in the current manifest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use arbor_storage::{Storage, StorageError};
 use bytes::Bytes;
@@ -104,6 +104,58 @@ impl ArchivedTimeline {
         for name in names {
             for row in read_data_file(storage, history_dir, &name).await? {
                 let path = format!("{history_dir}/{name}");
+                let archived = ArchivedInstant::from_row(&path, row)?;
+                let key = (
+                    archived.instant.requested_time.clone(),
+                    archived.instant.action,
+                );
+                tl.instants.entry(key).or_insert(archived);
+            }
+        }
+        Ok(tl)
+    }
+
+    /// The current snapshot, reading only the data files that may hold one of the instants
+    /// requested at `times` (a file's name carries its smallest and greatest instant time,
+    /// [`super::LsmFileName`]; a file whose range holds none of `times` is not read, a name that
+    /// does not parse is read). With the times of the active timeline this answers
+    /// [`ArchivedTimeline::contains`] for every active instant as a full load does, at a cost
+    /// that does not grow with the archive (the archiver's recovery needs no more).
+    pub async fn load_covering(
+        storage: &dyn Storage,
+        layout: &TableLayout,
+        times: &BTreeSet<InstantTime>,
+    ) -> Result<Self> {
+        let Some(history_dir) = layout.history_dir.as_deref() else {
+            return Ok(ArchivedTimeline::default());
+        };
+        let snapshot = Snapshot::load(storage, history_dir).await?;
+        let mut tl = ArchivedTimeline {
+            snapshot,
+            instants: BTreeMap::new(),
+        };
+        let covers = |name: &str| {
+            let Some(n) = super::LsmFileName::parse(name) else {
+                return true;
+            };
+            match (
+                InstantTime::parse(&n.min_instant),
+                InstantTime::parse(&n.max_instant),
+            ) {
+                (Ok(min), Ok(max)) if min <= max => times.range(min..=max).next().is_some(),
+                _ => true,
+            }
+        };
+        let names: Vec<String> = tl
+            .snapshot
+            .manifest
+            .file_names()
+            .filter(|name| covers(name))
+            .map(String::from)
+            .collect();
+        for name in names {
+            let path = format!("{history_dir}/{name}");
+            for row in read_data_file(storage, history_dir, &name).await? {
                 let archived = ArchivedInstant::from_row(&path, row)?;
                 let key = (
                     archived.instant.requested_time.clone(),

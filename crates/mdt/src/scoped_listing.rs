@@ -1,0 +1,86 @@
+//! [`MdtScopedListing`]: the FILES partition as a [`PartitionListing`] that reads only the
+//! partitions it is asked about, for writers: a commit's cost must not grow with the number of
+//! partitions and files of the table.
+
+use std::sync::Arc;
+
+use arbor_fsview::{FsViewError, ListedFile, PartitionListing};
+use async_trait::async_trait;
+
+use crate::files::MetadataTable;
+use crate::listing::MdtFilesListing;
+
+/// A [`PartitionListing`] over a metadata table that answers
+/// [`list_files`](PartitionListing::list_files) with the FILES records of that one partition
+/// (and `__all_partitions__`), read with ranged HFile reads
+/// ([`MetadataTable::files_listing_of`]), and
+/// [`list_partitions`](PartitionListing::list_partitions) with the whole listing (read once,
+/// when first asked: only operations over every partition ask).
+///
+/// Every answer equals [`MdtFilesListing`]'s over the same [`MetadataTable`]: both apply the
+/// same per-key merge and the same partition rule to the same valid log blocks.
+#[derive(Debug)]
+pub struct MdtScopedListing {
+    mdt: Arc<MetadataTable>,
+    all: tokio::sync::OnceCell<MdtFilesListing>,
+}
+
+impl MdtScopedListing {
+    /// A listing over `mdt` (nothing is read yet).
+    pub fn new(mdt: Arc<MetadataTable>) -> Self {
+        MdtScopedListing {
+            mdt,
+            all: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The metadata table it reads.
+    pub fn metadata_table(&self) -> &Arc<MetadataTable> {
+        &self.mdt
+    }
+
+    async fn whole(&self) -> Result<&MdtFilesListing, FsViewError> {
+        self.all
+            .get_or_try_init(|| async { MdtFilesListing::load(&self.mdt).await })
+            .await
+            .map_err(to_fsview(""))
+    }
+}
+
+fn to_fsview(partition: &str) -> impl FnOnce(crate::MdtError) -> FsViewError + '_ {
+    move |e| FsViewError::Listing {
+        partition: partition.to_string(),
+        source: Box::new(e),
+    }
+}
+
+#[async_trait]
+impl PartitionListing for MdtScopedListing {
+    async fn list_partitions(&self) -> Result<Vec<String>, FsViewError> {
+        self.whole().await?.list_partitions().await
+    }
+
+    async fn list_files(&self, partition: &str) -> Result<Vec<ListedFile>, FsViewError> {
+        arbor_fsview::listing::validate_partition(partition)?;
+        if let Some(all) = self.all.get() {
+            return all.list_files(partition).await;
+        }
+        let listing = self
+            .mdt
+            .files_listing_of(&[partition])
+            .await
+            .map_err(to_fsview(partition))?;
+        Ok(listing
+            .get(partition)
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|(name, size)| ListedFile {
+                        name: name.clone(),
+                        size: *size,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
