@@ -2,6 +2,7 @@
 //! partitions it is asked about, for writers: a commit's cost must not grow with the number of
 //! partitions and files of the table.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arbor_fsview::{FsViewError, ListedFile, PartitionListing};
@@ -23,6 +24,8 @@ use crate::listing::MdtFilesListing;
 pub struct MdtScopedListing {
     mdt: Arc<MetadataTable>,
     all: tokio::sync::OnceCell<MdtFilesListing>,
+    /// Partitions read ahead by [`MdtScopedListing::prefetch`].
+    fetched: std::sync::Mutex<BTreeMap<String, Vec<ListedFile>>>,
 }
 
 impl MdtScopedListing {
@@ -31,7 +34,32 @@ impl MdtScopedListing {
         MdtScopedListing {
             mdt,
             all: tokio::sync::OnceCell::new(),
+            fetched: std::sync::Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Reads the FILES records of `partitions` in one pass (one ranged open of the base
+    /// HFile, one lookup of every key, each log file read once), so that listing each of them
+    /// afterwards reads nothing. A partition path that is not valid is left for
+    /// [`PartitionListing::list_files`] to refuse.
+    pub async fn prefetch(&self, partitions: &[&str]) -> crate::Result<()> {
+        let valid: Vec<&str> = partitions
+            .iter()
+            .copied()
+            .filter(|p| arbor_fsview::listing::validate_partition(p).is_ok())
+            .collect();
+        if valid.is_empty() {
+            return Ok(());
+        }
+        let listing = self.mdt.files_listing_of(&valid).await?;
+        let mut fetched = self
+            .fetched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for p in valid {
+            fetched.insert(p.to_string(), listed(listing.get(p)));
+        }
+        Ok(())
     }
 
     /// The metadata table it reads.
@@ -65,22 +93,34 @@ impl PartitionListing for MdtScopedListing {
         if let Some(all) = self.all.get() {
             return all.list_files(partition).await;
         }
+        let prefetched = self
+            .fetched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(partition)
+            .cloned();
+        if let Some(files) = prefetched {
+            return Ok(files);
+        }
         let listing = self
             .mdt
             .files_listing_of(&[partition])
             .await
             .map_err(to_fsview(partition))?;
-        Ok(listing
-            .get(partition)
-            .map(|files| {
-                files
-                    .iter()
-                    .map(|(name, size)| ListedFile {
-                        name: name.clone(),
-                        size: *size,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(listed(listing.get(partition)))
     }
+}
+
+fn listed(files: Option<&BTreeMap<String, u64>>) -> Vec<ListedFile> {
+    files
+        .map(|files| {
+            files
+                .iter()
+                .map(|(name, size)| ListedFile {
+                    name: name.clone(),
+                    size: *size,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

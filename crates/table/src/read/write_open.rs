@@ -44,7 +44,14 @@ impl TableReader {
     /// FILES entries of the partitions asked about (module doc). Its latest file slices,
     /// pending plans and replaced groups equal those of [`TableReader::open_view`]; its
     /// timeline ([`FileSystemView::history`]) has no archived side.
-    pub(crate) async fn open_for_write(storage: Arc<dyn Storage>) -> Result<Self> {
+    ///
+    /// The FILES records of `partitions` (the partitions the write's input names) are read
+    /// ahead in one pass ([`MdtScopedListing::prefetch`]); any other partition is read when
+    /// first listed.
+    pub(crate) async fn open_for_write(
+        storage: Arc<dyn Storage>,
+        partitions: &[&str],
+    ) -> Result<Self> {
         let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let use_mdt = config.version().code() >= 8
@@ -56,7 +63,11 @@ impl TableReader {
         let mut listing: Arc<dyn PartitionListing> = Arc::new(StorageListing::new(storage.clone()));
         if use_mdt {
             match MetadataTable::open_active_with(storage.clone(), &active).await? {
-                Some(mdt) => listing = Arc::new(MdtScopedListing::new(Arc::new(mdt))),
+                Some(mdt) => {
+                    let scoped = MdtScopedListing::new(Arc::new(mdt));
+                    scoped.prefetch(partitions).await?;
+                    listing = Arc::new(scoped);
+                }
                 None => tracing::warn!(
                     "the table lists metadata partition files but has no metadata table; \
                      listing directories instead"

@@ -214,7 +214,13 @@ async fn prepare_started(
         _ => (input, schema, schema_changes),
     };
     let instant = requested.requested_time.to_string();
-    let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone()).await?);
+    let partitions: BTreeSet<&str> = input
+        .keys
+        .iter()
+        .map(|k| k.partition_path.as_str())
+        .collect();
+    let partitions: Vec<&str> = partitions.into_iter().collect();
+    let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone(), &partitions).await?);
     let view = reader.view();
     let history = WriteHistory {
         active: view.history(),
