@@ -134,23 +134,11 @@ impl ArchivedTimeline {
             snapshot,
             instants: BTreeMap::new(),
         };
-        let covers = |name: &str| {
-            let Some(n) = super::LsmFileName::parse(name) else {
-                return true;
-            };
-            match (
-                InstantTime::parse(&n.min_instant),
-                InstantTime::parse(&n.max_instant),
-            ) {
-                (Ok(min), Ok(max)) if min <= max => times.range(min..=max).next().is_some(),
-                _ => true,
-            }
-        };
         let names: Vec<String> = tl
             .snapshot
             .manifest
             .file_names()
-            .filter(|name| covers(name))
+            .filter(|name| covers(name, times))
             .map(String::from)
             .collect();
         for name in names {
@@ -199,6 +187,21 @@ impl ArchivedTimeline {
     }
 }
 
+/// True when the LSM data file `name` may hold an instant requested at one of `times`: its
+/// name's range `[min, max]` holds one of them, or the name does not parse.
+fn covers(name: &str, times: &BTreeSet<InstantTime>) -> bool {
+    let Some(n) = super::LsmFileName::parse(name) else {
+        return true;
+    };
+    match (
+        InstantTime::parse(&n.min_instant),
+        InstantTime::parse(&n.max_instant),
+    ) {
+        (Ok(min), Ok(max)) if min <= max => times.range(min..=max).next().is_some(),
+        _ => true,
+    }
+}
+
 /// Reads and decodes one data file of the history directory.
 pub(crate) async fn read_data_file(
     storage: &dyn Storage,
@@ -222,6 +225,33 @@ pub(crate) async fn read_data_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_covers_reads_only_files_whose_range_holds_a_time() {
+        let t = |s: &str| InstantTime::parse(s).unwrap();
+        let times: BTreeSet<InstantTime> = [t("20250101000005000"), t("20250101000009000")].into();
+        assert!(covers(
+            "20250101000001000_20250101000005000_0.parquet",
+            &times
+        ));
+        assert!(covers(
+            "20250101000006000_20250101000010000_1.parquet",
+            &times
+        ));
+        assert!(!covers(
+            "20250101000001000_20250101000004999_0.parquet",
+            &times
+        ));
+        assert!(!covers(
+            "20250101000006000_20250101000008000_0.parquet",
+            &times
+        ));
+        assert!(covers("not-an-lsm-file", &times));
+        assert!(!covers(
+            "20250101000001000_20250101000002000_0.parquet",
+            &BTreeSet::new()
+        ));
+    }
 
     #[test]
     fn test_from_row_maps_pending_action_names_to_completed() {
