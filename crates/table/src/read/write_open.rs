@@ -14,7 +14,8 @@
 //!   the archive. The checks that would need older history (whether an archived insert may
 //!   have stored a key twice: `write/repeated_keys.rs`, the record-index delete in
 //!   `txn/write.rs`) assume the worst when anything is archived
-//!   ([`crate::read::skipping::unique_keys`]).
+//!   ([`crate::read::skipping::unique_keys`]). An active timeline without any write instant
+//!   (no boundary; the archiver never leaves one) is read with its archive.
 //! - with a metadata table, its **active** timeline only
 //!   ([`MetadataTable::open_active_with`]), and the FILES records of only the partitions the
 //!   write lists ([`MdtScopedListing`]: ranged HFile reads of those keys); the whole listing
@@ -28,15 +29,19 @@ use std::sync::Arc;
 
 use arbor_fsview::{FileSystemView, PartitionListing, StorageListing};
 use arbor_mdt::{MdtScopedListing, MetadataTable, FILES_PARTITION};
-use arbor_storage::Storage;
+use arbor_storage::{Storage, StorageExt};
+use arbor_timeline::archive::manifest::version_key;
 use arbor_timeline::archive::{ArchivedTimeline, TimelineHistory};
 use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
-use arbor_timeline::{ActiveTimeline, TableConfig, TableLayout};
+use arbor_timeline::{Action, ActiveTimeline, TableConfig, TableLayout};
 
 use super::stream::SliceReader;
 use super::{schema, CacheUse, MergeMode, TableReader};
 use crate::error::{Result, TableError};
+
+/// The actions whose instants delimit the archival boundary.
+const WRITE_ACTIONS: [Action; 3] = [Action::Commit, Action::DeltaCommit, Action::ReplaceCommit];
 
 impl TableReader {
     /// Opens the metadata at `.hoodie/` of `storage` (a view of one metadata root, as
@@ -74,7 +79,20 @@ impl TableReader {
                 ),
             }
         }
-        let history = TimelineHistory::from_parts(active, ArchivedTimeline::default());
+        // Without a write instant on the active timeline there is no archival boundary, and
+        // files of archived writes would look uncommitted: such a timeline (never made by
+        // the archiver, which keeps its latest commits active) is read whole.
+        let has_write = active
+            .instants()
+            .iter()
+            .any(|i| WRITE_ACTIONS.contains(&i.action));
+        let history = match (&layout.history_dir, has_write) {
+            (Some(dir), false) if storage.exists(&version_key(dir)).await? => {
+                let archived = ArchivedTimeline::load(storage.as_ref(), &layout).await?;
+                TimelineHistory::from_parts(active, archived)
+            }
+            _ => TimelineHistory::from_parts(active, ArchivedTimeline::default()),
+        };
         let view = FileSystemView::from_history(storage.clone(), layout, history, listing)
             .await
             .map_err(TableError::from_fsview)?;
