@@ -6,12 +6,15 @@
 //!   has `--instants` completed writes (active + archived), cleaned (latest file version) and
 //!   archived (the archiver's default policy) every 100 commits, as a table with inline
 //!   services would be;
-//! - **files**: `--files` data files made by bulk inserts of 10,000 rows with one row per file
-//!   (`max_file_size: 1`, the faster path than one commit per file).
+//! - **files**: `--files` data files, 100 per partition (so `files / 100` partitions), made
+//!   by bulk inserts of 10,000 rows with one row per file (`max_file_size: 1`, the faster path
+//!   than one commit per file). The upsert touches ten partitions at every size: a write's
+//!   cost follows the partitions it touches (their FILES records, their files' keys for the
+//!   simple index, as Java's SIMPLE index), not the table's other partitions.
 //!
 //! For each table, `--runs` rounds (interleaved across the tables, so load on the machine
 //! spreads over all of them) open a fresh handle and upsert 100 existing keys (spread over the
-//! partitions); the median time is reported with the storage calls of the last upsert
+//! ten partitions); the median time is reported with the storage calls of the last upsert
 //! (GET/HEAD, LIST, writes; through a pass-through `FaultInjectingStorage`), split into those
 //! of the archived timelines and of the FILES partition. Each upsert is checked: it must update
 //! exactly 100 rows and insert none; a mismatch fails the bench. Ratios compare the largest
@@ -48,8 +51,15 @@ const CLEAN_EVERY: u32 = 100;
 const UPSERT_ROWS: u32 = 100;
 /// Rows (= files) of one file-making bulk insert.
 const FILES_PER_COMMIT: u32 = 10_000;
-/// Partitions.
+/// Partitions of the history table, and partitions the measured upsert touches.
 const PARTITIONS: u32 = 10;
+/// Data files per partition of the files tables.
+const FILES_PER_PARTITION: u32 = 100;
+
+/// Partitions of a files table of `files` files (at least [`PARTITIONS`]).
+fn files_partitions(files: u32) -> u32 {
+    (files / FILES_PER_PARTITION).max(PARTITIONS)
+}
 
 #[derive(Debug, Clone, PartialEq)]
 struct Options {
@@ -91,7 +101,13 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-fn batch(keys: impl Iterator<Item = u32>, prefix: &str, ts: i64) -> Result<RecordBatch, String> {
+/// Rows with keys `<prefix><i>`, ordering value `ts`, key `i` in partition `i % partitions`.
+fn batch(
+    keys: impl Iterator<Item = u32>,
+    prefix: &str,
+    ts: i64,
+    partitions: u32,
+) -> Result<RecordBatch, String> {
     let keys: Vec<u32> = keys.collect();
     let schema = named_table_options("x").schema;
     RecordBatch::try_new(
@@ -102,7 +118,8 @@ fn batch(keys: impl Iterator<Item = u32>, prefix: &str, ts: i64) -> Result<Recor
             )),
             Arc::new(Int64Array::from_iter_values(keys.iter().map(|_| ts))),
             Arc::new(StringArray::from_iter_values(
-                keys.iter().map(|i| format!("p{:02}", i % PARTITIONS)),
+                keys.iter()
+                    .map(|i| format!("p{:04}", i % partitions.max(1))),
             )),
         ],
     )
@@ -116,6 +133,8 @@ struct Built {
     prefix: &'static str,
     /// Keys of the table's rows: 0..keys.
     keys: u32,
+    /// Partitions: key `i` is in partition `i % partitions`.
+    partitions: u32,
     counter: Arc<FaultInjectingStorage>,
     build_seconds: f64,
     ts: i64,
@@ -147,7 +166,7 @@ fn build_history(rt: &Runtime, instants: u32, dir: &Path) -> Result<Built, Strin
         table
             .write(
                 WriteOperation::BulkInsert,
-                vec![batch(0..HISTORY_ROWS, "k", 0)?],
+                vec![batch(0..HISTORY_ROWS, "k", 0, PARTITIONS)?],
             )
             .await
             .map_err(|e| format!("bench history: bulk insert: {e}"))?;
@@ -157,7 +176,12 @@ fn build_history(rt: &Runtime, instants: u32, dir: &Path) -> Result<Built, Strin
             table
                 .write(
                     WriteOperation::Upsert,
-                    vec![batch(from..from + TINY_ROWS, "k", i64::from(commits))?],
+                    vec![batch(
+                        from..from + TINY_ROWS,
+                        "k",
+                        i64::from(commits),
+                        PARTITIONS,
+                    )?],
                 )
                 .await
                 .map_err(|e| format!("bench history: tiny commit {commits}: {e}"))?;
@@ -177,6 +201,7 @@ fn build_history(rt: &Runtime, instants: u32, dir: &Path) -> Result<Built, Strin
         size: instants,
         prefix: "k",
         keys: HISTORY_ROWS,
+        partitions: PARTITIONS,
         counter,
         build_seconds: start.elapsed().as_secs_f64(),
         ts: i64::from(instants) + 1,
@@ -202,7 +227,7 @@ fn build_files(rt: &Runtime, files: u32, dir: &Path) -> Result<Built, String> {
             let r = table
                 .write(
                     WriteOperation::BulkInsert,
-                    vec![batch(written..to, "f", 0)?],
+                    vec![batch(written..to, "f", 0, files_partitions(files))?],
                 )
                 .await
                 .map_err(|e| format!("bench history: bulk insert {written}..{to}: {e}"))?;
@@ -222,6 +247,7 @@ fn build_files(rt: &Runtime, files: u32, dir: &Path) -> Result<Built, String> {
         size: files,
         prefix: "f",
         keys: files,
+        partitions: files_partitions(files),
         counter,
         build_seconds: start.elapsed().as_secs_f64(),
         ts: 1,
@@ -258,9 +284,15 @@ fn calls(counter: &FaultInjectingStorage) -> Calls {
 
 /// One measured upsert of 100 existing keys spread over the table.
 fn upsert(rt: &Runtime, b: &mut Built) -> Result<(f64, Calls), String> {
-    let step = (b.keys / UPSERT_ROWS).max(1);
-    let keys = (0..UPSERT_ROWS).map(|i| (i * step) % b.keys);
-    let input = batch(keys, b.prefix, b.ts)?;
+    // 100 existing keys, 10 in each of the first ten partitions (the same partitions at
+    // every size).
+    let per = UPSERT_ROWS / PARTITIONS;
+    let rows_per_partition = (b.keys / b.partitions).max(1);
+    let keys = (0..UPSERT_ROWS).map(|i| {
+        let (p, j) = (i % PARTITIONS, i / PARTITIONS);
+        p + b.partitions * ((j * rows_per_partition / per) % rows_per_partition)
+    });
+    let input = batch(keys, b.prefix, b.ts, b.partitions)?;
     b.ts += 1;
     let storage: Arc<dyn Storage> = b.counter.clone();
     rt.block_on(async {
