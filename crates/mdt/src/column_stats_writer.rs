@@ -510,7 +510,9 @@ impl crate::MdtWriter {
         }
         let storage = self.storage().clone();
         let cfg = StatsConfig::load(storage.as_ref()).await?;
-        let mdt = MetadataTable::open(storage.clone()).await?;
+        // The MDT's active timeline only: a commit's cost must not grow with the MDT's
+        // history (`MetadataTable::open_active_with`).
+        let mdt = MetadataTable::open_active(storage.clone()).await?;
         let change = compute_delta(
             &storage,
             mdt.as_ref(),

@@ -100,6 +100,18 @@ impl MetadataTable {
         Self::open_with(storage, &data).await
     }
 
+    /// [`MetadataTable::open`] reading only the MDT's active timeline
+    /// ([`MetadataTable::open_active_with`]): what writers use on every commit.
+    pub async fn open_active(storage: Arc<dyn Storage>) -> Result<Option<Self>> {
+        if !storage.exists(&properties_key(MDT_META_DIR)).await? {
+            return Ok(None);
+        }
+        let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
+        let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
+        let data = ActiveTimeline::load(storage.clone(), layout).await?;
+        Self::open_active_with(storage, &data).await
+    }
+
     /// Opens the MDT with `data` as the data table's active timeline, which decides which MDT
     /// log blocks are valid ([`crate::validity`]). Returns `None` when the MDT has no
     /// `hoodie.properties`.
