@@ -102,3 +102,46 @@ async fn test_open_without_mdt_returns_none() {
     let storage = storage_at(dir.path());
     assert!(MetadataTable::open(storage).await.unwrap().is_none());
 }
+
+/// The partition-scoped listing a writer uses (ranged HFile reads of the asked partitions'
+/// records, the MDT's active timeline only) equals the full listing, partition by partition
+/// and for all partitions at once, on every fixture with a metadata table.
+#[tokio::test]
+async fn test_scoped_files_listing_equals_full_listing_on_fixtures() {
+    let Some(root) = fixtures_root_or_skip("mdt scoped files listing") else {
+        return;
+    };
+    let mut checked = 0;
+    for zip in fixture_zips(&root) {
+        let name = fixture_name(&root, &zip);
+        let (_dir, base) = unzip_table(&zip);
+        if !base.join(".hoodie/metadata/files").is_dir() {
+            continue;
+        }
+        let storage = storage_at(&base);
+        let full = MetadataTable::open(storage.clone())
+            .await
+            .unwrap()
+            .unwrap()
+            .files_listing()
+            .await
+            .unwrap();
+        let active = MetadataTable::open_active(storage.clone())
+            .await
+            .unwrap()
+            .unwrap();
+        let mut partitions: Vec<&str> = full.keys().map(String::as_str).collect();
+        partitions.push("no/such/partition");
+        for p in &partitions {
+            let one = active.files_listing_of(&[p]).await.unwrap();
+            assert_eq!(one.get(*p), full.get(*p), "{name}: partition {p:?}");
+            assert!(one.len() <= 1, "{name}: {p:?} answered {:?}", one.keys());
+        }
+        let all = active.files_listing_of(&partitions).await.unwrap();
+        assert_eq!(all, full, "{name}");
+        assert_eq!(active.files_listing().await.unwrap(), full, "{name}");
+        checked += 1;
+    }
+    println!("checked {checked} fixtures with an MDT");
+    assert!(checked > 0, "no fixture has .hoodie/metadata/files");
+}
