@@ -11,7 +11,7 @@ use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{LogicalType, Type as PhysicalType, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
-use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 
 use super::meta_columns;
 use crate::error::{FormatError, Result};
@@ -334,7 +334,11 @@ impl BaseFileWriter {
                 })?)
             }
         };
+        // Sequence numbers and record keys are unique per row: a dictionary would only be
+        // built to be abandoned (parquet falls back to plain pages once it outgrows its page).
         let props = WriterProperties::builder()
+            .set_column_dictionary_enabled(ColumnPath::from(meta::COMMIT_SEQNO), false)
+            .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false)
             .set_compression(compression)
             .set_max_row_group_row_count(Some(self.row_group_rows))
             .set_key_value_metadata(Some(kv))

@@ -42,5 +42,6 @@ mod versions;
 mod write_cow;
 mod write_mor;
 mod write_occ;
+mod write_parallel;
 mod write_support;
 mod write_validation;
