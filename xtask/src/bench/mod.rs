@@ -12,6 +12,8 @@
 //!    batches to one parquet file with the same settings (snappy, 1 Mi rows per row group), and
 //!    against arrow-rs writing them with the five `_hoodie_*` meta columns already prepended
 //!    (built before the clock starts: the encoding cost of the meta columns, without Hudi);
+//!    for each writer also the peak resident memory the write added, against the input's
+//!    size ([`rss`]: the whole process's high-water mark, reset before the write);
 //! 2. arbor's snapshot read of that table (`TableReader::open` + `snapshot`), against hudi-rs
 //!    0.5.0 reading it (`HudiTable(path).read(HudiReadOptions())`, timed inside Python so
 //!    interpreter start-up is excluded) and against arrow-rs reading its base files;
@@ -30,7 +32,7 @@
 //! with `cargo build --release -p xtask` and runs the bench there. `--dir` keeps the tables
 //! under DIR (a new directory); `--no-peer` skips hudi-rs. The peer Python is
 //! `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints. Prints the machine and two
-//! Markdown tables (sizes; timings with ratios).
+//! Markdown tables (sizes; timings with ratios; write memory).
 
 mod branch;
 mod cache;
@@ -42,6 +44,7 @@ mod mdt;
 mod peer;
 mod raw;
 mod report;
+mod rss;
 mod skipping;
 mod ttl;
 
@@ -200,6 +203,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     print!("{}", report::sizes_table(&results));
     println!();
     print!("{}", report::timings_table(&results));
+    println!();
+    print!("{}", rss::write_memory_table(&results));
     Ok(())
 }
 
@@ -421,25 +426,32 @@ fn bench_size(
     for run in 0..runs {
         eprintln!("bench: {rows} rows: write run {}/{runs}", run + 1);
         let dir = work.join(format!("cow-{rows}-run{run}"));
-        let (s, _) = timed_write(
-            rt,
-            &dir,
-            None,
-            TableType::CopyOnWrite,
-            WriteOperation::BulkInsert,
-            &inserts,
-            (rows, 0),
-        )?;
+        let ((s, _), added) = measured(|| {
+            timed_write(
+                rt,
+                &dir,
+                None,
+                TableType::CopyOnWrite,
+                WriteOperation::BulkInsert,
+                &inserts,
+                (rows, 0),
+            )
+        })?;
         cow_times.push(s);
+        r.cow_write_rss = rss::max(r.cow_write_rss, added);
         let path = work.join(format!("raw-{rows}-run{run}.parquet"));
         let start = Instant::now();
-        r.raw_bytes = raw::write_parquet(&inserts, &path)?;
+        let (bytes, added) = measured(|| raw::write_parquet(&inserts, &path))?;
+        r.raw_bytes = bytes;
         raw_times.push(start.elapsed().as_secs_f64());
+        r.raw_write_rss = rss::max(r.raw_write_rss, added);
         remove(&path)?;
         let path = work.join(format!("raw-meta-{rows}-run{run}.parquet"));
         let start = Instant::now();
-        r.raw_meta_bytes = raw::write_parquet(&with_meta, &path)?;
+        let (bytes, added) = measured(|| raw::write_parquet(&with_meta, &path))?;
+        r.raw_meta_bytes = bytes;
         raw_meta_times.push(start.elapsed().as_secs_f64());
+        r.raw_meta_write_rss = rss::max(r.raw_meta_write_rss, added);
         remove(&path)?;
         if run + 1 == runs {
             std::fs::rename(&dir, &cow_dir)
@@ -543,6 +555,12 @@ fn bench_size(
         r.mor_read_peer.map_or("-".to_string(), |s| format!("{s:.2} s")),
     );
     Ok(r)
+}
+
+/// `step`'s result and the peak memory it added ([`rss::peak_of`]), or its error.
+fn measured<T>(step: impl FnOnce() -> Result<T, String>) -> Result<(T, Option<u64>), String> {
+    let (out, added) = rss::peak_of(step);
+    out.map(|v| (v, added))
 }
 
 fn remove(path: &Path) -> Result<(), String> {

@@ -103,6 +103,13 @@ pub struct SizeResult {
     pub raw_meta_write: f64,
     /// The plain parquet file with meta columns.
     pub raw_meta_bytes: u64,
+    /// Peak resident memory arbor's COW bulk insert added, largest over the runs
+    /// ([`super::rss::peak_of`]; `None`: not measurable here).
+    pub cow_write_rss: Option<u64>,
+    /// Peak resident memory the plain arrow-rs write added.
+    pub raw_write_rss: Option<u64>,
+    /// Peak resident memory the arrow-rs write with meta columns added.
+    pub raw_meta_write_rss: Option<u64>,
     /// arbor `TableReader::open` + `snapshot` of the COW table.
     pub cow_read: f64,
     /// hudi-rs reading the COW table (`None`: not measured).

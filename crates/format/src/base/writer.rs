@@ -1,10 +1,9 @@
 //! Writing parquet base files the way Spark/parquet-avro does.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use arbor_storage::Storage;
-use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
@@ -12,8 +11,9 @@ use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{LogicalType, Type as PhysicalType, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
-use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 
+use super::meta_columns;
 use crate::error::{FormatError, Result};
 use crate::meta;
 
@@ -69,6 +69,22 @@ pub struct EncodedBaseFile {
     pub max_record_key: Option<String>,
 }
 
+impl EncodedBaseFile {
+    /// Creates `key` with these bytes through [`Storage::put_if_absent`] (an existing file is
+    /// never overwritten: that fails with the storage's `AlreadyExists`).
+    pub async fn store(self, storage: &dyn Storage, key: &str) -> Result<WrittenFile> {
+        let size = self.bytes.len() as u64;
+        storage.put_if_absent(key, self.bytes).await?;
+        Ok(WrittenFile {
+            key: key.to_string(),
+            size,
+            num_rows: self.num_rows,
+            min_record_key: self.min_record_key,
+            max_record_key: self.max_record_key,
+        })
+    }
+}
+
 /// Writes one base file: the five `_hoodie_*` meta columns (computed here) followed by the
 /// caller's data columns.
 ///
@@ -96,7 +112,7 @@ pub struct BaseFileWriter {
     task_partition_id: u64,
     compression: Compression,
     row_group_rows: usize,
-    preserved: Option<(Vec<String>, Vec<String>)>,
+    preserved: Option<(StringArray, StringArray)>,
     populate_meta_fields: bool,
 }
 
@@ -157,9 +173,22 @@ impl BaseFileWriter {
     /// compaction and clustering do) instead of computing them; both lists must have one entry
     /// per row.
     pub fn preserve_commit_metadata(
-        mut self,
+        self,
         commit_times: Vec<String>,
         commit_seqnos: Vec<String>,
+    ) -> Self {
+        self.preserve_commit_metadata_arrays(
+            StringArray::from_iter_values(commit_times),
+            StringArray::from_iter_values(commit_seqnos),
+        )
+    }
+
+    /// [`preserve_commit_metadata`](Self::preserve_commit_metadata) with the values as Arrow
+    /// string arrays (one entry per row; nulls are written as nulls).
+    pub fn preserve_commit_metadata_arrays(
+        mut self,
+        commit_times: StringArray,
+        commit_seqnos: StringArray,
     ) -> Self {
         self.preserved = Some((commit_times, commit_seqnos));
         self
@@ -216,6 +245,18 @@ impl BaseFileWriter {
         batches: &[RecordBatch],
         record_keys: &[String],
     ) -> Result<EncodedBaseFile> {
+        self.encode_keyed(key, batches, &StringArray::from_iter_values(record_keys))
+    }
+
+    /// [`encode`](Self::encode) with the record keys as an Arrow string array (one non-null
+    /// key per row, in order): the form the write path builds without a `String` per row.
+    /// The file is the same as [`encode`](Self::encode) writes for the same keys.
+    pub fn encode_keyed(
+        &self,
+        key: &str,
+        batches: &[RecordBatch],
+        record_keys: &StringArray,
+    ) -> Result<EncodedBaseFile> {
         let arrow_error = |reason: String| FormatError::Arrow {
             path: key.to_string(),
             reason,
@@ -256,13 +297,14 @@ impl BaseFileWriter {
             }
         }
 
-        let file_schema = file_schema(&data_schema);
-        let parquet_schema = parquet_schema(&file_schema).map_err(|e| FormatError::Parquet {
-            path: key.to_string(),
-            reason: e.to_string(),
-        })?;
+        let file_schema = self.file_schema(&data_schema);
+        let parquet_schema =
+            parquet_schema(&file_schema_plain(&data_schema)).map_err(|e| FormatError::Parquet {
+                path: key.to_string(),
+                reason: e.to_string(),
+            })?;
         let (min_key, max_key) = if self.populate_meta_fields {
-            key_range(record_keys)
+            meta_columns::key_range(record_keys)
         } else {
             (None, None)
         };
@@ -292,7 +334,11 @@ impl BaseFileWriter {
                 })?)
             }
         };
+        // Sequence numbers and record keys are unique per row: a dictionary would only be
+        // built to be abandoned (parquet falls back to plain pages once it outgrows its page).
         let props = WriterProperties::builder()
+            .set_column_dictionary_enabled(ColumnPath::from(meta::COMMIT_SEQNO), false)
+            .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false)
             .set_compression(compression)
             .set_max_row_group_row_count(Some(self.row_group_rows))
             .set_key_value_metadata(Some(kv))
@@ -334,16 +380,35 @@ impl BaseFileWriter {
         batches: &[RecordBatch],
         record_keys: &[String],
     ) -> Result<WrittenFile> {
-        let encoded = self.encode(key, batches, record_keys)?;
-        let size = encoded.bytes.len() as u64;
-        storage.put_if_absent(key, encoded.bytes).await?;
-        Ok(WrittenFile {
-            key: key.to_string(),
-            size,
-            num_rows: encoded.num_rows,
-            min_record_key: encoded.min_record_key,
-            max_record_key: encoded.max_record_key,
-        })
+        self.encode(key, batches, record_keys)?
+            .store(storage, key)
+            .await
+    }
+
+    /// The Arrow schema fed to the parquet writer: [`file_schema_plain`] with the constant
+    /// meta columns as one-value dictionaries (the parquet schema, given apart, is the plain
+    /// one: the columns are `BYTE_ARRAY` `STRING` either way).
+    fn file_schema(&self, data: &Schema) -> SchemaRef {
+        let plain = file_schema_plain(data);
+        let constant = |name: &str| {
+            name == meta::FILE_NAME
+                || name == meta::PARTITION_PATH
+                || (name == meta::COMMIT_TIME
+                    && self.populate_meta_fields
+                    && self.preserved.is_none())
+        };
+        let fields: Vec<Field> = plain
+            .fields()
+            .iter()
+            .map(|f| {
+                if constant(f.name()) {
+                    Field::new(f.name(), meta_columns::constant_type(), true)
+                } else {
+                    f.as_ref().clone()
+                }
+            })
+            .collect();
+        Arc::new(Schema::new(fields))
     }
 
     /// One output batch: meta columns for rows `first_row..` then the (converted) data columns.
@@ -352,49 +417,45 @@ impl BaseFileWriter {
         key: &str,
         file_schema: &SchemaRef,
         batch: &RecordBatch,
-        record_keys: &[String],
+        record_keys: &StringArray,
         first_row: usize,
     ) -> Result<RecordBatch> {
         let n = batch.num_rows();
-        let rows = first_row..first_row + n;
-        let keys = record_keys
-            .get(rows.clone())
-            .ok_or_else(|| FormatError::Arrow {
-                path: key.to_string(),
-                reason: format!("record keys missing for rows {rows:?}"),
-            })?;
-        let (commit_times, seqnos): (ArrayRef, ArrayRef) = match &self.preserved {
-            Some((times, seqs)) => {
-                let times = times.get(rows.clone()).unwrap_or_default();
-                let seqs = seqs.get(rows.clone()).unwrap_or_default();
-                (
-                    Arc::new(StringArray::from_iter_values(times)),
-                    Arc::new(StringArray::from_iter_values(seqs)),
-                )
-            }
-            None => (
-                Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                    self.instant_time.as_str(),
-                    n,
-                ))),
-                Arc::new(StringArray::from_iter_values(rows.clone().map(|i| {
-                    format!("{}_{}_{}", self.instant_time, self.task_partition_id, i)
-                }))),
-            ),
+        let missing = |what: &str| FormatError::Arrow {
+            path: key.to_string(),
+            reason: format!("{what} missing for rows {first_row}..{}", first_row + n),
         };
-        let file_names: ArrayRef = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-            self.file_name.as_str(),
-            n,
-        )));
+        let rows_present = |len: usize| first_row.checked_add(n).is_some_and(|end| end <= len);
+        if !rows_present(record_keys.len()) {
+            return Err(missing("record keys"));
+        }
+        let file_names = meta_columns::constant(&self.file_name, n);
         let mut columns: Vec<ArrayRef> = if self.populate_meta_fields {
+            let (commit_times, seqnos): (ArrayRef, ArrayRef) = match &self.preserved {
+                Some((times, seqs)) => {
+                    if !rows_present(times.len()) || !rows_present(seqs.len()) {
+                        return Err(missing("preserved commit metadata"));
+                    }
+                    (
+                        Arc::new(times.slice(first_row, n)),
+                        Arc::new(seqs.slice(first_row, n)),
+                    )
+                }
+                None => (
+                    meta_columns::constant(&self.instant_time, n),
+                    Arc::new(meta_columns::seqnos(
+                        &self.instant_time,
+                        self.task_partition_id,
+                        first_row,
+                        n,
+                    )),
+                ),
+            };
             vec![
                 commit_times,
                 seqnos,
-                Arc::new(StringArray::from_iter_values(keys)),
-                Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                    self.partition_path.as_str(),
-                    n,
-                ))),
+                Arc::new(record_keys.slice(first_row, n)),
+                meta_columns::constant(&self.partition_path, n),
                 file_names,
             ]
         } else {
@@ -402,8 +463,8 @@ impl BaseFileWriter {
             vec![
                 Arc::clone(&nulls),
                 Arc::clone(&nulls),
-                Arc::clone(&nulls),
                 nulls,
+                meta_columns::constant_nulls(n),
                 file_names,
             ]
         };
@@ -429,24 +490,12 @@ impl BaseFileWriter {
     }
 }
 
-/// Java `String.compareTo` order (UTF-16 code units).
-fn java_cmp(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
-}
-
-/// Smallest and largest key in Java order.
-fn key_range(keys: &[String]) -> (Option<String>, Option<String>) {
-    let min = keys.iter().min_by(|a, b| java_cmp(a, b)).cloned();
-    let max = keys.iter().max_by(|a, b| java_cmp(a, b)).cloned();
-    (min, max)
-}
-
 /// The Arrow schema of the file: meta columns, then the data columns made nullable. Types are
 /// kept as they are, so the parquet annotations match the Avro schema recorded beside them:
 /// a timestamp keeps its unit (`timestamp-millis` stays `TIMESTAMP(MILLIS)`), a zoned
 /// timestamp is `isAdjustedToUTC=true` and a naive one (`local-timestamp-*`, Spark's
 /// `TIMESTAMP_NTZ`) `isAdjustedToUTC=false`.
-fn file_schema(data: &Schema) -> SchemaRef {
+fn file_schema_plain(data: &Schema) -> SchemaRef {
     let mut fields: Vec<Field> = meta::META_COLUMNS
         .iter()
         .map(|name| Field::new(*name, DataType::Utf8, true))
@@ -526,15 +575,6 @@ mod tests {
         assert_eq!(decimal_length(9), 4);
         assert_eq!(decimal_length(18), 8);
         assert_eq!(decimal_length(38), 16);
-    }
-
-    #[test]
-    fn test_key_range_java_order_surrogates_before_private_use() {
-        // U+1F600 (surrogate pair D83D DE00) sorts before U+E000 in UTF-16, after it in UTF-8.
-        let keys = vec!["\u{E000}".to_string(), "\u{1F600}".to_string()];
-        let (min, max) = key_range(&keys);
-        assert_eq!(min.as_deref(), Some("\u{1F600}"));
-        assert_eq!(max.as_deref(), Some("\u{E000}"));
     }
 
     #[test]

@@ -280,6 +280,23 @@ async fn test_write_base_file_round_trip_meta_and_data_columns() {
         ]
     );
     assert!(schema.fields().iter().all(|f| f.is_nullable()));
+    // Every meta column, constant ones included (fed to parquet as one-value dictionaries),
+    // is an optional BYTE_ARRAY STRING column, as parquet-avro writes Avro strings.
+    let descr = reader.parquet_metadata().file_metadata().schema_descr();
+    for i in 0..meta::META_COLUMNS.len() {
+        let c = descr.column(i);
+        assert_eq!(c.physical_type(), PhysicalType::BYTE_ARRAY, "{}", c.name());
+        assert_eq!(
+            c.logical_type_ref(),
+            Some(&LogicalType::String),
+            "{}",
+            c.name()
+        );
+        assert_eq!(
+            c.self_type().get_basic_info().repetition(),
+            Repetition::OPTIONAL
+        );
+    }
 
     let batches = read_base_file(Arc::clone(&storage), &key, None)
         .await

@@ -19,13 +19,16 @@ use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
 use crate::write::commit::{self, Heartbeat};
-use crate::write::cow::{write_base_file, FileWriteContext, WrittenGroup};
+use crate::write::cow::{
+    encode_base_file, load_current, store_base_file, CurrentRows, EncodedGroup, FileWriteContext,
+    WrittenGroup,
+};
 use crate::write::history_scope::WriteHistory;
 use crate::write::index::{Index, SimpleIndex};
 use crate::write::mor::write_log_file;
 use crate::write::options::WriteOperation;
 use crate::write::partial;
-use crate::write::planner::{self, Combine, Input, PlanContext, WritePlan};
+use crate::write::planner::{self, Combine, GroupPlan, Input, PlanContext, WritePlan};
 use crate::write::record_index::{delta_of, route_moved_keys, RecordIndex};
 use crate::write::schema::{ConformOptions, DataSchema, SchemaChange};
 use crate::write::secondary_index;
@@ -438,15 +441,69 @@ async fn write_files(
         commit::ensure_partition_marker(&ctx.storage, p, instant).await?;
     }
     let mor = ctx.table_type() == TableType::MergeOnRead;
+    let width = ctx.options.parallelism.get();
     let mut out = Vec::with_capacity(plan.groups.len());
-    for (index, group) in plan.groups.iter().enumerate() {
-        let task = index as u64;
-        let w = if mor && group.existing.is_some() && !files.rewrite.contains(&index) {
-            write_log_file(&file_ctx, input, group, task).await?
-        } else {
-            write_base_file(&file_ctx, input, group, task).await?
-        };
-        out.push(w);
+    // Waves of `width` groups: log files are appended one after the other; base files are
+    // loaded (existing rows) in turn, encoded at once on `width` threads, then stored in plan
+    // order, so the files and the commit metadata never depend on thread timing, and at most
+    // `width` encoded files are held at a time.
+    let groups: Vec<(usize, &GroupPlan)> = plan.groups.iter().enumerate().collect();
+    for wave in groups.chunks(width) {
+        let mut base = Vec::with_capacity(wave.len());
+        for &(index, group) in wave {
+            let task = index as u64;
+            if mor && group.existing.is_some() && !files.rewrite.contains(&index) {
+                out.push(write_log_file(&file_ctx, input, group, task).await?);
+            } else {
+                base.push((task, group, load_current(&file_ctx, group).await?));
+            }
+        }
+        for encoded in encode_in_parallel(&file_ctx, input, &base)? {
+            out.push(store_base_file(ctx.storage.as_ref(), encoded).await?);
+        }
     }
     Ok(out)
+}
+
+/// Encodes the base files of `jobs` (task, group, current rows), each on its own scoped
+/// thread when there are several; results in the order of `jobs`. The threads only compute
+/// (no I/O), so blocking the caller's task for them is what encoding on it would do.
+fn encode_in_parallel(
+    file_ctx: &FileWriteContext,
+    input: &Input,
+    jobs: &[(u64, &GroupPlan, Option<CurrentRows>)],
+) -> Result<Vec<EncodedGroup>> {
+    if jobs.len() <= 1 {
+        return jobs
+            .iter()
+            .map(|(task, group, current)| {
+                encode_base_file(file_ctx, input, group, current.as_ref(), *task)
+            })
+            .collect();
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(task, group, current)| {
+                let handle = scope.spawn(move || {
+                    encode_base_file(file_ctx, input, group, current.as_ref(), *task)
+                });
+                (group, handle)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(group, handle)| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(TableError::Unsupported {
+                        reason: format!(
+                            "encoding the base file of file group {} in partition {:?} \
+                             stopped unexpectedly (its thread panicked)",
+                            group.file_id, group.partition
+                        ),
+                    })
+                })
+            })
+            .collect()
+    })
 }

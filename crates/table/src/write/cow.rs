@@ -1,17 +1,22 @@
 //! Writing base files: a new file group's first base file, or a copy-on-write rewrite of an
-//! existing group (old rows merged with the changes).
+//! existing group (old rows merged with the changes), in three steps so that encoding can run
+//! on several threads: [`load_current`] (async reads), [`encode_base_file`] (CPU only: row
+//! selection by `take`/`interleave` kernels, meta columns, parquet encoding) and
+//! [`store_base_file`] (create-if-absent).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arbor_format::base::{read_base_file, BaseFileWriter};
+use arbor_format::base::{read_base_file, BaseFileWriter, EncodedBaseFile};
 use arbor_format::log::conform_batch;
 use arbor_format::meta;
 use arbor_fsview::slice::join;
 use arbor_storage::Storage;
 use arbor_timeline::avro::HoodieWriteStat;
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::{concat_batches, interleave_record_batch};
+use arrow::array::{
+    Array, ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder, UInt64Array,
+};
+use arrow::compute::{concat_batches, interleave_record_batch, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::planner::{GroupPlan, Input};
@@ -40,7 +45,7 @@ pub struct FileWriteContext {
     /// table without meta fields, whose files are then written with null meta values).
     pub stored_keys: StoredKeys,
     /// The reader merging an existing merge-on-read slice that has log files, when
-    /// [`write_base_file`] rewrites it (see [`super::repeated_keys`]); `None` where every
+    /// [`encode_base_file`] rewrites it (see [`super::repeated_keys`]); `None` where every
     /// rewritten slice is a base file alone (copy-on-write).
     pub slice_reader: Option<Arc<TableReader>>,
 }
@@ -130,59 +135,139 @@ async fn current_rows(
     Ok(Some((context, merged.into_iter().collect())))
 }
 
-/// Writes the base file of `group` as task `task`: for an existing group its current base
-/// file's rows merged with the group's changes (deleted keys dropped; updated keys replaced
-/// unless event-time ordering keeps the stored record, see [`newer_wins`], counted in
-/// [`WrittenGroup::kept`] and not as updated; untouched rows keep their commit time
-/// and sequence number), then the inserts. Created with create-if-absent.
-pub async fn write_base_file(
+/// The rows of an existing group's current slice, shaped for a rewrite: data columns, the
+/// stored commit times, sequence numbers and keys, and the instant of the slice.
+#[derive(Debug)]
+pub struct CurrentRows {
+    data: RecordBatch,
+    times: Vec<Option<String>>,
+    seqnos: Vec<Option<String>>,
+    keys: Vec<Option<String>>,
+    prev_commit: String,
+}
+
+/// Loads the current rows of `group` (`None` for a new group): its base file, merged with
+/// its log files where it has some (a merge-on-read group rewritten as a new base file).
+/// Reads only; the first step of writing a base file ([`encode_base_file`] is the second).
+pub async fn load_current(
+    ctx: &FileWriteContext,
+    group: &GroupPlan,
+) -> Result<Option<CurrentRows>> {
+    let Some((path, rows)) = current_rows(ctx, group).await? else {
+        return Ok(None);
+    };
+    let data_schema = ctx.schema.arrow.clone();
+    let full = full_schema(&data_schema);
+    let mut batches = Vec::new();
+    for b in rows {
+        batches.push(conform_batch(&b, &full, &path)?);
+    }
+    let all = concat_batches(&full, &batches).map_err(|e| arrow_err(&path, e))?;
+    let col = |name: &str| -> Result<Vec<Option<String>>> {
+        let c = all
+            .column_by_name(name)
+            .ok_or_else(|| arrow_err(&path, format!("no column {name}")))?;
+        strings(c, &path)
+    };
+    let times = col(meta::COMMIT_TIME)?;
+    let seqnos = col(meta::COMMIT_SEQNO)?;
+    let keys = ctx.stored_keys.keys(&all, &path)?;
+    let data = conform_batch(&all, &data_schema, &path)?;
+    let prev_commit = group
+        .existing
+        .as_ref()
+        .map(|s| s.base_instant.to_string())
+        .unwrap_or_else(|| "null".to_string());
+    Ok(Some(CurrentRows {
+        data,
+        times,
+        seqnos,
+        keys,
+        prev_commit,
+    }))
+}
+
+/// A base file encoded in memory with its write stat's facts, not yet stored; the second of
+/// the steps of writing a base file, made by [`encode_base_file`].
+#[derive(Debug)]
+pub struct EncodedGroup {
+    key: String,
+    partition: String,
+    file_id: String,
+    prev_commit: String,
+    encoded: EncodedBaseFile,
+    inserted: u64,
+    updated: u64,
+    deleted: u64,
+    kept: u64,
+}
+
+/// The output rows of a group and their meta values, before encoding.
+struct GroupRows {
+    data: RecordBatch,
+    record_keys: StringArray,
+    /// Commit times and sequence numbers when some rows keep their stored ones; `None`: every
+    /// row is new (the writer computes them).
+    preserved: Option<(StringArray, StringArray)>,
+    counts: (u64, u64, u64, u64),
+}
+
+/// The input rows `rows` in order: a zero-copy slice when they are consecutive, else one
+/// `take` per column.
+fn input_rows(input: &Input, rows: &[usize], key: &str) -> Result<RecordBatch> {
+    let first = rows.first().copied().unwrap_or(0);
+    let consecutive = rows.iter().enumerate().all(|(i, &r)| r == first + i);
+    if consecutive && first + rows.len() <= input.batch.num_rows() {
+        return Ok(input.batch.slice(first, rows.len()));
+    }
+    let indices = UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64));
+    take_record_batch(&input.batch, &indices).map_err(|e| arrow_err(key, e))
+}
+
+/// The record keys of input rows `rows`, in one pre-sized string array.
+fn input_keys(input: &Input, rows: &[usize], key: &str) -> Result<StringArray> {
+    let mut bytes = 0usize;
+    for &r in rows {
+        let k = input
+            .keys
+            .get(r)
+            .ok_or_else(|| arrow_err(key, format!("input row {r} has no key")))?;
+        bytes += k.record_key.len();
+    }
+    let mut builder = StringBuilder::with_capacity(rows.len(), bytes);
+    for &r in rows {
+        if let Some(k) = input.keys.get(r) {
+            builder.append_value(&k.record_key);
+        }
+    }
+    Ok(builder.finish())
+}
+
+/// The rows of a new group receiving only inserts: the input rows, no merge.
+fn new_group_rows(input: &Input, group: &GroupPlan, key: &str) -> Result<GroupRows> {
+    Ok(GroupRows {
+        data: input_rows(input, &group.inserts, key)?,
+        record_keys: input_keys(input, &group.inserts, key)?,
+        preserved: None,
+        counts: (group.inserts.len() as u64, 0, 0, 0),
+    })
+}
+
+/// The rows of an existing group merged with the group's changes (see [`encode_base_file`]).
+fn merged_rows(
     ctx: &FileWriteContext,
     input: &Input,
     group: &GroupPlan,
+    current: Option<&CurrentRows>,
     task: u64,
-) -> Result<WrittenGroup> {
-    let token = write_token(task);
-    let file_name = format!("{}_{token}_{}.parquet", group.file_id, ctx.instant);
-    let key = join(&group.partition, &file_name);
-    let data_schema = ctx.schema.arrow.clone();
-
-    // The rows of the current slice, if any: its base file, merged with its log files where
-    // it has some (a merge-on-read group rewritten as a new base file).
-    let (old_data, old_times, old_seqnos, old_keys, prev_commit) =
-        match current_rows(ctx, group).await? {
-            Some((path, rows)) => {
-                let full = full_schema(&data_schema);
-                let mut batches = Vec::new();
-                for b in rows {
-                    batches.push(conform_batch(&b, &full, &path)?);
-                }
-                let all = concat_batches(&full, &batches).map_err(|e| arrow_err(&path, e))?;
-                let col = |name: &str| -> Result<Vec<Option<String>>> {
-                    let c = all
-                        .column_by_name(name)
-                        .ok_or_else(|| arrow_err(&path, format!("no column {name}")))?;
-                    strings(c, &path)
-                };
-                let times = col(meta::COMMIT_TIME)?;
-                let seqnos = col(meta::COMMIT_SEQNO)?;
-                let keys = ctx.stored_keys.keys(&all, &path)?;
-                let data = conform_batch(&all, &data_schema, &path)?;
-                let prev = group
-                    .existing
-                    .as_ref()
-                    .map(|s| s.base_instant.to_string())
-                    .unwrap_or_else(|| "null".to_string());
-                (data, times, seqnos, keys, prev)
-            }
-            None => (
-                RecordBatch::new_empty(data_schema.clone()),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                "null".to_string(),
-            ),
+    key: &str,
+) -> Result<GroupRows> {
+    let empty = RecordBatch::new_empty(ctx.schema.arrow.clone());
+    let (old_data, old_times, old_seqnos, old_keys): (&RecordBatch, &[_], &[_], &[_]) =
+        match current {
+            Some(c) => (&c.data, &c.times, &c.seqnos, &c.keys),
+            None => (&empty, &[], &[], &[]),
         };
-
     let deletes: HashSet<&str> = group
         .deletes
         .iter()
@@ -263,39 +348,99 @@ pub async fn write_base_file(
     appended.extend(group.inserts.iter().copied());
     inserted += group.inserts.len() as u64;
     for r in appended {
-        let key = input
+        let k = input
             .keys
             .get(r)
-            .ok_or_else(|| arrow_err(&key, format!("input row {r} has no key")))?;
+            .ok_or_else(|| arrow_err(key, format!("input row {r} has no key")))?;
         let pos = indices.len();
         indices.push((1, r));
         new_meta(pos, &mut times, &mut seqnos);
-        record_keys.push(key.record_key.clone());
+        record_keys.push(k.record_key.clone());
     }
+    let data = interleave_record_batch(&[old_data, &input.batch], &indices)
+        .map_err(|e| arrow_err(key, e))?;
+    Ok(GroupRows {
+        data,
+        record_keys: StringArray::from_iter_values(record_keys),
+        preserved: Some((
+            StringArray::from_iter_values(times),
+            StringArray::from_iter_values(seqnos),
+        )),
+        counts: (inserted, updated, deleted, kept),
+    })
+}
 
-    let out = interleave_record_batch(&[&old_data, &input.batch], &indices)
-        .map_err(|e| arrow_err(&key, e))?;
-    let writer = BaseFileWriter::new(
+/// The file name of `group`'s base file written as task `task`.
+fn base_file_name(ctx: &FileWriteContext, group: &GroupPlan, task: u64) -> String {
+    format!(
+        "{}_{}_{}.parquet",
+        group.file_id,
+        write_token(task),
+        ctx.instant
+    )
+}
+
+/// Builds and encodes the base file of `group` as task `task` in memory: for an existing
+/// group its current rows (`current`, from [`load_current`]) merged with the group's changes
+/// (deleted keys dropped; updated keys replaced unless event-time ordering keeps the stored
+/// record, see [`newer_wins`], counted in [`WrittenGroup::kept`] and not as updated;
+/// untouched rows keep their commit time and sequence number), then the inserts; a new group
+/// receiving only inserts is its input rows (one `take`, or a slice when they are
+/// consecutive). CPU only, no I/O: safe to run on any thread, and the same inputs always give
+/// the same bytes. [`store_base_file`] creates the file.
+pub fn encode_base_file(
+    ctx: &FileWriteContext,
+    input: &Input,
+    group: &GroupPlan,
+    current: Option<&CurrentRows>,
+    task: u64,
+) -> Result<EncodedGroup> {
+    let file_name = base_file_name(ctx, group, task);
+    let key = join(&group.partition, &file_name);
+    let rows = if current.is_none() && group.updates.is_empty() && group.deletes.is_empty() {
+        new_group_rows(input, group, &key)?
+    } else {
+        merged_rows(ctx, input, group, current, task, &key)?
+    };
+    let mut writer = BaseFileWriter::new(
         ctx.instant.clone(),
-        file_name.clone(),
+        file_name,
         group.partition.clone(),
         ctx.avro_with_meta.clone(),
     )
     .task_partition_id(task)
-    .populate_meta_fields(matches!(ctx.stored_keys, StoredKeys::Meta))
-    .preserve_commit_metadata(times, seqnos);
-    let written = writer
-        .write(ctx.storage.as_ref(), &key, &[out], &record_keys)
-        .await?;
+    .populate_meta_fields(matches!(ctx.stored_keys, StoredKeys::Meta));
+    if let Some((times, seqnos)) = rows.preserved {
+        writer = writer.preserve_commit_metadata_arrays(times, seqnos);
+    }
+    let encoded = writer.encode_keyed(&key, &[rows.data], &rows.record_keys)?;
+    let (inserted, updated, deleted, kept) = rows.counts;
+    Ok(EncodedGroup {
+        key,
+        partition: group.partition.clone(),
+        file_id: group.file_id.clone(),
+        prev_commit: current.map_or_else(|| "null".to_string(), |c| c.prev_commit.clone()),
+        encoded,
+        inserted,
+        updated,
+        deleted,
+        kept,
+    })
+}
+
+/// Stores an encoded base file with create-if-absent and returns its write stat; the last
+/// step of writing a base file.
+pub async fn store_base_file(storage: &dyn Storage, group: EncodedGroup) -> Result<WrittenGroup> {
+    let written = group.encoded.store(storage, &group.key).await?;
     let size = to_i64(written.size);
     let stat = HoodieWriteStat {
-        file_id: Some(group.file_id.clone()),
-        path: Some(key),
-        prev_commit: Some(prev_commit),
+        file_id: Some(group.file_id),
+        path: Some(group.key),
+        prev_commit: Some(group.prev_commit),
         num_writes: Some(to_i64(written.num_rows)),
-        num_deletes: Some(to_i64(deleted)),
-        num_update_writes: Some(to_i64(updated)),
-        num_inserts: Some(to_i64(inserted)),
+        num_deletes: Some(to_i64(group.deleted)),
+        num_update_writes: Some(to_i64(group.updated)),
+        num_inserts: Some(to_i64(group.inserted)),
         total_write_bytes: Some(size),
         total_write_errors: Some(0),
         partition_path: Some(group.partition.clone()),
@@ -303,11 +448,11 @@ pub async fn write_base_file(
         ..HoodieWriteStat::default()
     };
     Ok(WrittenGroup {
-        partition: group.partition.clone(),
+        partition: group.partition,
         stat,
-        inserted,
-        updated,
-        deleted,
-        kept,
+        inserted: group.inserted,
+        updated: group.updated,
+        deleted: group.deleted,
+        kept: group.kept,
     })
 }

@@ -64,6 +64,16 @@ pub struct WriteOptions {
     /// every key already in the table, the stored values of those columns (new keys get
     /// nulls), instead of failing. Costs a snapshot read of the table; default off.
     pub partial_updates: bool,
+    /// How many base files a write builds and encodes at once, each on its own thread;
+    /// default [`std::thread::available_parallelism`]. The files, their names and the commit
+    /// metadata are the same whatever the value (results are taken in plan order).
+    pub parallelism: std::num::NonZeroUsize,
+}
+
+/// The default [`WriteOptions::parallelism`]: the CPUs available to the process (1 when that
+/// is unknown).
+pub fn default_parallelism() -> std::num::NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
 }
 
 impl Default for WriteOptions {
@@ -77,6 +87,7 @@ impl Default for WriteOptions {
             key_move: KeyMove::default(),
             schema_evolution: true,
             partial_updates: false,
+            parallelism: default_parallelism(),
         }
     }
 }

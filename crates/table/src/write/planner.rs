@@ -160,7 +160,8 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
         _ => (0..input.keys.len()).collect(),
     };
     rows.retain(|r| !forced_rows.contains(r));
-    let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    // Borrowed partition paths: no string is copied per row.
+    let mut by_partition: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for row in rows {
         let key = input
             .keys
@@ -171,7 +172,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                 reason: "row without key".into(),
             })?;
         by_partition
-            .entry(key.partition_path.clone())
+            .entry(key.partition_path.as_str())
             .or_default()
             .push(row);
     }
@@ -181,12 +182,12 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             .entry(partition.clone())
             .or_default()
             .push((*row, file_id.clone()));
-        by_partition.entry(partition.clone()).or_default();
+        by_partition.entry(partition.as_str()).or_default();
     }
     let bpr = bytes_per_row(&input.batch);
     let rows_per_file = (ctx.options.max_file_size / bpr).max(1);
     let mut plan = WritePlan {
-        partitions: by_partition.keys().cloned().collect(),
+        partitions: by_partition.keys().map(|p| p.to_string()).collect(),
         ..WritePlan::default()
     };
 
@@ -211,6 +212,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
     }
 
     for (partition, rows) in by_partition {
+        let partition = partition.to_string();
         let mut groups: BTreeMap<String, GroupPlan> = BTreeMap::new();
         let slices = match ctx.operation {
             Op::InsertOverwrite | Op::InsertOverwriteTable | Op::BulkInsert => Vec::new(),

@@ -43,5 +43,6 @@ mod write_cow;
 mod write_history;
 mod write_mor;
 mod write_occ;
+mod write_parallel;
 mod write_support;
 mod write_validation;
