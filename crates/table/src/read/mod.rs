@@ -280,6 +280,13 @@ impl TableReader {
         &self.config
     }
 
+    /// The storage the reader reads through (rooted at the table base, or at the metadata
+    /// root it was opened on): what [`ScanPlan::execute`] and
+    /// [`ScanPlan::execute_partition`] take to read this reader's plans.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.slices.storage
+    }
+
     /// The file-system view the reader plans with.
     pub fn view(&self) -> &FileSystemView {
         &self.slices.view
