@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use arbor_branching::tag_reader;
 use arbor_format::meta;
