@@ -41,6 +41,7 @@ mod mdt;
 mod peer;
 mod raw;
 mod report;
+mod rss;
 mod skipping;
 mod ttl;
 
@@ -137,6 +138,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("ttl") {
         return ttl::run(args);
+    }
+    if args.first().map(String::as_str) == Some("rss") {
+        return rss::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
