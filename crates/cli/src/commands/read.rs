@@ -443,7 +443,7 @@ impl<W: Write> Write for PipeOut<W> {
 /// CSV (with a header) or JSON lines (nulls written as `null`) written batch by batch.
 enum TextSink<'a> {
     Csv {
-        writer: arrow::csv::Writer<&'a mut dyn Write>,
+        writer: Box<arrow::csv::Writer<&'a mut dyn Write>>,
         schema: SchemaRef,
         wrote: bool,
     },
@@ -454,9 +454,11 @@ impl<'a> TextSink<'a> {
     fn new(format: ReadFormat, out: &'a mut dyn Write, schema: &SchemaRef) -> Self {
         match format {
             ReadFormat::Csv => TextSink::Csv {
-                writer: arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(out),
+                writer: Box::new(
+                    arrow::csv::WriterBuilder::new()
+                        .with_header(true)
+                        .build(out),
+                ),
                 schema: schema.clone(),
                 wrote: false,
             },
@@ -490,7 +492,7 @@ impl<'a> TextSink<'a> {
                 if !wrote {
                     writer.write(&RecordBatch::new_empty(schema))?;
                 }
-                writer.into_inner().flush()?;
+                (*writer).into_inner().flush()?;
             }
             TextSink::Jsonl(mut w) => {
                 w.finish()?;
@@ -618,6 +620,7 @@ mod tests {
     fn test_jsonl_writes_explicit_nulls_and_full_nanoseconds() {
         use arrow::array::{Int64Array, TimestampNanosecondArray};
         use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        use std::sync::Arc;
         let schema = Arc::new(Schema::new(vec![
             Field::new("n", DataType::Int64, true),
             Field::new(

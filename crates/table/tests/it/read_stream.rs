@@ -32,7 +32,7 @@ async fn written(table_type: TableType) -> TestTable {
     t
 }
 
-fn queries(t: &Vec<arbor_timeline::Instant>) -> Vec<ReadOptions> {
+fn queries(t: &[arbor_timeline::Instant]) -> Vec<ReadOptions> {
     vec![
         ReadOptions::new(),
         ReadOptions::new().batch_size(7),
