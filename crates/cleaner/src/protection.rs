@@ -230,9 +230,9 @@ impl ProtectionSource for RetentionProtection {
     }
 
     async fn protected(&self, ctx: &ProtectionContext<'_>) -> Result<BTreeSet<String>> {
-        let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
         match self.policy {
             CleanPolicy::KeepLatestFileVersions(n) => {
+                let mut out = snapshot_keys(ctx.view, &Horizon::Latest).await?;
                 let replaced = ctx.view.index().replaced_within(&Horizon::Latest);
                 for partition in ctx.view.partitions().await?.iter() {
                     for group in ctx.view.file_groups(partition, &Horizon::Latest).await? {
@@ -244,13 +244,17 @@ impl ProtectionSource for RetentionProtection {
                         }
                     }
                 }
+                Ok(out)
             }
+            // The latest snapshot and each retained one, in one pass over the listing.
             _ => {
-                for t in self.retained_instants(ctx) {
-                    out.extend(snapshot_keys(ctx.view, &Horizon::AsOf(t)).await?);
+                let retained = self.retained_instants(ctx);
+                let mut out = BTreeSet::new();
+                for slice in ctx.view.latest_file_slices_union(&retained).await? {
+                    out.extend(slice_keys(&slice));
                 }
+                Ok(out)
             }
         }
-        Ok(out)
     }
 }

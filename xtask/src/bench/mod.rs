@@ -44,6 +44,7 @@ mod mdt;
 mod peer;
 mod raw;
 mod report;
+mod peak_memory;
 mod rss;
 mod skipping;
 mod ttl;
@@ -145,6 +146,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if args.first().map(String::as_str) == Some("ttl") {
         return ttl::run(args);
     }
+    if args.first().map(String::as_str) == Some("rss") {
+        return rss::run(args);
+    }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
         return run_release(args);
@@ -204,7 +208,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     println!();
     print!("{}", report::timings_table(&results));
     println!();
-    print!("{}", rss::write_memory_table(&results));
+    print!("{}", peak_memory::write_memory_table(&results));
     Ok(())
 }
 
@@ -438,20 +442,20 @@ fn bench_size(
             )
         })?;
         cow_times.push(s);
-        r.cow_write_rss = rss::max(r.cow_write_rss, added);
+        r.cow_write_rss = peak_memory::max(r.cow_write_rss, added);
         let path = work.join(format!("raw-{rows}-run{run}.parquet"));
         let start = Instant::now();
         let (bytes, added) = measured(|| raw::write_parquet(&inserts, &path))?;
         r.raw_bytes = bytes;
         raw_times.push(start.elapsed().as_secs_f64());
-        r.raw_write_rss = rss::max(r.raw_write_rss, added);
+        r.raw_write_rss = peak_memory::max(r.raw_write_rss, added);
         remove(&path)?;
         let path = work.join(format!("raw-meta-{rows}-run{run}.parquet"));
         let start = Instant::now();
         let (bytes, added) = measured(|| raw::write_parquet(&with_meta, &path))?;
         r.raw_meta_bytes = bytes;
         raw_meta_times.push(start.elapsed().as_secs_f64());
-        r.raw_meta_write_rss = rss::max(r.raw_meta_write_rss, added);
+        r.raw_meta_write_rss = peak_memory::max(r.raw_meta_write_rss, added);
         remove(&path)?;
         if run + 1 == runs {
             std::fs::rename(&dir, &cow_dir)
@@ -557,9 +561,9 @@ fn bench_size(
     Ok(r)
 }
 
-/// `step`'s result and the peak memory it added ([`rss::peak_of`]), or its error.
+/// `step`'s result and the peak memory it added ([`peak_memory::peak_of`]), or its error.
 fn measured<T>(step: impl FnOnce() -> Result<T, String>) -> Result<(T, Option<u64>), String> {
-    let (out, added) = rss::peak_of(step);
+    let (out, added) = peak_memory::peak_of(step);
     out.map(|v| (v, added))
 }
 

@@ -104,7 +104,7 @@ pub struct SizeResult {
     /// The plain parquet file with meta columns.
     pub raw_meta_bytes: u64,
     /// Peak resident memory arbor's COW bulk insert added, largest over the runs
-    /// ([`super::rss::peak_of`]; `None`: not measurable here).
+    /// ([`super::peak_memory::peak_of`]; `None`: not measurable here).
     pub cow_write_rss: Option<u64>,
     /// Peak resident memory the plain arrow-rs write added.
     pub raw_write_rss: Option<u64>,

@@ -15,4 +15,5 @@ mod partition_reclaim;
 mod partition_reclaim_crash;
 mod partition_reclaim_fixtures;
 mod restore;
+mod retention_union;
 mod ttl_model;

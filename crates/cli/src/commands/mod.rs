@@ -12,6 +12,7 @@ pub mod files;
 pub mod index;
 pub mod mdt;
 pub mod read;
+pub mod read_rows;
 pub mod restore;
 pub mod savepoint;
 pub mod tag;

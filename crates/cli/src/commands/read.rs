@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use arbor_branching::tag_reader;
 use arbor_format::meta;
@@ -14,15 +13,14 @@ use arbor_table::read::{PartitionFilter, PartitionPruner, ReadOptions, TableRead
 use arbor_timeline::config::TimelineTimezone;
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
-use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn};
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use clap::{Args, ValueEnum};
 
+use crate::commands::read_rows::SortedRows;
 use crate::context::{branching_error, open_reader_at, open_table_storage, parse_time, selected};
 use crate::error::{CliError, CliResult};
-use crate::input::concat;
 use crate::output::{fit_table, print_text, terminal_width, wide_table};
 
 /// Rows the `table` format shows unless `--limit` says otherwise.
@@ -225,40 +223,61 @@ pub async fn explain(args: &ReadArgs, options: &StorageOptions) -> CliResult<Str
     Ok(out)
 }
 
-/// Reads the rows the arguments select, sorted and projected, with the output schema and the
-/// number of rows before the limit.
-pub async fn query(
-    args: &ReadArgs,
-    options: &StorageOptions,
-) -> CliResult<(SchemaRef, Vec<RecordBatch>, usize)> {
+/// The rows the arguments select, sorted and projected, as they are read
+/// ([`SortedRows`]: one partition of the scan in memory at a time).
+pub async fn query(args: &ReadArgs, options: &StorageOptions) -> CliResult<SortedRows> {
     let at = |e: arbor_table::TableError| CliError::at(&args.table, e);
     let (reader, read_options, shown_columns) = prepare(args, options).await?;
-    let schema = reader.output_schema(&read_options).map_err(at)?;
-    let projection: Vec<usize> = (0..shown_columns).collect();
-    let batches = reader.read(read_options).await.map_err(at)?;
-    let all = sorted(&schema, &batches)?;
-    let total = all.num_rows();
-    let limit = args.limit.or(match args.format {
-        ReadFormat::Table => Some(DEFAULT_TABLE_LIMIT),
-        _ => None,
-    });
-    let shown = limit.map_or(all.clone(), |n| all.slice(0, n.min(total)));
-    let out_schema = Arc::new(Schema::new(
-        projection
-            .iter()
-            .map(|&i| schema.fields().get(i).cloned())
-            .collect::<Option<Vec<_>>>()
-            .unwrap_or_default(),
-    ));
-    let projected = shown
-        .project(&projection)
-        .map_err(|e| CliError::Output(e.to_string()))?;
-    let batches = if projected.num_rows() == 0 {
-        Vec::new()
-    } else {
-        vec![projected]
+    let plan = reader.plan(&read_options).await.map_err(at)?;
+    Ok(SortedRows::new(
+        plan,
+        reader.storage().clone(),
+        shown_columns,
+        &args.table,
+    ))
+}
+
+/// The first `limit` rows (all without a limit) and the number of rows in total.
+async fn limited(
+    rows: &mut SortedRows,
+    limit: Option<usize>,
+) -> CliResult<(Vec<RecordBatch>, usize)> {
+    let mut out = Vec::new();
+    let mut total = 0;
+    while let Some(b) = rows.next().await? {
+        let n = b.num_rows();
+        let left = limit.map_or(n, |l| l.saturating_sub(total));
+        if left > 0 {
+            out.push(if left < n { b.slice(0, left) } else { b });
+        }
+        total += n;
+        if limit.is_some_and(|l| total >= l) {
+            total += rows.count_rest().await?;
+            break;
+        }
+    }
+    Ok((out, total))
+}
+
+/// The next batch within the limit (`left`: rows still to output, `None` for no limit).
+async fn next_within(
+    rows: &mut SortedRows,
+    left: &mut Option<usize>,
+) -> CliResult<Option<RecordBatch>> {
+    if *left == Some(0) {
+        return Ok(None);
+    }
+    let Some(b) = rows.next().await? else {
+        return Ok(None);
     };
-    Ok((out_schema, batches, total))
+    Ok(Some(match left {
+        Some(l) => {
+            let n = b.num_rows().min(*l);
+            *l -= n;
+            b.slice(0, n)
+        }
+        None => b,
+    }))
 }
 
 /// An `--as-of` before the first completed write of the table would read nothing: an error
@@ -329,25 +348,6 @@ fn projection(schema: &SchemaRef, args: &ReadArgs) -> CliResult<Vec<usize>> {
             })
         })
         .collect()
-}
-
-/// All rows in one batch, sorted by partition path then record key when the table has those
-/// meta columns.
-fn sorted(schema: &SchemaRef, batches: &[RecordBatch]) -> CliResult<RecordBatch> {
-    let all = concat(schema, batches)?;
-    let keys: Vec<SortColumn> = [meta::PARTITION_PATH, meta::RECORD_KEY]
-        .iter()
-        .filter_map(|name| all.column_by_name(name))
-        .map(|c| SortColumn {
-            values: c.clone(),
-            options: None,
-        })
-        .collect();
-    if keys.is_empty() || all.num_rows() < 2 {
-        return Ok(all);
-    }
-    let indices = lexsort_to_indices(&keys, None).map_err(|e| CliError::Output(e.to_string()))?;
-    take_record_batch(&all, &indices).map_err(|e| CliError::Output(e.to_string()))
 }
 
 /// The cells of `batches` as text (nulls as `null`).
@@ -440,37 +440,98 @@ impl<W: Write> Write for PipeOut<W> {
     }
 }
 
+/// CSV (with a header) or JSON lines (nulls written as `null`) written batch by batch.
+enum TextSink<'a> {
+    Csv {
+        writer: Box<arrow::csv::Writer<&'a mut dyn Write>>,
+        schema: SchemaRef,
+        wrote: bool,
+    },
+    Jsonl(arrow::json::Writer<&'a mut dyn Write, arrow::json::writer::LineDelimited>),
+}
+
+impl<'a> TextSink<'a> {
+    fn new(format: ReadFormat, out: &'a mut dyn Write, schema: &SchemaRef) -> Self {
+        match format {
+            ReadFormat::Csv => TextSink::Csv {
+                writer: Box::new(
+                    arrow::csv::WriterBuilder::new()
+                        .with_header(true)
+                        .build(out),
+                ),
+                schema: schema.clone(),
+                wrote: false,
+            },
+            // Nulls as explicit `null` fields: every line has every column.
+            _ => TextSink::Jsonl(
+                arrow::json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build::<_, arrow::json::writer::LineDelimited>(out),
+            ),
+        }
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
+        match self {
+            TextSink::Csv { writer, wrote, .. } => {
+                *wrote = true;
+                writer.write(batch)
+            }
+            TextSink::Jsonl(w) => w.write(batch),
+        }
+    }
+
+    /// Ends the output (a CSV without rows still has its header) and flushes it.
+    fn finish(self) -> Result<(), ArrowError> {
+        match self {
+            TextSink::Csv {
+                mut writer,
+                schema,
+                wrote,
+            } => {
+                if !wrote {
+                    writer.write(&RecordBatch::new_empty(schema))?;
+                }
+                (*writer).into_inner().flush()?;
+            }
+            TextSink::Jsonl(mut w) => {
+                w.finish()?;
+                w.into_inner().flush()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `rows` (within `limit`) as CSV or JSON lines to `out`.
+async fn write_text_rows(
+    format: ReadFormat,
+    out: &mut dyn Write,
+    rows: &mut SortedRows,
+    mut left: Option<usize>,
+) -> CliResult<Result<(), ArrowError>> {
+    let schema = rows.schema()?;
+    let mut sink = TextSink::new(format, out, &schema);
+    while let Some(b) = next_within(rows, &mut left).await? {
+        if let Err(e) = sink.write(&b) {
+            return Ok(Err(e));
+        }
+    }
+    Ok(sink.finish())
+}
+
+#[cfg(test)]
 fn write_text(
     format: ReadFormat,
     out: &mut dyn Write,
     schema: &SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<(), ArrowError> {
-    match format {
-        ReadFormat::Csv => {
-            let mut w = arrow::csv::WriterBuilder::new()
-                .with_header(true)
-                .build(&mut *out);
-            if batches.is_empty() {
-                w.write(&RecordBatch::new_empty(schema.clone()))?;
-            }
-            for b in batches {
-                w.write(b)?;
-            }
-        }
-        _ => {
-            // Nulls as explicit `null` fields: every line has every column.
-            let mut w = arrow::json::WriterBuilder::new()
-                .with_explicit_nulls(true)
-                .build::<_, arrow::json::writer::LineDelimited>(&mut *out);
-            for b in batches {
-                w.write(b)?;
-            }
-            w.finish()?;
-        }
+    let mut sink = TextSink::new(format, out, schema);
+    for b in batches {
+        sink.write(b)?;
     }
-    out.flush()?;
-    Ok(())
+    sink.finish()
 }
 
 /// Runs the command.
@@ -484,36 +545,45 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
         let text = explain(&args, options).await?;
         return print_text(&text);
     }
-    let (schema, batches, total) = query(&args, options).await?;
+    let mut rows = query(&args, options).await?;
+    let schema = rows.schema()?;
+    let limit = args.limit.or(match args.format {
+        ReadFormat::Table => Some(DEFAULT_TABLE_LIMIT),
+        _ => None,
+    });
     let create = |p: &PathBuf| {
         File::create(p).map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
     };
     match (args.format, &args.output) {
         (ReadFormat::Table, None) => {
+            let (batches, total) = limited(&mut rows, limit).await?;
             print_rows(&schema, &batches, total, (!args.wide).then(terminal_width))
         }
         (ReadFormat::Table, Some(p)) => {
             // A file gets every column and value whole.
+            let (batches, _) = limited(&mut rows, limit).await?;
             let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
             let table = wide_table(&header, cells(&batches)?);
             let mut f = create(p)?;
             writeln!(f, "{table}").map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
         }
         (ReadFormat::Parquet, Some(p)) => {
+            let out = |e: parquet::errors::ParquetError| {
+                CliError::Output(format!("{}: {e}", p.display()))
+            };
             let f = create(p)?;
-            let mut w = parquet::arrow::ArrowWriter::try_new(f, schema.clone(), None)
-                .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))?;
-            for b in &batches {
-                w.write(b)
-                    .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))?;
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(f, schema.clone(), None).map_err(out)?;
+            let mut left = limit;
+            while let Some(b) = next_within(&mut rows, &mut left).await? {
+                w.write(&b).map_err(out)?;
             }
-            w.close()
-                .map(|_| ())
-                .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
+            w.close().map(|_| ()).map_err(out)
         }
         (format, Some(p)) => {
             let mut f = std::io::BufWriter::new(create(p)?);
-            write_text(format, &mut f, &schema, &batches)
+            write_text_rows(format, &mut f, &mut rows, limit)
+                .await?
                 .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
         }
         (format, None) => {
@@ -521,7 +591,7 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
                 inner: std::io::stdout().lock(),
                 broken: false,
             });
-            let result = write_text(format, &mut out, &schema, &batches);
+            let result = write_text_rows(format, &mut out, &mut rows, limit).await?;
             let broken = out.get_ref().broken;
             match result {
                 Err(_) if broken => Ok(()),
@@ -549,7 +619,8 @@ mod tests {
     #[test]
     fn test_jsonl_writes_explicit_nulls_and_full_nanoseconds() {
         use arrow::array::{Int64Array, TimestampNanosecondArray};
-        use arrow::datatypes::{DataType, Field, TimeUnit};
+        use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        use std::sync::Arc;
         let schema = Arc::new(Schema::new(vec![
             Field::new("n", DataType::Int64, true),
             Field::new(

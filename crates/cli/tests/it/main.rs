@@ -18,6 +18,7 @@ mod mdt;
 mod read;
 mod read_output;
 mod read_predicates;
+mod read_streamed;
 mod read_where;
 mod restore;
 mod table_services;

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 
 use arbor_format::log::DeleteRecord;
 use arbor_format::meta;
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, UInt32Array};
-use arrow::compute::{concat_batches, take_record_batch};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringArray};
+use arrow::compute::{concat_batches, interleave};
 use arrow::datatypes::{DataType, SchemaRef};
-use arrow::record_batch::RecordBatch;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
 use super::ordering::{newer_wins, OrderKey};
 use crate::error::{Result, TableError};
@@ -33,8 +33,8 @@ pub enum LogPart {
 
 #[derive(Debug, Clone)]
 struct Buffered {
-    /// Row in the concatenated batch; `None` for a delete.
-    row: Option<usize>,
+    /// Batch and row of the record; `None` for a delete.
+    row: Option<(usize, usize)>,
     order: OrderKey,
     is_delete: bool,
 }
@@ -56,7 +56,13 @@ fn keep_newer(old: &Buffered, new: &Buffered) -> bool {
 }
 
 /// Merges a slice. `base` and the rows of `logs` must all have `schema`. Without log parts the
-/// base rows are returned as they are.
+/// base rows are returned as they are (soft-deleted rows dropped).
+///
+/// The result is the base rows in base order, each replaced by the record that wins the merge
+/// for its key (or dropped when that record is a delete), followed by the records of keys the
+/// base does not hold, in log order. Only the log records are buffered (by key, borrowing the
+/// key strings), and the output is gathered from the input batches without concatenating them
+/// first.
 pub fn merge_slice(
     schema: &SchemaRef,
     mode: MergeMode,
@@ -75,129 +81,195 @@ pub fn merge_slice(
         let all = concat_batches(schema, &base).map_err(arrow_err)?;
         return Ok(Some(drop_soft_deleted(all, context)?));
     }
-    let base_rows: usize = base.iter().map(RecordBatch::num_rows).sum();
+    let base_batches = base.len();
     let mut batches = base;
-    let mut parts: Vec<(usize, usize, Option<Vec<DeleteRecord>>)> = Vec::new();
-    let mut offset = base_rows;
+    // The log in order: a data block is the index of its batch.
+    let mut parts: Vec<Part> = Vec::new();
     for part in logs {
         match part {
             LogPart::Rows(b) => {
-                let n = b.num_rows();
-                parts.push((offset, n, None));
-                offset += n;
+                parts.push(Part::Rows(batches.len()));
                 batches.push(b);
             }
-            LogPart::Deletes(d) => parts.push((offset, 0, Some(d))),
+            LogPart::Deletes(d) => parts.push(Part::Deletes(d)),
         }
     }
-    let all = concat_batches(schema, &batches).map_err(arrow_err)?;
-    let keys = all
-        .column_by_name(meta::RECORD_KEY)
-        .ok_or_else(|| TableError::Unsupported {
-            reason: format!(
-                "merging {context}: rows have no {} column (tables without meta fields cannot \
-                 have log files)",
-                meta::RECORD_KEY
-            ),
-        })?
-        .clone();
-    let keys = string_column(&keys, meta::RECORD_KEY, context)?;
-    let ordering: Option<ArrayRef> = match (mode, ordering_field) {
-        (MergeMode::EventTime, Some(f)) => all.column_by_name(f).cloned(),
-        _ => None,
-    };
-    let deleted_flags: Option<BooleanArray> = all
-        .column_by_name(meta::IS_DELETED)
-        .filter(|c| c.data_type() == &DataType::Boolean)
-        .map(|c| c.as_boolean().clone());
-    let record = |row: usize| Buffered {
-        row: Some(row),
-        order: ordering
-            .as_ref()
-            .map_or(OrderKey::Default, |c| OrderKey::from_column(c, row)),
-        is_delete: deleted_flags
-            .as_ref()
-            .is_some_and(|f| f.is_valid(row) && f.value(row)),
+    let columns = batches
+        .iter()
+        .map(|b| BatchColumns::of(b, mode, ordering_field, context))
+        .collect::<Result<Vec<_>>>()?;
+    let record = |b: usize, row: usize| -> Buffered {
+        let cols = columns.get(b);
+        Buffered {
+            row: Some((b, row)),
+            order: cols
+                .and_then(|c| c.ordering.as_ref())
+                .map_or(OrderKey::Default, |c| OrderKey::from_column(c, row)),
+            is_delete: cols.is_some_and(|c| c.is_deleted(row)),
+        }
     };
 
-    let mut buffer: HashMap<String, Buffered> = HashMap::new();
-    for (start, len, deletes) in parts {
-        if let Some(deletes) = deletes {
-            for d in deletes {
-                let Some(key) = d.record_key else { continue };
-                let del = Buffered {
-                    row: None,
-                    order: OrderKey::from_delete(d.ordering_value.as_ref()),
-                    is_delete: true,
-                };
-                let keep_existing = match (mode, buffer.get(&key)) {
-                    (MergeMode::CommitTime, _) | (_, None) => false,
-                    (MergeMode::EventTime, Some(existing)) if existing.is_commit_time_delete() => {
-                        true
+    // The log's records by key, the key strings borrowed from the batches and delete blocks.
+    let mut buffer: HashMap<&str, Buffered> = HashMap::new();
+    for part in &parts {
+        match part {
+            Part::Deletes(deletes) => {
+                for d in deletes {
+                    let Some(key) = d.record_key.as_deref() else {
+                        continue;
+                    };
+                    let del = Buffered {
+                        row: None,
+                        order: OrderKey::from_delete(d.ordering_value.as_ref()),
+                        is_delete: true,
+                    };
+                    let keep_existing = match (mode, buffer.get(key)) {
+                        (MergeMode::CommitTime, _) | (_, None) => false,
+                        (MergeMode::EventTime, Some(existing))
+                            if existing.is_commit_time_delete() =>
+                        {
+                            true
+                        }
+                        (MergeMode::EventTime, Some(existing)) => {
+                            !del.order.is_default()
+                                && existing.order.compare(&del.order)
+                                    == Some(std::cmp::Ordering::Greater)
+                        }
+                    };
+                    if !keep_existing {
+                        buffer.insert(key, del);
                     }
-                    (MergeMode::EventTime, Some(existing)) => {
-                        !del.order.is_default()
-                            && existing.order.compare(&del.order)
-                                == Some(std::cmp::Ordering::Greater)
-                    }
-                };
-                if !keep_existing {
-                    buffer.insert(key, del);
                 }
             }
-            continue;
-        }
-        for row in start..start + len {
-            let Some(key) = keys.get(row).cloned().flatten() else {
-                continue;
-            };
-            let new = record(row);
-            let replace = match (mode, buffer.get(&key)) {
-                (MergeMode::CommitTime, _) | (_, None) => true,
-                (MergeMode::EventTime, Some(existing)) => keep_newer(existing, &new),
-            };
-            if replace {
-                buffer.insert(key, new);
+            Part::Rows(b) => {
+                let Some(keys) = columns.get(*b).map(|c| &c.keys) else {
+                    continue;
+                };
+                for row in 0..keys.len() {
+                    if keys.is_null(row) {
+                        continue;
+                    }
+                    let key = keys.value(row);
+                    let new = record(*b, row);
+                    let replace = match (mode, buffer.get(key)) {
+                        (MergeMode::CommitTime, _) | (_, None) => true,
+                        (MergeMode::EventTime, Some(existing)) => keep_newer(existing, &new),
+                    };
+                    if replace {
+                        buffer.insert(key, new);
+                    }
+                }
             }
         }
     }
 
-    let mut take: Vec<u32> = Vec::new();
-    let push = |take: &mut Vec<u32>, row: usize| -> Result<()> {
-        take.push(u32::try_from(row).map_err(|_| TableError::Unsupported {
-            reason: format!("merging {context}: more than 2^32 rows in one file slice"),
-        })?);
-        Ok(())
-    };
-    for row in 0..base_rows {
-        let base_rec = record(row);
-        let winner = match keys.get(row).cloned().flatten() {
-            Some(key) => match buffer.remove(&key) {
-                Some(log_rec) => match mode {
-                    MergeMode::CommitTime => log_rec,
-                    MergeMode::EventTime if keep_newer(&base_rec, &log_rec) => log_rec,
-                    MergeMode::EventTime => base_rec,
-                },
-                None => base_rec,
-            },
-            None => base_rec,
-        };
-        if let (false, Some(r)) = (winner.is_delete, winner.row) {
-            push(&mut take, r)?;
+    let mut take: Vec<(usize, usize)> = Vec::new();
+    for (b, cols) in columns.iter().enumerate().take(base_batches) {
+        for row in 0..cols.keys.len() {
+            let log_rec = if cols.keys.is_null(row) || buffer.is_empty() {
+                None
+            } else {
+                buffer.remove(cols.keys.value(row))
+            };
+            let winner = match log_rec {
+                None if cols.is_deleted(row) => continue,
+                None => Some((b, row)),
+                Some(log_rec) => {
+                    let log_wins = match mode {
+                        MergeMode::CommitTime => true,
+                        MergeMode::EventTime => keep_newer(&record(b, row), &log_rec),
+                    };
+                    match (log_wins, log_rec.is_delete) {
+                        (true, true) => None,
+                        (true, false) => log_rec.row,
+                        (false, _) if cols.is_deleted(row) => None,
+                        (false, _) => Some((b, row)),
+                    }
+                }
+            };
+            if let Some(at) = winner {
+                take.push(at);
+            }
         }
     }
-    let mut rest: Vec<usize> = buffer
+    let mut rest: Vec<(usize, usize)> = buffer
         .into_values()
         .filter(|b| !b.is_delete)
         .filter_map(|b| b.row)
         .collect();
     rest.sort_unstable();
-    for r in rest {
-        push(&mut take, r)?;
-    }
-    let indices = UInt32Array::from(take);
-    let merged = take_record_batch(&all, &indices).map_err(arrow_err)?;
+    take.extend(rest);
+    let merged = (0..schema.fields().len())
+        .map(|i| {
+            let column: Vec<&dyn Array> = batches
+                .iter()
+                .filter_map(|b| b.columns().get(i).map(|c| c.as_ref()))
+                .collect();
+            interleave(&column, &take)
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .and_then(|columns| {
+            RecordBatch::try_new_with_options(
+                schema.clone(),
+                columns,
+                &RecordBatchOptions::new().with_row_count(Some(take.len())),
+            )
+        })
+        .map_err(arrow_err)?;
     Ok(Some(merged))
+}
+
+/// One part of the log while merging: a data block (the index of its batch) or a delete block.
+enum Part {
+    Rows(usize),
+    Deletes(Vec<DeleteRecord>),
+}
+
+/// The columns the merge reads of one batch.
+struct BatchColumns {
+    keys: StringArray,
+    ordering: Option<ArrayRef>,
+    deleted: Option<BooleanArray>,
+}
+
+impl BatchColumns {
+    fn of(
+        batch: &RecordBatch,
+        mode: MergeMode,
+        ordering_field: Option<&str>,
+        context: &str,
+    ) -> Result<Self> {
+        let keys =
+            batch
+                .column_by_name(meta::RECORD_KEY)
+                .ok_or_else(|| TableError::Unsupported {
+                    reason: format!(
+                        "merging {context}: rows have no {} column (tables without meta fields \
+                     cannot have log files)",
+                        meta::RECORD_KEY
+                    ),
+                })?;
+        let keys = string_column(keys, meta::RECORD_KEY, context)?;
+        let ordering = match (mode, ordering_field) {
+            (MergeMode::EventTime, Some(f)) => batch.column_by_name(f).cloned(),
+            _ => None,
+        };
+        let deleted = batch
+            .column_by_name(meta::IS_DELETED)
+            .filter(|c| c.data_type() == &DataType::Boolean)
+            .map(|c| c.as_boolean().clone());
+        Ok(BatchColumns {
+            keys,
+            ordering,
+            deleted,
+        })
+    }
+
+    fn is_deleted(&self, row: usize) -> bool {
+        self.deleted
+            .as_ref()
+            .is_some_and(|f| f.is_valid(row) && f.value(row))
+    }
 }
 
 /// Drops rows whose `_hoodie_is_deleted` is true.
@@ -218,16 +290,12 @@ fn drop_soft_deleted(batch: RecordBatch, context: &str) -> Result<RecordBatch> {
     })
 }
 
-fn string_column(col: &ArrayRef, name: &str, context: &str) -> Result<Vec<Option<String>>> {
+fn string_column(col: &ArrayRef, name: &str, context: &str) -> Result<StringArray> {
     let casted =
         arrow::compute::cast(col, &DataType::Utf8).map_err(|e| TableError::Unsupported {
             reason: format!("merging {context}: column {name} is not a string: {e}"),
         })?;
-    Ok(casted
-        .as_string::<i32>()
-        .iter()
-        .map(|v| v.map(str::to_string))
-        .collect())
+    Ok(casted.as_string::<i32>().clone())
 }
 
 #[cfg(test)]

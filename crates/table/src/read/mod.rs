@@ -22,6 +22,7 @@ mod filter;
 mod merge;
 mod options;
 mod ordering;
+mod parallel;
 mod plan;
 mod retained;
 mod schema;
@@ -280,6 +281,13 @@ impl TableReader {
         &self.config
     }
 
+    /// The storage the reader reads through (rooted at the table base, or at the metadata
+    /// root it was opened on): what [`ScanPlan::execute`] and
+    /// [`ScanPlan::execute_partition`] take to read this reader's plans.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.slices.storage
+    }
+
     /// The file-system view the reader plans with.
     pub fn view(&self) -> &FileSystemView {
         &self.slices.view
@@ -313,9 +321,12 @@ impl TableReader {
     }
 
     /// [`TableReader::read`] as a stream: the query is planned (and partitions pruned) now, the
-    /// file slices are read when the stream is polled, one at a time, so at most one merged
-    /// slice is held in memory. Slices without log files to merge stream their base file's
-    /// batches with the projection pushed down to the parquet reader.
+    /// file slices are read when the stream is polled, up to [`ReadOptions::parallelism`] at
+    /// once (as tasks of the current tokio runtime), so memory is bounded by the slices in
+    /// flight, never by the table. The batches are those of [`TableReader::read`], in the same
+    /// order (partition, then file id), whatever the parallelism. Slices without log files to
+    /// merge stream their base file's batches with the projection pushed down to the parquet
+    /// reader; a slice with log files is merged whole, then cut into batches.
     pub async fn read_stream(
         &self,
         options: ReadOptions,

@@ -1,5 +1,5 @@
 //! What a read returns: [`ReadOptions`] (query type, projection, filters, batch size, data
-//! skipping).
+//! skipping, parallelism).
 
 use arbor_timeline::InstantTime;
 
@@ -34,6 +34,7 @@ pub struct ReadOptions {
     read_optimized: bool,
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
     data_skipping: bool,
+    parallelism: usize,
 }
 
 impl Default for ReadOptions {
@@ -46,6 +47,7 @@ impl Default for ReadOptions {
             read_optimized: false,
             incremental: None,
             data_skipping: true,
+            parallelism: super::parallel::default_parallelism(),
         }
     }
 }
@@ -118,6 +120,19 @@ impl ReadOptions {
     pub fn data_skipping(mut self, enabled: bool) -> Self {
         self.data_skipping = enabled;
         self
+    }
+
+    /// How many file slices are read (decoded, merged) at once; default
+    /// `std::thread::available_parallelism()`, 0 counts as 1. Any value returns the same
+    /// batches in the same order; more slices in flight use more cores and more memory.
+    pub fn parallelism(mut self, slices: usize) -> Self {
+        self.parallelism = slices.max(1);
+        self
+    }
+
+    /// How many file slices are read at once ([`ReadOptions::parallelism`]).
+    pub fn get_parallelism(&self) -> usize {
+        self.parallelism
     }
 
     /// Whether statistics and indexes may skip files ([`ReadOptions::data_skipping`]).

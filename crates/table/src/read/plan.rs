@@ -163,20 +163,47 @@ impl ScanPlan {
         self.slice.batch_size
     }
 
-    /// Reads every slice through `storage` (rooted as the planning reader's storage was), one
-    /// slice at a time when the stream is polled.
+    /// How many file slices the execution reads at once ([`ReadOptions::parallelism`]).
+    pub fn parallelism(&self) -> usize {
+        self.slice.parallelism
+    }
+
+    /// Reads every slice through `storage` (rooted as the planning reader's storage was) when
+    /// the stream is polled: up to [`ScanPlan::parallelism`] slices at once, each as its own
+    /// task on the current tokio runtime (one at a time in the polling task without a
+    /// runtime). The batches come out in plan order whatever the parallelism, identical to a
+    /// sequential read; memory is bounded by the slices in flight.
     pub fn execute(self, storage: Arc<dyn Storage>) -> BoxStream<'static, Result<RecordBatch>> {
         let reader = self.slice_reader(storage);
         let plan = self.slice;
-        let slices: Vec<FileSlice> = self
+        let parallelism = plan.parallelism;
+        let slices: Vec<BoxStream<'static, Result<RecordBatch>>> = self
             .partitions
             .into_iter()
             .flat_map(|p| p.slices.into_iter())
+            .map(|slice| reader.clone().slice_stream(slice, plan.clone()))
             .collect();
-        futures::stream::iter(slices)
-            .map(move |slice| reader.clone().slice_stream(slice, plan.clone()))
-            .flatten()
-            .boxed()
+        super::parallel::concat_slices(slices, parallelism)
+    }
+
+    /// Reads the slices of one partition of this plan (`index` into
+    /// [`ScanPlan::partitions`]) as [`ScanPlan::execute`] reads them: in plan order, up to
+    /// [`ScanPlan::parallelism`] at once. An index past the end reads nothing.
+    pub fn execute_partition(
+        &self,
+        storage: Arc<dyn Storage>,
+        index: usize,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
+        let reader = self.slice_reader(storage);
+        let slices: Vec<BoxStream<'static, Result<RecordBatch>>> = self
+            .partitions
+            .get(index)
+            .map(|p| p.slices.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|slice| reader.clone().slice_stream(slice, self.slice.clone()))
+            .collect();
+        super::parallel::concat_slices(slices, self.slice.parallelism)
     }
 
     /// Reads one slice of this plan (or any slice of the same table and timeline snapshot)
@@ -313,6 +340,7 @@ pub(crate) async fn plan(
         projection,
         admitted,
         batch_size: options.get_batch_size(),
+        parallelism: options.get_parallelism(),
         row_filter: (!pruner.is_empty()).then_some(pruner),
     });
     Ok(ScanPlan {

@@ -1,4 +1,5 @@
-//! Reading planned file slices as a stream of batches, one slice at a time.
+//! Reading one planned file slice as a stream of batches (several slices are read at once by
+//! `parallel`).
 //!
 //! A slice whose rows need no merge (no log file, or a read-optimized query) streams its base
 //! file's batches straight from the parquet decoder, reading only the columns needed; a slice
@@ -49,6 +50,8 @@ pub(crate) struct SlicePlan {
     /// Incremental queries: the requested times whose records are kept.
     pub(crate) admitted: Option<BTreeSet<String>>,
     pub(crate) batch_size: usize,
+    /// How many slices are read at once.
+    pub(crate) parallelism: usize,
     /// Partition filters applied to the rows (before the projection); `None` without filters.
     pub(crate) row_filter: Option<super::filter::PartitionPruner>,
 }

@@ -24,6 +24,7 @@ mod ownership;
 mod partition_conflicts;
 mod partition_layouts;
 mod read_options;
+mod read_stream;
 mod record_index;
 mod repeated_keys;
 mod robustness;
