@@ -14,7 +14,11 @@
 //!   merges them; [`column_stats_compute`] computes them from data files as Hudi does.
 //!   [`column_stats_writer`] writes them.
 //! - [`compaction`] compacts the FILES partition into a new base HFile.
+//! - [`clean`] removes the MDT's own superseded file slices after its compaction, keeping what
+//!   any root, tag, savepoint, clone pin or pending instant needs ([`clean_needs`]).
 
+pub mod clean;
+pub mod clean_needs;
 pub mod column_stats;
 pub mod column_stats_compute;
 pub mod column_stats_validate;

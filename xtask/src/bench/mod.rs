@@ -4,7 +4,8 @@
 //! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`];
 //! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`]; `cargo xtask
 //! bench ttl`, partition-TTL planning, in [`ttl`]; `cargo xtask bench clone`, shallow and deep
-//! clones against a listing, in [`clone`].
+//! clones against a listing, in [`clone`]; `cargo xtask bench mdt-clean`, the metadata table's
+//! file count with and without its own clean, in [`mdt_clean`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -41,6 +42,7 @@ mod clone;
 mod data;
 mod history;
 mod mdt;
+mod mdt_clean;
 mod peer;
 mod raw;
 mod report;
@@ -124,6 +126,9 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 pub fn run(args: &[String]) -> Result<(), String> {
     if args.first().map(String::as_str) == Some("mdt") {
         return mdt::run(args);
+    }
+    if args.first().map(String::as_str) == Some("mdt-clean") {
+        return mdt_clean::run(args);
     }
     if args.first().map(String::as_str) == Some("clean") {
         return clean::run(args);

@@ -24,6 +24,7 @@ mod clone_support;
 mod concurrency;
 mod crash;
 mod legacy;
+mod mdt_clean;
 mod model;
 mod model_clones;
 mod schema;

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arbor_fsview::{parse_data_file_name, PartitionListing};
+use arbor_mdt::clean::{clean_if_due, MdtCleanScope, DEFAULT_MDT_COMMITS_RETAINED};
 use arbor_mdt::column_stats::{COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION};
 use arbor_mdt::compaction::{compact_if_due, rollback_pending_compactions, DEFAULT_COMPACT_EVERY};
 use arbor_mdt::index_writer::{
@@ -21,7 +22,7 @@ use arbor_storage::Storage;
 use arbor_timeline::archive::{ArchivalPolicy, Archiver};
 use arbor_timeline::avro::HoodieCommitMetadata;
 use arbor_timeline::config::keys;
-use arbor_timeline::layout::DEFAULT_META_DIR;
+use arbor_timeline::layout::{MetaRoot, DEFAULT_META_DIR};
 use arbor_timeline::{ActiveTimeline, InstantTime, InstantTimeGenerator, TableConfig, TableLayout};
 
 use crate::error::{Result, TableError};
@@ -207,18 +208,45 @@ pub async fn record_files_delta(
     Ok(())
 }
 
+/// Where [`maintain`] runs: the root's view, the table's own storage and the root (the MDT
+/// clean keeps what every other root of the table needs), and whether the MDT cleans itself.
+#[derive(Debug, Clone, Copy)]
+pub struct MdtServices<'a> {
+    /// The table as the writing root sees it.
+    pub storage: &'a Arc<dyn Storage>,
+    /// The table's own storage, shared by every root.
+    pub table_storage: &'a Arc<dyn Storage>,
+    /// The writing root.
+    pub root: &'a MetaRoot,
+    /// Run the MDT's own clean ([`arbor_mdt::clean`]); `WriteOptions::mdt_clean`.
+    pub clean: bool,
+}
+
 /// Table services of the MDT after a data instant completed (the caller still holds the lock):
-/// compacts FILES when [`DEFAULT_COMPACT_EVERY`] log files accumulated. A failure is logged and
-/// left for the next commit: the data instant is committed whatever happens here.
+/// with `services.clean`, finishes pending MDT cleans and cleans the MDT's superseded file
+/// slices when due ([`arbor_mdt::clean::clean_if_due`]: Java's cadence and retention); compacts
+/// FILES when [`DEFAULT_COMPACT_EVERY`] log files accumulated; archives the MDT timeline. A
+/// failure is logged and left for the next commit: the data instant is committed whatever
+/// happens here.
 pub async fn maintain(
-    storage: &Arc<dyn Storage>,
+    services: MdtServices<'_>,
     layout: &TableLayout,
     generator: &InstantTimeGenerator,
 ) {
+    let storage = services.storage;
     let result = async {
         let Some(writer) = writer_if_enabled(storage).await? else {
             return Ok::<_, TableError>(());
         };
+        if services.clean {
+            let scope = MdtCleanScope {
+                view: storage,
+                table: services.table_storage,
+                root: services.root,
+                retained: DEFAULT_MDT_COMMITS_RETAINED,
+            };
+            clean_if_due(scope, generator).await?;
+        }
         let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
         // The MDT's active timeline only: the compaction decision needs the latest FILES
         // slice, whose instants are all active (`MetadataTable::open_active_with`).

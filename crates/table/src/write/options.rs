@@ -64,6 +64,11 @@ pub struct WriteOptions {
     /// every key already in the table, the stored values of those columns (new keys get
     /// nulls), instead of failing. Costs a snapshot read of the table; default off.
     pub partial_updates: bool,
+    /// The metadata table cleans its own superseded file slices after its compaction, as
+    /// Java's metadata writer does (`arbor_mdt::clean`: retention of 20 MDT commits, never a
+    /// file another root, tag, savepoint, clone pin or pending instant needs); default on. Off,
+    /// the MDT's file count grows with history (for comparisons only).
+    pub mdt_clean: bool,
     /// How many base files a write builds and encodes at once, each on its own thread;
     /// default [`std::thread::available_parallelism`]. The files, their names and the commit
     /// metadata are the same whatever the value (results are taken in plan order).
@@ -87,6 +92,7 @@ impl Default for WriteOptions {
             key_move: KeyMove::default(),
             schema_evolution: true,
             partial_updates: false,
+            mdt_clean: true,
             parallelism: default_parallelism(),
         }
     }

@@ -17,6 +17,7 @@ mod fixtures_read;
 mod keygen;
 mod lock_fencing;
 mod mdt;
+mod mdt_clean;
 mod mdt_compaction;
 mod no_meta_fields;
 mod null_ordering;

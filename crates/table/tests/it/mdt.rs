@@ -140,7 +140,7 @@ pub async fn assert_mdt_instants_have_data_instants(storage: &Arc<dyn Storage>, 
     let data_times = data.times();
     for (time, _, action) in &mdt.completed {
         assert!(
-            action == "deltacommit" || action == "commit",
+            action == "deltacommit" || action == "commit" || action == "clean",
             "{label}: MDT instant {time}.{action}"
         );
         assert!(

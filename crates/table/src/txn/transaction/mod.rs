@@ -242,11 +242,17 @@ impl<'a> Transaction<'a> {
         Ok((tl, requested, heartbeat))
     }
 
-    /// MDT table services after a data instant completed (compacts FILES when due); failures
-    /// are logged, never returned.
+    /// MDT table services after a data instant completed (cleans the MDT's own superseded
+    /// slices and compacts FILES when due); failures are logged, never returned.
     pub(crate) async fn maintain_mdt(&self) {
         let ctx = &self.table.ctx;
-        mdt_sync::maintain(&ctx.storage, &ctx.layout, &ctx.generator).await;
+        let services = mdt_sync::MdtServices {
+            storage: &ctx.storage,
+            table_storage: &ctx.root_storage,
+            root: &ctx.root,
+            clean: ctx.options.mdt_clean,
+        };
+        mdt_sync::maintain(services, &ctx.layout, &ctx.generator).await;
     }
 }
 
