@@ -42,6 +42,7 @@ fn main() -> ExitCode {
                  bench skipping [--files N] [--rows-per-file N] [--runs N]  a 2% range predicate with and without column stats (release build)\n  \
                  bench ttl [--sizes N,N] [--runs N]  partition-TTL planning with and without the metadata table (release build)\n  \
                  bench clone [--files N,N] [--runs N] [--quick]  shallow and deep clone against a full listing (release build)\n  \
+                 bench contention [--writers N] [--commits N] [--keys N] [--rows N]  concurrent writers of disjoint keys against one (release build)\n  \
                  cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \
                  services            start PostgreSQL, moto, Azurite and ZooKeeper, print their environment"
             );

@@ -4,7 +4,8 @@
 //! [`branch`]; `cargo xtask bench cache`, the process-wide table cache, in [`cache`];
 //! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`]; `cargo xtask
 //! bench ttl`, partition-TTL planning, in [`ttl`]; `cargo xtask bench clone`, shallow and deep
-//! clones against a listing, in [`clone`].
+//! clones against a listing, in [`clone`]; `cargo xtask bench contention`, concurrent writers
+//! against one, in [`contention`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -36,6 +37,7 @@ mod branch;
 mod cache;
 mod clean;
 mod clone;
+mod contention;
 mod data;
 mod mdt;
 mod peer;
@@ -137,6 +139,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("ttl") {
         return ttl::run(args);
+    }
+    if args.first().map(String::as_str) == Some("contention") {
+        return contention::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
