@@ -175,7 +175,11 @@ struct Commit {
 }
 
 /// `writers` writers, each doing `o.commits` upserts; returns every commit's figures.
-async fn run_writers(storage: Arc<dyn Storage>, o: &Options, writers: u32) -> Result<Vec<Commit>, String> {
+async fn run_writers(
+    storage: Arc<dyn Storage>,
+    o: &Options,
+    writers: u32,
+) -> Result<Vec<Commit>, String> {
     let mut tasks = Vec::new();
     for w in 0..writers {
         let table = Table::open(storage.clone())
@@ -233,9 +237,10 @@ async fn check(storage: &Arc<dyn Storage>, o: &Options, writers: u32) -> Result<
     let tl = ActiveTimeline::load(storage.clone(), table.layout().clone())
         .await
         .map_err(|e| format!("bench: timeline: {e}"))?;
-    let history = arbor_timeline::archive::TimelineHistory::load(storage.clone(), table.layout().clone())
-        .await
-        .map_err(|e| format!("bench: history: {e}"))?;
+    let history =
+        arbor_timeline::archive::TimelineHistory::load(storage.clone(), table.layout().clone())
+            .await
+            .map_err(|e| format!("bench: history: {e}"))?;
     let commits = history
         .instants()
         .filter(|h| {
@@ -245,7 +250,9 @@ async fn check(storage: &Arc<dyn Storage>, o: &Options, writers: u32) -> Result<
         .count();
     let want = 1 + (writers * o.commits) as usize;
     if commits != want {
-        return Err(format!("bench: {commits} completed commits, expected {want}"));
+        return Err(format!(
+            "bench: {commits} completed commits, expected {want}"
+        ));
     }
     if !tl.pending().is_empty() {
         return Err(format!("bench: pending instants left: {:?}", tl.pending()));
@@ -288,7 +295,11 @@ async fn check(storage: &Arc<dyn Storage>, o: &Options, writers: u32) -> Result<
 
 fn timeline_files(dir: &Path) -> usize {
     std::fs::read_dir(dir.join(".hoodie").join("timeline"))
-        .map(|d| d.filter_map(Result::ok).filter(|e| e.path().is_file()).count())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().is_file())
+                .count()
+        })
         .unwrap_or(0)
 }
 
@@ -431,7 +442,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     println!();
     println!("machine: {}", machine.describe());
-    println!("load average (1, 5, 15 min) at the start: {load}; at the end: {}", super::report::load_average());
+    println!(
+        "load average (1, 5, 15 min) at the start: {load}; at the end: {}",
+        super::report::load_average()
+    );
     println!(
         "{} writers x {} upserts of {} of their own {} keys (two partitions, one file group each, \
          shared by every writer); writers are tasks of one process with their own handles; \
@@ -466,14 +480,42 @@ mod tests {
     }
 
     #[test]
+    fn test_tiny_scenarios_pass_their_checks() {
+        let o = parse_args(&a("contention --writers 3 --commits 2 --keys 4 --rows 2")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .unwrap();
+        for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+            for writers in [1, 3] {
+                let r = rt
+                    .block_on(scenario(dir.path(), table_type, &o, writers))
+                    .unwrap();
+                assert_eq!(r.commits, (writers * 2) as usize);
+                assert!(r.attempts >= r.commits as u32);
+                assert!(r.timeline_archived <= r.timeline_end);
+            }
+        }
+    }
+
+    fn a(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
     fn test_expected_values_follow_the_last_commit_of_each_key() {
-        let o = parse_args(&["contention".into(), "--commits".into(), "3".into(), "--keys".into(), "4".into(), "--rows".into(), "3".into()]).unwrap();
+        let o = parse_args(&a("contention --commits 3 --keys 4 --rows 3")).unwrap();
         // Commits touch keys 0,1,2 / 3,0,1 / 2,3,0.
         let e = expected(&o, 1);
         assert_eq!(e.get(&key(0, 0)), Some(&3));
         assert_eq!(e.get(&key(0, 1)), Some(&2));
         assert_eq!(e.get(&key(0, 2)), Some(&3));
         assert_eq!(e.get(&key(0, 3)), Some(&3));
-        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 90.0), Some(9.0));
+        assert_eq!(
+            percentile(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 90.0),
+            Some(9.0)
+        );
     }
 }
