@@ -11,7 +11,7 @@
 //! Writers are tasks of one multi-threaded tokio runtime in this process (as many worker
 //! threads as writers), each with its own `Table` handle: they share only the table's storage
 //! and its storage-based lock (`.hoodie/.locks`), as separate processes do. Each commit is a
-//! `Table::write` with the default `RetryPolicy` (10 attempts, 50 ms..2 s jittered backoff).
+//! `Table::write` with the default `RetryPolicy` (20 attempts, 100 ms..5 s jittered backoff).
 //!
 //! Reported per scenario: attempts per commit, median and p90 commit latency (one
 //! `Table::write` call, retries and backoff included) and time per attempt (commit latency /

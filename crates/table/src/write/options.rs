@@ -86,11 +86,11 @@ pub struct WriteOptions {
 /// that collided once do not collide again in step).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts in all, the first included; at least 1 (0 is treated as 1). Default 10.
+    /// Attempts in all, the first included; at least 1 (0 is treated as 1). Default 20.
     pub max_attempts: u32,
-    /// The sleep before the second attempt; default 50 ms.
+    /// The sleep before the second attempt; default 100 ms.
     pub initial_backoff: std::time::Duration,
-    /// The longest sleep between two attempts; default 2 s.
+    /// The longest sleep between two attempts; default 5 s.
     pub max_backoff: std::time::Duration,
     /// Randomise each sleep (between half and all of it); default on.
     pub jitter: bool,
@@ -124,9 +124,9 @@ impl RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            max_attempts: 10,
-            initial_backoff: std::time::Duration::from_millis(50),
-            max_backoff: std::time::Duration::from_secs(2),
+            max_attempts: 20,
+            initial_backoff: std::time::Duration::from_millis(100),
+            max_backoff: std::time::Duration::from_secs(5),
             jitter: true,
         }
     }
