@@ -92,6 +92,17 @@ pub enum TableError {
         /// What showed it (missing requested file, the rollback instant, expired heartbeat).
         reason: String,
     },
+    /// [`crate::Table::write`] lost the race to other writers on every attempt its
+    /// [`crate::write::RetryPolicy`] allows (each attempt's instant and files were removed;
+    /// nothing of the write is visible). `last` is the error of the last attempt (a
+    /// [`TableError::CommitConflict`] or [`TableError::InstantRolledBack`]).
+    #[error("write gave up after {attempts} attempts (retry policy max_attempts={attempts}); last attempt: {last}")]
+    RetriesExhausted {
+        /// The attempts made, the first included.
+        attempts: u32,
+        /// The last attempt's error.
+        last: Box<TableError>,
+    },
     /// A file on the timeline holds content that cannot be acted on safely (e.g. a compaction
     /// plan naming an invalid partition path or file id).
     #[error("corrupt {path}: {reason}")]

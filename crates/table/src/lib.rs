@@ -31,5 +31,6 @@ pub use txn::{PreparedWrite, Transaction};
 pub use validate_indexes::validate_indexes;
 pub use write::{
     cast_exact, secondary_lookup, storage_notes, storage_type, CommitResult, ConformOptions,
-    CreateOptions, KeyMove, RecordIndex, SchemaChange, StorageNote, WriteOperation, WriteOptions,
+    CreateOptions, KeyMove, RecordIndex, RetryPolicy, SchemaChange, StorageNote, WriteOperation,
+    WriteOptions,
 };

@@ -199,13 +199,17 @@ impl Table {
     /// `commit` (copy-on-write), `deltacommit` (merge-on-read) or, for insert overwrite, a
     /// `replacecommit` ([`Table::prepare`] then [`Table::commit`]); on any error before the
     /// commit point readers see nothing of the write.
+    ///
+    /// A write that loses a race to another writer (a commit conflict, or its instant rolled
+    /// back by another writer) is prepared and committed again on the fresh timeline, after a
+    /// backoff, as [`WriteOptions::retry`] allows; [`CommitResult::attempts`] says how many
+    /// attempts it took, and [`TableError::RetriesExhausted`] names them when every one lost.
     pub async fn write(
         &self,
         operation: WriteOperation,
         batches: Vec<RecordBatch>,
     ) -> Result<CommitResult> {
-        let prepared = self.prepare(operation, batches).await?;
-        self.commit(prepared).await
+        crate::txn::retry::write_with_retries(self, operation, batches).await
     }
 
     /// Validates the input against the table: non-empty; every input column is a table column

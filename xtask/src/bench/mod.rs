@@ -5,7 +5,8 @@
 //! `cargo xtask bench skipping`, data skipping by column stats, in [`skipping`]; `cargo xtask
 //! bench ttl`, partition-TTL planning, in [`ttl`]; `cargo xtask bench clone`, shallow and deep
 //! clones against a listing, in [`clone`]; `cargo xtask bench mdt-clean`, the metadata table's
-//! file count with and without its own clean, in [`mdt_clean`].
+//! file count with and without its own clean, in [`mdt_clean`]; `cargo xtask bench contention`,
+//! concurrent writers against one, in [`contention`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -39,14 +40,15 @@ mod branch;
 mod cache;
 mod clean;
 mod clone;
+mod contention;
 mod data;
 mod history;
 mod mdt;
 mod mdt_clean;
+mod peak_memory;
 mod peer;
 mod raw;
 mod report;
-mod peak_memory;
 mod rss;
 mod skipping;
 mod ttl;
@@ -153,6 +155,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("rss") {
         return rss::run(args);
+    }
+    if args.first().map(String::as_str) == Some("contention") {
+        return contention::run(args);
     }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {

@@ -10,6 +10,7 @@ mod branches;
 mod clean;
 mod column_stats;
 mod crash;
+mod failed_writes;
 mod model;
 mod partition_reclaim;
 mod partition_reclaim_crash;

@@ -41,6 +41,7 @@
 //! main-moved and restore checks), `transaction/` ([`Transaction`], with its tests),
 //! `create.rs`, and one file per operation: `write.rs` (validate, prepare), `prepared.rs`
 //! ([`PreparedWrite`] and its commit, shared by every write-like operation),
+//! `retry.rs` ([`crate::Table::write`]'s retries of a write that lost a race, with backoff),
 //! `delete_partitions.rs`, `compact.rs` (incl. inline compaction), `init_metadata_table.rs`,
 //! `create_index.rs` (record and secondary indexes), `ttl.rs` (partition TTL runs and policy
 //! changes), `upgrade.rs` (`arbor upgrade`: version 6
@@ -66,6 +67,7 @@ pub(crate) mod create_index;
 pub(crate) mod delete_partitions;
 pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
+pub(crate) mod retry;
 pub(crate) mod transaction;
 pub mod ttl;
 pub mod upgrade;

@@ -17,6 +17,7 @@ use super::context::{Table, TableContext};
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
 use crate::write::commit::{self, Conflict, Heartbeat};
+use crate::write::log_conflict::{LogAppends, LogConflictCheck};
 use crate::write::mdt_sync;
 use crate::write::options::CommitResult;
 use crate::write::partition_conflict::Changes;
@@ -124,6 +125,7 @@ pub(crate) async fn commit(table: &Table, prepared: PreparedWrite) -> Result<Com
             .map_or(0, |r| r.values().map(Vec::len).sum()),
         skipped_stale: prepared.skipped_stale,
         schema_changes: prepared.schema_changes.clone(),
+        attempts: 1,
     };
     super::compact::inline_compaction(table).await;
     Ok(result)
@@ -153,12 +155,20 @@ async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result
         &prepared.touched,
         prepared.replaced.as_ref(),
     );
+    let appends = LogAppends::of_metadata(prepared.inflight.action, &prepared.metadata);
+    let mut logs = LogConflictCheck::new(&ctx.storage, &appends);
     if let Some(Conflict {
         other,
         file_groups,
         partitions,
-    }) =
-        commit::find_conflict(&tl, prepared.instant(), &prepared.planned_against, &changes).await?
+    }) = commit::find_conflict(
+        &tl,
+        prepared.instant(),
+        &prepared.planned_against,
+        &changes,
+        &mut logs,
+    )
+    .await?
     {
         match txn.rollback_instant(&prepared.inflight).await {
             Ok(_) => {

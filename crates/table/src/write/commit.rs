@@ -17,6 +17,7 @@ use arbor_timeline::{
 use bytes::Bytes;
 
 use super::cow::WrittenGroup;
+use super::log_conflict::{LogAppends, LogConflictCheck};
 use super::partition_conflict::Changes;
 use super::planner::WritePlan;
 use super::rollback;
@@ -533,12 +534,15 @@ pub struct Conflict {
 /// conflict when its write stats or replaced file ids name a `(partition, fileId)` of
 /// `changes`, or when one of the two is a `DELETE_PARTITION` naming a partition the other
 /// wrote a file group in (new ones included) or replaced one in
-/// ([`super::partition_conflict`]). Returns the earliest such instant.
-pub async fn find_conflict(
+/// ([`super::partition_conflict`]). A shared file group that both instants wrote as
+/// merge-on-read log appends only, with no record key in common, is not a conflict
+/// (`logs`, [`super::log_conflict`]). Returns the earliest such instant.
+pub(crate) async fn find_conflict(
     timeline: &ActiveTimeline,
     ours: &InstantTime,
     planned_against: &BTreeSet<InstantTime>,
     changes: &Changes,
+    logs: &mut LogConflictCheck<'_>,
 ) -> Result<Option<Conflict>> {
     if changes.file_groups.is_empty() && changes.deleted_partitions.is_empty() {
         return Ok(None);
@@ -549,11 +553,18 @@ pub async fn find_conflict(
         }
         let bytes = timeline.read(&instant).await?;
         let key = timeline.key_of(&instant)?;
-        let Some(theirs) = Changes::of_completed(&decode_instant(&instant, &bytes, &key, false)?)
-        else {
+        let content = decode_instant(&instant, &bytes, &key, false)?;
+        let Some(theirs) = Changes::of_completed(&content) else {
             continue;
         };
-        let file_groups = changes.shared_file_groups(&theirs);
+        let shared = changes.shared_file_groups(&theirs);
+        let shared = if shared.is_empty() {
+            shared
+        } else {
+            let appends = LogAppends::of_content(instant.action, &content);
+            logs.still_conflicting(shared, &appends).await?
+        };
+        let file_groups: Vec<String> = shared.iter().map(|(p, f)| join(p, f)).collect();
         let partitions = changes.shared_deleted_partitions(&theirs);
         if !file_groups.is_empty() || !partitions.is_empty() {
             return Ok(Some(Conflict {

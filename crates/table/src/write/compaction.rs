@@ -320,6 +320,7 @@ pub async fn run_compaction(
         file_groups_replaced: 0,
         skipped_stale: 0,
         schema_changes: Vec::new(),
+        attempts: 1,
     })
 }
 

@@ -3,7 +3,7 @@
 //! rollback, compaction, and keeping the metadata table in step.
 //!
 //! Module map (each file one concept): `options.rs` (CreateOptions, WriteOptions,
-//! WriteOperation, KeyMove, CommitResult), `schema.rs` / `convert.rs` (conforming input to the
+//! RetryPolicy, WriteOperation, KeyMove, CommitResult), `schema.rs` / `convert.rs` (conforming input to the
 //! table schema, exact casts), `partial.rs` (partial updates), `index.rs` (the Index trait and
 //! the simple index), `record_index.rs` (the record index as an Index, key moves),
 //! `secondary_index.rs`, `stored_keys.rs` (record keys of stored rows, meta column or key
@@ -11,7 +11,8 @@
 //! packing), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
 //! helpers, heartbeats, ownership, commit metadata, the conflict check),
 //! `partition_conflict.rs` (what an instant changed, for that check: file groups, and the
-//! partitions a `DELETE_PARTITION` deletes), `mdt_sync.rs` (metadata-table deltacommits,
+//! partitions a `DELETE_PARTITION` deletes), `log_conflict.rs` (merge-on-read log appends to
+//! one file group that do not conflict: disjoint record keys, docs/concurrency.md), `mdt_sync.rs` (metadata-table deltacommits,
 //! initialisation, repair), `rollback.rs`, `compaction.rs`.
 //!
 //! Public here are the types of the write API and two low-level table services, [`compaction`]
@@ -26,6 +27,7 @@ pub(crate) mod convert;
 pub(crate) mod cow;
 pub(crate) mod history_scope;
 pub(crate) mod index;
+pub(crate) mod log_conflict;
 pub(crate) mod mdt_sync;
 pub(crate) mod mor;
 pub(crate) mod options;
@@ -42,7 +44,9 @@ pub(crate) mod stored_keys;
 pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};
 pub use mdt_sync::files_delta;
-pub use options::{CommitResult, CreateOptions, KeyMove, WriteOperation, WriteOptions};
+pub use options::{
+    CommitResult, CreateOptions, KeyMove, RetryPolicy, WriteOperation, WriteOptions,
+};
 pub use planner::Input;
 pub use record_index::RecordIndex;
 pub use schema::{storage_notes, storage_type, ConformOptions, SchemaChange, StorageNote};

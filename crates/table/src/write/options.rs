@@ -64,6 +64,11 @@ pub struct WriteOptions {
     /// every key already in the table, the stored values of those columns (new keys get
     /// nulls), instead of failing. Costs a snapshot read of the table; default off.
     pub partial_updates: bool,
+    /// How [`crate::Table::write`] retries a write that lost a race (a commit conflict, or its
+    /// instant rolled back by another writer): each attempt re-plans on the fresh timeline.
+    /// Default on ([`RetryPolicy::default`]); [`RetryPolicy::none`] makes one attempt.
+    /// [`crate::Table::prepare`] / [`crate::Table::commit`] never retry.
+    pub retry: RetryPolicy,
     /// The metadata table cleans its own superseded file slices after its compaction, as
     /// Java's metadata writer does (`arbor_mdt::clean`: retention of 20 MDT commits, never a
     /// file another root, tag, savepoint, clone pin or pending instant needs); default on. Off,
@@ -73,6 +78,67 @@ pub struct WriteOptions {
     /// default [`std::thread::available_parallelism`]. The files, their names and the commit
     /// metadata are the same whatever the value (results are taken in plan order).
     pub parallelism: std::num::NonZeroUsize,
+}
+
+/// How [`crate::Table::write`] retries a write that lost a race to another writer.
+///
+/// Retried: [`crate::TableError::CommitConflict`] (another write completed first and changed
+/// what this one changed) and [`crate::TableError::InstantRolledBack`] (another writer rolled
+/// this one's instant back, e.g. after its heartbeat lapsed). Each failed attempt has already
+/// removed its own instant and files before the next one starts; every attempt takes a new
+/// instant, re-plans on the freshly loaded timeline and re-reads the index. Any other error
+/// ends the write at once. When every attempt lost,
+/// [`crate::TableError::RetriesExhausted`] names the attempts and the last error.
+///
+/// Before attempt `n + 1` (n >= 1) the writer sleeps `min(max_backoff, initial_backoff * 2^(n-1))`,
+/// of which, with `jitter`, a uniformly random part of up to half is taken off (so that writers
+/// that collided once do not collide again in step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included; at least 1 (0 is treated as 1). Default 20.
+    pub max_attempts: u32,
+    /// The sleep before the second attempt; default 100 ms.
+    pub initial_backoff: std::time::Duration,
+    /// The longest sleep between two attempts; default 5 s.
+    pub max_backoff: std::time::Duration,
+    /// Randomise each sleep (between half and all of it); default on.
+    pub jitter: bool,
+}
+
+impl RetryPolicy {
+    /// One attempt, no retry.
+    pub fn none() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// The sleep before attempt `attempt + 1`, after `attempt` (>= 1) failed attempts, given a
+    /// random `unit` in `[0, 1)` (ignored without jitter).
+    pub fn backoff(&self, attempt: u32, unit: f64) -> std::time::Duration {
+        let exp = attempt.saturating_sub(1).min(30);
+        let full = self
+            .initial_backoff
+            .saturating_mul(1u32 << exp)
+            .min(self.max_backoff);
+        if self.jitter {
+            full.mul_f64(1.0 - 0.5 * unit.clamp(0.0, 1.0))
+        } else {
+            full
+        }
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 20,
+            initial_backoff: std::time::Duration::from_millis(100),
+            max_backoff: std::time::Duration::from_secs(5),
+            jitter: true,
+        }
+    }
 }
 
 /// The default [`WriteOptions::parallelism`]: the CPUs available to the process (1 when that
@@ -92,6 +158,7 @@ impl Default for WriteOptions {
             key_move: KeyMove::default(),
             schema_evolution: true,
             partial_updates: false,
+            retry: RetryPolicy::default(),
             mdt_clean: true,
             parallelism: default_parallelism(),
         }
@@ -160,6 +227,9 @@ pub struct CommitResult {
     /// How the write changed the table's schema (columns added, types widened); empty when
     /// it did not.
     pub schema_changes: Vec<super::schema::SchemaChange>,
+    /// The attempts [`crate::Table::write`] made, this committed one included (1 when it
+    /// did not lose a race; always 1 for [`crate::Table::commit`] and table services).
+    pub attempts: u32,
 }
 
 /// What an upsert does with a key the (global) record index finds in another partition than
@@ -172,4 +242,29 @@ pub enum KeyMove {
     UpdateInPlace,
     /// Delete the record from its current partition and insert the row into the new one.
     DeleteAndInsert,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::RetryPolicy;
+
+    #[test]
+    fn test_backoff_doubles_up_to_the_cap_and_jitter_takes_at_most_half() {
+        let p = RetryPolicy {
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(350),
+            jitter: false,
+        };
+        assert_eq!(p.backoff(1, 0.9), Duration::from_millis(100));
+        assert_eq!(p.backoff(2, 0.9), Duration::from_millis(200));
+        assert_eq!(p.backoff(3, 0.9), Duration::from_millis(350));
+        assert_eq!(p.backoff(60, 0.9), Duration::from_millis(350));
+        let j = RetryPolicy { jitter: true, ..p };
+        assert_eq!(j.backoff(1, 0.0), Duration::from_millis(100));
+        assert_eq!(j.backoff(1, 1.0), Duration::from_millis(50));
+        assert_eq!(j.backoff(2, 0.5), Duration::from_millis(150));
+    }
 }

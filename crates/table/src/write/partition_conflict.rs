@@ -92,11 +92,11 @@ impl Changes {
         self.file_groups.iter().map(|(p, _)| p.as_str()).collect()
     }
 
-    /// The file groups both changed, as `partition/fileId`, sorted.
-    pub fn shared_file_groups(&self, other: &Changes) -> Vec<String> {
+    /// The file groups both changed, as `(partition, fileId)`, sorted.
+    pub fn shared_file_groups(&self, other: &Changes) -> Vec<(String, String)> {
         self.file_groups
             .intersection(&other.file_groups)
-            .map(|(p, f)| arbor_fsview::slice::join(p, f))
+            .cloned()
             .collect()
     }
 

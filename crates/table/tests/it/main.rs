@@ -9,6 +9,7 @@
 mod cache;
 mod column_stats;
 mod compaction;
+mod contention;
 mod crash_sweep;
 mod data_skipping;
 mod data_skipping_props;

@@ -253,6 +253,10 @@ impl Archiver {
     ///   latest compaction; a metadata table without compaction blocks archiving entirely.
     ///
     /// Completed `clean` and `rollback` instants older than the last archived commit go along.
+    /// Completed `rollback` instants are also archived on their own (those of writers that
+    /// lost a race pile up faster than commits): when more than `max_commits` are active, the
+    /// oldest down to `min_commits`, within the same bounds (pending instants, savepoints, the
+    /// metadata table's compaction, the upper bound).
     /// Every run also finishes the work of an interrupted one (deleting leftover active files,
     /// compacting, cleaning).
     pub async fn run(&self) -> Result<ArchiveOutcome> {
@@ -338,7 +342,12 @@ impl Archiver {
     /// order, with their files.
     async fn select(&self, active: &ActiveTimeline) -> Result<Vec<(InstantKey, InstantFiles)>> {
         let commits = active.completed_writes();
-        if commits.len() <= self.policy.max_commits {
+        let rollbacks: Vec<Instant> = active
+            .completed()
+            .into_iter()
+            .filter(|i| i.action == Action::Rollback)
+            .collect();
+        if commits.len() <= self.policy.max_commits && rollbacks.len() <= self.policy.max_commits {
             return Ok(Vec::new());
         }
         // Exclusive upper bounds (requested times) from every rule; the smallest wins.
@@ -395,30 +404,52 @@ impl Archiver {
         }
         let bound = bounds.into_iter().min();
 
-        let limit = commits.len().saturating_sub(self.policy.min_commits);
+        let limit = if commits.len() > self.policy.max_commits {
+            commits.len().saturating_sub(self.policy.min_commits)
+        } else {
+            0
+        };
         let mut chosen: Vec<Instant> = commits
             .into_iter()
             .filter(|c| !savepoints.contains(&c.requested_time))
             .filter(|c| bound.as_ref().is_none_or(|b| c.requested_time < *b))
             .take(limit)
             .collect();
+        // Rollbacks on their own (as Java's per-action rule for clean and rollback instants):
+        // more than `max_commits` completed ones archive the oldest down to `min_commits`,
+        // within the same bounds. Writers losing races leave one per lost attempt, which would
+        // otherwise stay active until as many commits were archived.
+        let rollback_limit = rollbacks.len().saturating_sub(self.policy.min_commits);
+        let lone_rollbacks: Vec<InstantKey> = if rollbacks.len() > self.policy.max_commits {
+            rollbacks
+                .iter()
+                .filter(|r| bound.as_ref().is_none_or(|b| r.requested_time < *b))
+                .take(rollback_limit)
+                .map(|r| (r.requested_time.clone(), r.action))
+                .collect()
+        } else {
+            Vec::new()
+        };
 
         // A replacecommit whose replaced file groups still have files stops archiving there.
         if let Some(stop) = self.first_uncleaned_replace(active, &chosen).await? {
             chosen.truncate(stop);
         }
-        let Some(latest) = chosen.last().map(|c| c.requested_time.clone()) else {
-            return Ok(Vec::new());
-        };
-
         let mut keys: BTreeSet<InstantKey> = chosen
             .iter()
             .map(|c| (c.requested_time.clone(), c.action))
             .collect();
-        for i in active.completed() {
-            if matches!(i.action, Action::Clean | Action::Rollback) && i.requested_time < latest {
-                keys.insert((i.requested_time.clone(), i.action));
+        if let Some(latest) = chosen.last().map(|c| c.requested_time.clone()) {
+            for i in active.completed() {
+                if matches!(i.action, Action::Clean | Action::Rollback) && i.requested_time < latest
+                {
+                    keys.insert((i.requested_time.clone(), i.action));
+                }
             }
+        }
+        keys.extend(lone_rollbacks);
+        if keys.is_empty() {
+            return Ok(Vec::new());
         }
         Ok(active
             .instant_files()
