@@ -187,7 +187,7 @@ struct Judged {
 /// Judges the cleaning root's MDT (see [`Judged`]). `others` false skips the other roots (used
 /// when the root's own retention already keeps everything).
 async fn judge(scope: MdtCleanScope<'_>, others: bool) -> Result<Option<Judged>> {
-    let Some(mdt) = MetadataTable::open(scope.view.clone()).await? else {
+    let Some(mdt) = MetadataTable::open_active(scope.view.clone()).await? else {
         return Ok(None);
     };
     let config = TableConfig::load(scope.view.as_ref(), DEFAULT_META_DIR).await?;

@@ -123,7 +123,7 @@ pub fn slice_as_of<'a>(group: &'a FileGroup, t: &InstantTime) -> Option<&'a File
 /// Everything one root needs of the MDT files (module doc). `view` is the table as that root
 /// sees it (`MetaRoot::view`). A root without a metadata table needs nothing.
 pub async fn needed_by_root(view: &Arc<dyn Storage>, retained: usize) -> Result<BTreeSet<String>> {
-    let Some(mdt) = MetadataTable::open(view.clone()).await? else {
+    let Some(mdt) = MetadataTable::open_active(view.clone()).await? else {
         return Ok(BTreeSet::new());
     };
     let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
