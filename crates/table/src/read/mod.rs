@@ -205,6 +205,16 @@ impl TableReader {
         let view = FileSystemView::from_history(storage.clone(), layout, history, listing)
             .await
             .map_err(TableError::from_fsview)?;
+        TableReader::from_loaded_view(storage, config, view).await
+    }
+
+    /// A reader over a view just loaded: resolves the read schema and the merge mode from
+    /// `config` (shared by every open path).
+    pub(crate) async fn from_loaded_view(
+        storage: Arc<dyn Storage>,
+        config: TableConfig,
+        view: FileSystemView,
+    ) -> Result<Self> {
         let schema = schema::resolve_read_schema(&storage, &config, &view).await?;
         let ordering_field = config.ordering_fields().into_iter().next();
         let mode = match config.record_merge_mode()? {

@@ -32,12 +32,10 @@ use arbor_mdt::{MdtScopedListing, MetadataTable, FILES_PARTITION};
 use arbor_storage::{Storage, StorageExt};
 use arbor_timeline::archive::manifest::version_key;
 use arbor_timeline::archive::{ArchivedTimeline, TimelineHistory};
-use arbor_timeline::config::RecordMergeMode;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{Action, ActiveTimeline, TableConfig, TableLayout};
 
-use super::stream::SliceReader;
-use super::{schema, CacheUse, MergeMode, TableReader};
+use super::TableReader;
 use crate::error::{Result, TableError};
 
 /// The actions whose instants delimit the archival boundary.
@@ -96,25 +94,6 @@ impl TableReader {
         let view = FileSystemView::from_history(storage.clone(), layout, history, listing)
             .await
             .map_err(TableError::from_fsview)?;
-        let schema = schema::resolve_read_schema(&storage, &config, &view).await?;
-        let ordering_field = config.ordering_fields().into_iter().next();
-        let mode = match config.record_merge_mode()? {
-            Some(RecordMergeMode::EventTimeOrdering) => Some(MergeMode::EventTime),
-            Some(RecordMergeMode::CommitTimeOrdering) => Some(MergeMode::CommitTime),
-            Some(RecordMergeMode::Custom) => None,
-            None if ordering_field.is_some() => Some(MergeMode::EventTime),
-            None => Some(MergeMode::CommitTime),
-        };
-        Ok(TableReader {
-            config,
-            slices: SliceReader {
-                storage,
-                view: Arc::new(view),
-                schema,
-                mode,
-                ordering_field,
-            },
-            cache_use: CacheUse::Loaded,
-        })
+        TableReader::from_loaded_view(storage, config, view).await
     }
 }
