@@ -181,13 +181,31 @@ pub fn read_for_schema(path: &Path, target: &SchemaRef) -> CliResult<Input> {
         }
         InputFormat::Jsonl => {
             let mut file = BufReader::new(open(path)?);
-            let (schema, _) = arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
-                .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+            let (inferred, _) =
+                arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
+                    .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
             rewind(path, &mut file)?;
-            read_json(path, file, Arc::new(schema))?
+            read_json(path, file, nested_as_table(&inferred, target))?
         }
     };
     conform(path, &input, target, format != InputFormat::Parquet)
+}
+
+/// The schema a JSON-lines input is decoded with: a column the table has with a nested type
+/// (struct, list, map) is decoded straight into the table's type by arrow-json (a JSON object
+/// into a map, as `arbor read --format jsonl` writes maps), since inference alone cannot tell
+/// a map from a struct; every other column keeps its inferred type, for [`conform`] to parse
+/// or convert exactly.
+fn nested_as_table(inferred: &Schema, target: &SchemaRef) -> SchemaRef {
+    let fields: Vec<Field> = inferred
+        .fields()
+        .iter()
+        .map(|f| match target.field_with_name(f.name()) {
+            Ok(t) if t.data_type().is_nested() => Field::new(f.name(), t.data_type().clone(), true),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
 }
 
 /// The type a text input's inferred column gets: timestamps without an offset in CSV or
