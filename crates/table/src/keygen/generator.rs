@@ -1,5 +1,8 @@
 //! [`KeyGenerator`]: the record key and partition path of every row of a batch.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use arbor_timeline::TableConfig;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
@@ -18,8 +21,10 @@ use crate::error::{Result, TableError};
 pub struct HoodieKey {
     /// The record key (`_hoodie_record_key`).
     pub record_key: String,
-    /// The relative partition path (`_hoodie_partition_path`, `""` when non-partitioned).
-    pub partition_path: String,
+    /// The relative partition path (`_hoodie_partition_path`, `""` when non-partitioned),
+    /// shared by every key of the same partition of one input (an input has few partitions
+    /// and many rows).
+    pub partition_path: Arc<str>,
 }
 
 /// Computes record keys and partition paths of Arrow rows.
@@ -180,11 +185,18 @@ impl KeyGenerator {
         Ok(out)
     }
 
-    /// Partition paths of every row of `batch` (first row numbered `first_row` in errors).
-    pub fn partition_paths_at(&self, batch: &RecordBatch, first_row: usize) -> Result<Vec<String>> {
+    /// Partition paths of every row of `batch` (first row numbered `first_row` in errors); rows
+    /// of one partition share one allocation.
+    pub fn partition_paths_at(
+        &self,
+        batch: &RecordBatch,
+        first_row: usize,
+    ) -> Result<Vec<Arc<str>>> {
         if !self.is_partitioned() {
-            return Ok(vec![String::new(); batch.num_rows()]);
+            let empty: Arc<str> = Arc::from("");
+            return Ok(vec![empty; batch.num_rows()]);
         }
+        let mut interned = Interner::default();
         let fields = &self.config.partition_fields;
         let columns = fields
             .iter()
@@ -206,16 +218,17 @@ impl KeyGenerator {
                         v
                     };
                     Ok(if self.config.hive_style {
-                        format!("{field}={v}")
+                        interned.get(&format!("{field}={v}"))
                     } else {
-                        v
+                        interned.get(&v)
                     })
                 })
                 .collect();
         }
         let mut out = Vec::with_capacity(batch.num_rows());
+        let mut path = String::new();
         for row in 0..batch.num_rows() {
-            let mut path = String::new();
+            path.clear();
             for (i, (field, column)) in fields.iter().zip(&columns).enumerate() {
                 if i > 0 {
                     path.push('/');
@@ -235,7 +248,7 @@ impl KeyGenerator {
                     _ => path.push_str(DEFAULT_PARTITION_PATH),
                 }
             }
-            out.push(path);
+            out.push(interned.get(&path));
         }
         Ok(out)
     }
@@ -288,4 +301,22 @@ fn resolve_column(batch: &RecordBatch, field: &str) -> Result<ArrayRef> {
         };
     }
     Ok(current)
+}
+
+/// One shared `Arc<str>` per distinct partition path of an input.
+#[derive(Default)]
+struct Interner {
+    paths: HashMap<String, Arc<str>>,
+}
+
+impl Interner {
+    /// The shared copy of `path`, made on its first use.
+    fn get(&mut self, path: &str) -> Arc<str> {
+        if let Some(p) = self.paths.get(path) {
+            return p.clone();
+        }
+        let shared: Arc<str> = Arc::from(path);
+        self.paths.insert(path.to_string(), shared.clone());
+        shared
+    }
 }

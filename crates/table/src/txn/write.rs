@@ -217,11 +217,11 @@ async fn prepare_started(
         _ => (input, schema, schema_changes),
     };
     let instant = requested.requested_time.to_string();
-    let partitions: BTreeSet<&str> = input
-        .keys
-        .iter()
-        .map(|k| k.partition_path.as_str())
-        .collect();
+    // Inserted one by one: collecting a set from every row's path would sort all the rows.
+    let mut partitions: BTreeSet<&str> = BTreeSet::new();
+    for k in &input.keys {
+        partitions.insert(&k.partition_path);
+    }
     let partitions: Vec<&str> = partitions.into_iter().collect();
     let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone(), &partitions).await?);
     let view = reader.view();

@@ -100,7 +100,7 @@ pub async fn write_log_file(
             .filter_map(|&r| input.keys.get(r))
             .map(|k| DeleteRecord {
                 record_key: Some(k.record_key.clone()),
-                partition_path: Some(k.partition_path.clone()),
+                partition_path: Some(k.partition_path.to_string()),
                 ordering_value: Some(delete_ordering_value()),
             })
             .collect();

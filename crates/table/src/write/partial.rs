@@ -71,7 +71,7 @@ pub(crate) async fn fill_missing_columns(
         _ => keygen
             .keys(&stored)?
             .into_iter()
-            .map(|k| (k.record_key, k.partition_path))
+            .map(|k| (k.record_key, k.partition_path.to_string()))
             .collect(),
     };
     let position: HashMap<&(String, String), u32> = stored_keys
@@ -83,7 +83,7 @@ pub(crate) async fn fill_missing_columns(
         keys.iter()
             .map(|k| {
                 position
-                    .get(&(k.record_key.clone(), k.partition_path.clone()))
+                    .get(&(k.record_key.clone(), k.partition_path.to_string()))
                     .copied()
             })
             .collect::<Vec<_>>(),

@@ -172,7 +172,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                 reason: "row without key".into(),
             })?;
         by_partition
-            .entry(key.partition_path.as_str())
+            .entry(&*key.partition_path)
             .or_default()
             .push(row);
     }
@@ -477,7 +477,7 @@ mod tests {
                 .iter()
                 .map(|k| HoodieKey {
                     record_key: k.to_string(),
-                    partition_path: String::new(),
+                    partition_path: Arc::from(""),
                 })
                 .collect(),
         }
@@ -523,7 +523,7 @@ mod tests {
                 .iter()
                 .map(|k| HoodieKey {
                     record_key: k.to_string(),
-                    partition_path: String::new(),
+                    partition_path: Arc::from(""),
                 })
                 .collect(),
             batch,

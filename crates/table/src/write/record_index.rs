@@ -248,14 +248,14 @@ pub async fn route_moved_keys(
         let Some(loc) = located.get(&key.record_key) else {
             continue;
         };
-        if loc.partition == key.partition_path {
+        if *loc.partition == *key.partition_path {
             continue;
         }
         moved = true;
         match (operation, key_move) {
             (Op::Delete, _) | (_, KeyMove::UpdateInPlace) => {
                 if let Some(k) = keys_out.get_mut(row) {
-                    k.partition_path = loc.partition.clone();
+                    k.partition_path = Arc::from(loc.partition.as_str());
                 }
             }
             (_, KeyMove::DeleteAndInsert) => {
@@ -263,7 +263,7 @@ pub async fn route_moved_keys(
                 copies.push(u32::try_from(row).unwrap_or(u32::MAX));
                 keys_out.push(HoodieKey {
                     record_key: key.record_key.clone(),
-                    partition_path: loc.partition.clone(),
+                    partition_path: Arc::from(loc.partition.as_str()),
                 });
                 forced.push((new_row, loc.partition.clone(), loc.file_id.clone()));
             }

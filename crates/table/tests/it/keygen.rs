@@ -127,7 +127,7 @@ fn check_batch(generator: &KeyGenerator, batch: &RecordBatch, first_row: usize, 
     for (row, key) in keys.iter().enumerate() {
         assert_eq!(key.record_key, stored_keys.value(row), "{what} row {row}");
         assert_eq!(
-            key.partition_path,
+            &*key.partition_path,
             stored_paths.value(row),
             "{what} row {row}"
         );
