@@ -1,5 +1,6 @@
 //! The baselines: arrow-rs writing and reading plain parquet, with the settings arbor's base
-//! files use (snappy pages, at most 1 Mi rows per row group), on one thread, no Hudi anywhere.
+//! files use (snappy pages, at most 1 Mi rows per row group), on one thread, no Hudi anywhere; a written
+//! file is synced to disk with its directory entry, as arbor's local storage does.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -37,9 +38,20 @@ pub fn write_parquet(batches: &[RecordBatch], path: &Path) -> Result<u64, String
             .write(b)
             .map_err(|e| format!("writing {shown}: {e}"))?;
     }
-    writer
-        .close()
-        .map_err(|e| format!("closing {shown}: {e}"))?;
+    // Durable as arbor's local storage makes every file it stores (the data synced, then the
+    // directory entry), so the comparison is like with like.
+    let file = writer
+        .into_inner()
+        .map_err(|e| format!("closing {shown}: {e}"))?
+        .into_inner()
+        .map_err(|e| format!("flushing {shown}: {}", e.error()))?;
+    file.sync_all()
+        .map_err(|e| format!("syncing {shown}: {e}"))?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| format!("syncing {}: {e}", dir.display()))?;
+    }
     std::fs::metadata(path)
         .map(|m| m.len())
         .map_err(|e| format!("size of {shown}: {e}"))
