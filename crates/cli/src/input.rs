@@ -283,6 +283,8 @@ fn convert_column(
     };
     let converted = if column.data_type() == field.data_type() {
         column.clone()
+    } else if is_text(column.data_type()) && crate::input_hex::is_binary(field.data_type()) {
+        crate::input_hex::decode_hex_column(path, field, column, offset)?
     } else if !is_text(column.data_type()) || is_text(field.data_type()) {
         arbor_table::cast_exact(column, field.data_type(), field.name(), offset)
             .map_err(|e| input_error(path, e.to_string()))?

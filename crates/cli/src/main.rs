@@ -7,6 +7,7 @@ mod commands;
 mod context;
 mod error;
 mod input;
+mod input_hex;
 mod output;
 
 use std::process::ExitCode;

@@ -125,7 +125,8 @@ fn test_indexes_on_table_without_meta_fields_follow_upsert_and_delete() {
 /// What `arbor read --format jsonl` prints can be written back: a row read from a Spark table
 /// with a map, an array of structs and nested structs, changed in one scalar and upserted as
 /// JSON lines, keeps every nested value (JSON objects decode into the table's map column, not
-/// into a struct the table then refuses).
+/// into a struct the table then refuses) and its binary value (printed and read back as hex,
+/// not stored as the bytes of the hex text).
 #[test]
 fn test_write_jsonl_read_output_round_trips_nested_columns() {
     let Some(root) = arbor_testkit::fixtures_root_or_skip("jsonl round trip of nested columns")
@@ -138,7 +139,7 @@ fn test_write_jsonl_read_output_round_trips_nested_columns() {
         &table,
         &[
             "--columns",
-            "id,name,byteField,arrayField,mapField,structField",
+            "id,name,byteField,binaryField,arrayField,mapField,structField",
         ],
     );
     let mut row = before
@@ -155,7 +156,7 @@ fn test_write_jsonl_read_output_round_trips_nested_columns() {
         &table,
         &[
             "--columns",
-            "id,name,byteField,arrayField,mapField,structField",
+            "id,name,byteField,binaryField,arrayField,mapField,structField",
         ],
     );
     let got = after.iter().find(|r| r["id"] == 1).expect("row 1 after");
