@@ -16,7 +16,9 @@
 //! spreads over all of them) open a fresh handle and upsert 100 existing keys (spread over the
 //! ten partitions); the median time is reported with the storage calls of the last upsert
 //! (GET/HEAD, LIST, writes; through a pass-through `FaultInjectingStorage`), split into those
-//! of the archived timelines and of the FILES partition. Each upsert is checked: it must update
+//! of the archived timelines and of the FILES partition, and the metadata table's base and log
+//! files once each table is built (kept bounded by its own clean; printed every 100 commits
+//! while the history grows). Each upsert is checked: it must update
 //! exactly 100 rows and insert none; a mismatch fails the bench. Ratios compare the largest
 //! against the smallest table of each kind (acceptance: history at most 1.2x, files 1.5x).
 //!
@@ -37,6 +39,7 @@ use tokio::runtime::Runtime;
 use super::branch::named_table_options;
 use super::clean::parse_positive;
 use super::local;
+use super::mdt_clean::{mdt_files, total};
 
 const USAGE: &str = "usage: cargo xtask bench history [--instants N,N] [--files N,N] [--runs N] \
                      [--dir DIR]";
@@ -138,6 +141,8 @@ struct Built {
     counter: Arc<FaultInjectingStorage>,
     build_seconds: f64,
     ts: i64,
+    /// Base and log files of the metadata table once built (its own clean keeps them bounded).
+    mdt_files: usize,
 }
 
 async fn clean_and_archive(table: &Table) -> Result<(), String> {
@@ -188,14 +193,16 @@ fn build_history(rt: &Runtime, instants: u32, dir: &Path) -> Result<Built, Strin
             commits += 1;
             if commits % CLEAN_EVERY == 0 {
                 clean_and_archive(&table).await?;
+                let mdt = total(&mdt_files(&storage).await?);
                 eprintln!(
-                    "bench history: {instants} instants: {commits} commits ({:.0} s)",
+                    "bench history: {instants} instants: {commits} commits ({:.0} s), {mdt} MDT files",
                     start.elapsed().as_secs_f64()
                 );
             }
         }
         Ok::<_, String>(())
     })?;
+    let mdt_files = rt.block_on(mdt_files(&storage)).map(|m| total(&m))?;
     Ok(Built {
         kind: "history (instants)",
         size: instants,
@@ -205,6 +212,7 @@ fn build_history(rt: &Runtime, instants: u32, dir: &Path) -> Result<Built, Strin
         counter,
         build_seconds: start.elapsed().as_secs_f64(),
         ts: i64::from(instants) + 1,
+        mdt_files,
     })
 }
 
@@ -242,6 +250,7 @@ fn build_files(rt: &Runtime, files: u32, dir: &Path) -> Result<Built, String> {
         }
         Ok(())
     })?;
+    let mdt_files = rt.block_on(mdt_files(&storage)).map(|m| total(&m))?;
     Ok(Built {
         kind: "files",
         size: files,
@@ -251,6 +260,7 @@ fn build_files(rt: &Runtime, files: u32, dir: &Path) -> Result<Built, String> {
         counter,
         build_seconds: start.elapsed().as_secs_f64(),
         ts: 1,
+        mdt_files,
     })
 }
 
@@ -357,18 +367,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     println!();
-    println!("| table | size | built in (s) | upsert median (ms) | × smallest | GET/HEAD | LIST | writes | archive calls | FILES calls |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| table | size | built in (s) | MDT files | upsert median (ms) | × smallest | GET/HEAD | LIST | writes | archive calls | FILES calls |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut smallest: BTreeMap<&str, f64> = BTreeMap::new();
     for (i, b) in built.iter().enumerate() {
         let m = super::med("upsert", times.get(&i).map(Vec::as_slice).unwrap_or(&[]))?;
         let base = *smallest.entry(b.kind).or_insert(m);
         let c = last.get(&i).cloned().unwrap_or_default();
         println!(
-            "| {} | {} | {:.1} | {:.1} | {:.2} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.1} | {} | {:.1} | {:.2} | {} | {} | {} | {} | {} |",
             b.kind,
             b.size,
             b.build_seconds,
+            b.mdt_files,
             m * 1000.0,
             m / base,
             c.reads,

@@ -132,7 +132,9 @@ async fn create(dir: &Path, clean: bool) -> Result<(Arc<dyn Storage>, Table), St
 }
 
 /// MDT base and log files per MDT partition.
-async fn mdt_files(storage: &Arc<dyn Storage>) -> Result<BTreeMap<String, usize>, String> {
+pub(super) async fn mdt_files(
+    storage: &Arc<dyn Storage>,
+) -> Result<BTreeMap<String, usize>, String> {
     let mut out = BTreeMap::new();
     let base = arbor_mdt::MDT_BASE;
     for o in storage
@@ -228,7 +230,7 @@ struct Checkpoint {
     seconds_per_commit: (f64, f64),
 }
 
-fn total(m: &BTreeMap<String, usize>) -> usize {
+pub(super) fn total(m: &BTreeMap<String, usize>) -> usize {
     m.values().sum()
 }
 
