@@ -40,8 +40,16 @@ pub fn decode_hex_column(
             offset + row
         ),
     };
+    let whole = |why: String| CliError::Input {
+        path: path.display().to_string(),
+        reason: format!(
+            "column {:?} cannot be read as {} (the table's type): {why}",
+            field.name(),
+            field.data_type()
+        ),
+    };
     let text = ArrayFormatter::try_new(column.as_ref(), &FormatOptions::default())
-        .map_err(|e| bad(0, &e.to_string()))?;
+        .map_err(|e| whole(e.to_string()))?;
     let mut out = BinaryBuilder::with_capacity(column.len(), column.len() * 8);
     let mut bytes = Vec::new();
     for row in 0..column.len() {
@@ -62,7 +70,7 @@ pub fn decode_hex_column(
         safe: false,
         ..CastOptions::default()
     };
-    cast_with_options(&binary, field.data_type(), &strict).map_err(|e| bad(0, &e.to_string()))
+    cast_with_options(&binary, field.data_type(), &strict).map_err(|e| whole(e.to_string()))
 }
 
 /// Appends the bytes of the hex string `text` to `out`.
