@@ -1,5 +1,6 @@
 //! [`KeyGenerator`]: the record key and partition path of every row of a batch.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -12,7 +13,9 @@ use super::config::KeyGeneratorType;
 use super::config::DEFAULT_PARTITION_PATH;
 use super::config::EMPTY_RECORD_KEY_PLACEHOLDER;
 use super::config::NULL_RECORD_KEY_PLACEHOLDER;
+use super::value::borrowed_str;
 use super::value::escape_partition_value;
+use super::value::push_escaped_partition_value;
 use super::value::value_string;
 use crate::error::{Result, TableError};
 
@@ -121,6 +124,74 @@ impl KeyGenerator {
             .collect())
     }
 
+    /// Keys of every row of `batches` (one input, rows counted from 0 across them), computed
+    /// on up to `threads` threads over consecutive runs of rows; the same keys, in the same
+    /// order, as [`KeyGenerator::keys`] of the concatenated batches, and on bad input the
+    /// error of the first bad row.
+    pub fn keys_in_parallel(
+        &self,
+        batches: &[RecordBatch],
+        threads: usize,
+    ) -> Result<Vec<HoodieKey>> {
+        let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let threads = threads.max(1);
+        let per_thread = total.div_ceil(threads).max(1);
+        // Runs of rows of about `per_thread`, each a list of zero-copy slices with the input
+        // row of its first row.
+        let mut runs: Vec<Vec<(usize, RecordBatch)>> = vec![Vec::new()];
+        let mut in_run = 0usize;
+        let mut first_row = 0usize;
+        for batch in batches {
+            let mut offset = 0usize;
+            while offset < batch.num_rows() {
+                if in_run == per_thread {
+                    runs.push(Vec::new());
+                    in_run = 0;
+                }
+                let len = (batch.num_rows() - offset).min(per_thread - in_run);
+                if let Some(run) = runs.last_mut() {
+                    run.push((first_row + offset, batch.slice(offset, len)));
+                }
+                in_run += len;
+                offset += len;
+            }
+            first_row += batch.num_rows();
+        }
+        let keys_of_run = |run: &[(usize, RecordBatch)]| -> Result<Vec<HoodieKey>> {
+            let mut out = Vec::with_capacity(run.iter().map(|(_, b)| b.num_rows()).sum());
+            for (first, b) in run {
+                out.extend(self.keys_at(b, *first)?);
+            }
+            Ok(out)
+        };
+        if runs.len() <= 1 {
+            return runs.first().map_or(Ok(Vec::new()), |r| keys_of_run(r));
+        }
+        let parts: Vec<Result<Vec<HoodieKey>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = runs
+                .iter()
+                .map(|run| scope.spawn(|| keys_of_run(run)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(TableError::Unsupported {
+                            reason: "computing record keys stopped unexpectedly (its thread \
+                                     panicked)"
+                                .into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut out = Vec::with_capacity(total);
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
     /// Record keys of every row of `batch` (first row numbered `first_row` in errors).
     pub fn record_keys_at(&self, batch: &RecordBatch, first_row: usize) -> Result<Vec<String>> {
         let fields = &self.config.record_key_fields;
@@ -142,7 +213,7 @@ impl KeyGenerator {
                     _ => return Err(invalid(None, None, "no record key field")),
                 };
                 match self.value(field, column, row, input_row)? {
-                    Some(v) if !v.is_empty() => out.push(v),
+                    Some(v) if !v.is_empty() => out.push(v.into_owned()),
                     Some(_) => {
                         return Err(invalid(
                             Some(field),
@@ -240,7 +311,7 @@ impl KeyGenerator {
                 match self.value(field, column, row, first_row + row)? {
                     Some(v) if !v.is_empty() => {
                         if self.config.url_encode {
-                            path.push_str(&escape_partition_value(&v));
+                            push_escaped_partition_value(&mut path, &v);
                         } else {
                             path.push_str(&v);
                         }
@@ -253,14 +324,20 @@ impl KeyGenerator {
         Ok(out)
     }
 
-    fn value(
+    /// The key string of `column`'s value at `row` (`None` for null): borrowed from a string
+    /// column, formatted as Java does for other types.
+    fn value<'a>(
         &self,
         field: &str,
-        column: &ArrayRef,
+        column: &'a ArrayRef,
         row: usize,
         input_row: usize,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<Cow<'a, str>>> {
+        if let Some(v) = borrowed_str(column.as_ref(), row) {
+            return Ok(v.map(Cow::Borrowed));
+        }
         value_string(column.as_ref(), row, self.config.timestamp_format)
+            .map(|v| v.map(Cow::Owned))
             .map_err(|reason| invalid(Some(field), Some(input_row), &reason))
     }
 }

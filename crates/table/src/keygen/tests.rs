@@ -504,3 +504,46 @@ fn test_timestamp_keygen_bad_settings_are_refused_by_name() {
     ])
     .contains("input.dateformat"));
 }
+
+#[test]
+fn test_keys_in_parallel_match_keys_of_concatenated_batches_and_name_the_input_row() {
+    let part = |ids: Vec<Option<&str>>, regions: Vec<Option<&str>>| {
+        batch(vec![
+            ("id", Arc::new(StringArray::from(ids)) as ArrayRef),
+            ("region", Arc::new(StringArray::from(regions)) as ArrayRef),
+        ])
+    };
+    let batches = vec![
+        part(
+            vec![Some("a"), Some("b"), Some("c")],
+            vec![Some("us"), None, Some("e/u")],
+        ),
+        part(vec![Some("d")], vec![Some("us")]),
+        part(vec![Some("e"), Some("f")], vec![Some(""), Some("us")]),
+    ];
+    let mut cfg = config(KeyGeneratorType::Simple, &["id"], &["region"]);
+    cfg.url_encode = true;
+    let g = KeyGenerator::new(cfg).unwrap();
+    let schema = batches[0].schema();
+    let all = arrow::compute::concat_batches(&schema, &batches).unwrap();
+    let expected = g.keys(&all).unwrap();
+    assert_eq!(&*expected[2].partition_path, "e%2Fu");
+    assert_eq!(&*expected[4].partition_path, DEFAULT_PARTITION_PATH);
+    for threads in [1, 2, 3, 4, 7] {
+        assert_eq!(g.keys_in_parallel(&batches, threads).unwrap(), expected);
+    }
+    // A null key in the last batch is reported at its row of the whole input.
+    let bad = vec![
+        batches[0].clone(),
+        part(vec![Some("x"), None], vec![Some("us"), Some("us")]),
+    ];
+    for threads in [1, 2, 3] {
+        match g.keys_in_parallel(&bad, threads) {
+            Err(TableError::InvalidInput { column, row, .. }) => {
+                assert_eq!(column.as_deref(), Some("id"));
+                assert_eq!(row, Some(4), "{threads} threads");
+            }
+            other => panic!("expected InvalidInput, got {other:?}"),
+        }
+    }
+}

@@ -20,24 +20,53 @@ use super::config::DEFAULT_PARTITION_PATH;
 /// does: control characters, DEL and `"#%'*/:=?\{[]^` become `%XX` (upper-case hex); other
 /// characters, non-ASCII included, stay. An empty value becomes [`DEFAULT_PARTITION_PATH`].
 pub fn escape_partition_value(value: &str) -> String {
-    if value.is_empty() {
-        return DEFAULT_PARTITION_PATH.to_string();
-    }
     let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        let escape = (c as u32) < 0x20
+    push_escaped_partition_value(&mut out, value);
+    out
+}
+
+/// Appends `value` to `out` escaped as [`escape_partition_value`] does, without allocating
+/// when nothing needs escaping.
+pub(super) fn push_escaped_partition_value(out: &mut String, value: &str) {
+    if value.is_empty() {
+        out.push_str(DEFAULT_PARTITION_PATH);
+        return;
+    }
+    let escaped = |c: char| {
+        (c as u32) < 0x20
             || c == '\u{7F}'
             || matches!(
                 c,
                 '"' | '#' | '%' | '\'' | '*' | '/' | ':' | '=' | '?' | '\\' | '{' | '[' | ']' | '^'
-            );
-        if escape {
+            )
+    };
+    if !value.chars().any(escaped) {
+        out.push_str(value);
+        return;
+    }
+    for c in value.chars() {
+        if escaped(c) {
             out.push_str(&format!("%{:02X}", c as u32));
         } else {
             out.push(c);
         }
     }
-    out
+}
+
+/// The value of a string column at `row`, borrowed: `Some(None)` for null, `Some(Some(v))`
+/// for a value; `None` when the column is not a string column (or `row` is out of range), and
+/// [`value_string`] must format it. Lets keys and partition paths skip a copy per row.
+pub(super) fn borrowed_str(array: &dyn Array, row: usize) -> Option<Option<&str>> {
+    if row >= array.len() {
+        return None;
+    }
+    let value = match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().value(row),
+        DataType::LargeUtf8 => array.as_string::<i64>().value(row),
+        DataType::Utf8View => array.as_string_view().value(row),
+        _ => return None,
+    };
+    Some(array.is_valid(row).then_some(value))
 }
 
 /// The Java string of one value; `Ok(None)` for null, `Err(reason)` for a type that cannot be a
