@@ -113,9 +113,22 @@ fn validate_with_schema(
             evolve: ctx.options.schema_evolution && !is_delete,
         },
     )?;
-    let batch = concat_batches(&conformed.schema.arrow, &conformed.batches)
-        .map_err(|e| invalid(None, e.to_string()))?;
-    let keys = keygen.keys(&batch)?;
+    // The rows are copied into one batch while the keys are computed on the other threads.
+    let threads = ctx.options.parallelism.get();
+    let (batch, keys) = std::thread::scope(|scope| {
+        let concat = scope.spawn(|| concat_batches(&conformed.schema.arrow, &conformed.batches));
+        let keys = keygen.keys_in_parallel(&conformed.batches, threads);
+        (concat.join(), keys)
+    });
+    let batch = match batch {
+        Ok(b) => b.map_err(|e| invalid(None, e.to_string()))?,
+        Err(_) => {
+            return Err(TableError::Unsupported {
+                reason: "copying the input rows stopped unexpectedly (its thread panicked)".into(),
+            })
+        }
+    };
+    let keys = keys?;
     Ok(Validated {
         input: Input { batch, keys },
         schema: conformed.schema,
@@ -352,6 +365,7 @@ async fn prepare_started(
         plan: &plan,
         rewrite: &rewrite,
         reader: &reader,
+        mor: ctx.table_type() == TableType::MergeOnRead,
     };
     let written = write_files(table, &instant, input, schema, files, mode, ordering_field).await?;
     let op_type = operation.operation_type();
@@ -413,6 +427,15 @@ struct FileSet<'a> {
     plan: &'a WritePlan,
     rewrite: &'a BTreeSet<usize>,
     reader: &'a Arc<TableReader>,
+    mor: bool,
+}
+
+impl FileSet<'_> {
+    /// Whether group `index` receives a log file (merge-on-read, existing group, not
+    /// rewritten) rather than a base file.
+    fn appends_log(&self, index: usize, group: &GroupPlan) -> bool {
+        self.mor && group.existing.is_some() && !self.rewrite.contains(&index)
+    }
 }
 
 async fn write_files(
@@ -440,29 +463,108 @@ async fn write_files(
     for p in partitions {
         commit::ensure_partition_marker(&ctx.storage, p, instant).await?;
     }
-    let mor = ctx.table_type() == TableType::MergeOnRead;
     let width = ctx.options.parallelism.get();
     let mut out = Vec::with_capacity(plan.groups.len());
     // Waves of `width` groups: log files are appended one after the other; base files are
-    // loaded (existing rows) in turn, encoded at once on `width` threads, then stored in plan
-    // order, so the files and the commit metadata never depend on thread timing, and at most
-    // `width` encoded files are held at a time.
+    // loaded (existing rows) in turn, encoded at once on `width` threads, then stored while
+    // the next wave encodes (at most two waves of encoded files are held). Results and the
+    // commit metadata stay in plan order, never dependent on thread timing; every store has
+    // finished when this returns, with or without an error.
     let groups: Vec<(usize, &GroupPlan)> = plan.groups.iter().enumerate().collect();
+    let mut storing = PendingStores::default();
     for wave in groups.chunks(width) {
-        let mut base = Vec::with_capacity(wave.len());
-        for &(index, group) in wave {
-            let task = index as u64;
-            if mor && group.existing.is_some() && !files.rewrite.contains(&index) {
-                out.push(write_log_file(&file_ctx, input, group, task).await?);
-            } else {
-                base.push((task, group, load_current(&file_ctx, group).await?));
-            }
+        let appends_logs = wave.iter().any(|&(i, g)| files.appends_log(i, g));
+        if appends_logs {
+            // Log files follow the base files of earlier waves, as without pipelining.
+            storing.finish_into(&mut out).await?;
         }
-        for encoded in encode_in_parallel(&file_ctx, input, &base)? {
-            out.push(store_base_file(ctx.storage.as_ref(), encoded).await?);
+        let encoded = encode_wave(&file_ctx, input, files, wave, &mut out).await;
+        let encoded = match encoded {
+            Ok(e) => e,
+            Err(e) => {
+                storing.finish_ignoring().await;
+                return Err(e);
+            }
+        };
+        storing.finish_into(&mut out).await?;
+        for group in encoded {
+            storing.start(ctx.storage.clone(), group);
         }
     }
+    storing.finish_into(&mut out).await?;
     Ok(out)
+}
+
+/// Writes the log files of `wave` (pushed to `out`) and encodes its base files, in plan order.
+async fn encode_wave(
+    file_ctx: &FileWriteContext,
+    input: &Input,
+    files: FileSet<'_>,
+    wave: &[(usize, &GroupPlan)],
+    out: &mut Vec<WrittenGroup>,
+) -> Result<Vec<EncodedGroup>> {
+    let mut base = Vec::with_capacity(wave.len());
+    for &(index, group) in wave {
+        let task = index as u64;
+        if files.appends_log(index, group) {
+            out.push(write_log_file(file_ctx, input, group, task).await?);
+        } else {
+            base.push((task, group, load_current(file_ctx, group).await?));
+        }
+    }
+    encode_in_parallel(file_ctx, input, &base)
+}
+
+/// Base files being stored on the runtime while the next wave encodes, in plan order. Dropped
+/// unfinished (the write's future cancelled), it aborts the stores not yet started.
+#[derive(Default)]
+struct PendingStores {
+    tasks: Vec<(String, tokio::task::JoinHandle<Result<WrittenGroup>>)>,
+}
+
+impl PendingStores {
+    /// Starts storing `group` (create-if-absent).
+    fn start(&mut self, storage: Arc<dyn arbor_storage::Storage>, group: EncodedGroup) {
+        let key = group.key().to_string();
+        let task = tokio::spawn(async move { store_base_file(storage.as_ref(), group).await });
+        self.tasks.push((key, task));
+    }
+
+    /// Waits for every started store; appends their results to `out` in order. On an error,
+    /// still waits for the others, then returns the first.
+    async fn finish_into(&mut self, out: &mut Vec<WrittenGroup>) -> Result<()> {
+        let mut first_error = None;
+        for (key, task) in self.tasks.drain(..) {
+            let result = task.await.unwrap_or_else(|e| {
+                Err(TableError::Unsupported {
+                    reason: format!("storing base file {key} stopped unexpectedly: {e}"),
+                })
+            });
+            match result {
+                Ok(w) if first_error.is_none() => out.push(w),
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Waits for every started store, dropping their results (the write failed already).
+    async fn finish_ignoring(&mut self) {
+        for (_, task) in self.tasks.drain(..) {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for PendingStores {
+    fn drop(&mut self) {
+        for (_, task) in &self.tasks {
+            task.abort();
+        }
+    }
 }
 
 /// Encodes the base files of `jobs` (task, group, current rows), each on its own scoped

@@ -202,6 +202,13 @@ pub struct EncodedGroup {
     kept: u64,
 }
 
+impl EncodedGroup {
+    /// The storage key the base file will be stored at.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
 /// The output rows of a group and their meta values, before encoding.
 struct GroupRows {
     data: RecordBatch,
