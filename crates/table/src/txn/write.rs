@@ -230,10 +230,16 @@ async fn prepare_started(
         _ => (input, schema, schema_changes),
     };
     let instant = requested.requested_time.to_string();
-    // Inserted one by one: collecting a set from every row's path would sort all the rows.
+    // Inserted once per run of rows sharing one path allocation (the key generator shares
+    // it): comparing strings for every row would cost more than the rest of the planning.
     let mut partitions: BTreeSet<&str> = BTreeSet::new();
+    let mut previous: Option<&Arc<str>> = None;
     for k in &input.keys {
+        if previous.is_some_and(|p| Arc::ptr_eq(p, &k.partition_path)) {
+            continue;
+        }
         partitions.insert(&k.partition_path);
+        previous = Some(&k.partition_path);
     }
     let partitions: Vec<&str> = partitions.into_iter().collect();
     let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone(), &partitions).await?);

@@ -108,6 +108,48 @@ pub fn dedupe(input: &Input, combine: &Combine<'_>) -> Vec<usize> {
     rows
 }
 
+/// The input rows `rows` (ascending) per partition path, ascending in each. Rows are grouped
+/// first by the allocation of their path (the key generator shares one per partition and
+/// thread, so this hashes a pointer per row and compares no string), then merged by path.
+fn rows_by_partition(input: &Input, rows: Vec<usize>) -> Result<BTreeMap<&str, Vec<usize>>> {
+    let mut by_allocation: HashMap<*const u8, (&str, Vec<usize>)> = HashMap::new();
+    for row in rows {
+        let key = input
+            .keys
+            .get(row)
+            .ok_or_else(|| TableError::InvalidInput {
+                column: None,
+                row: Some(row),
+                reason: "row without key".into(),
+            })?;
+        let path: &str = &key.partition_path;
+        by_allocation
+            .entry(path.as_ptr())
+            .or_insert_with(|| (path, Vec::new()))
+            .1
+            .push(row);
+    }
+    let mut by_partition: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut merged: BTreeSet<&str> = BTreeSet::new();
+    for (path, rows) in by_allocation.into_values() {
+        match by_partition.entry(path) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(rows);
+            }
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                e.get_mut().extend(rows);
+                merged.insert(path);
+            }
+        }
+    }
+    for path in merged {
+        if let Some(rows) = by_partition.get_mut(path) {
+            rows.sort_unstable();
+        }
+    }
+    Ok(by_partition)
+}
+
 /// Everything the planner needs besides the input.
 pub struct PlanContext<'a> {
     /// The operation.
@@ -160,22 +202,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
         _ => (0..input.keys.len()).collect(),
     };
     rows.retain(|r| !forced_rows.contains(r));
-    // Borrowed partition paths: no string is copied per row.
-    let mut by_partition: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for row in rows {
-        let key = input
-            .keys
-            .get(row)
-            .ok_or_else(|| TableError::InvalidInput {
-                column: None,
-                row: Some(row),
-                reason: "row without key".into(),
-            })?;
-        by_partition
-            .entry(&*key.partition_path)
-            .or_default()
-            .push(row);
-    }
+    let mut by_partition = rows_by_partition(input, rows)?;
     let mut forced: BTreeMap<String, Vec<(usize, String)>> = BTreeMap::new();
     for (row, partition, file_id) in &ctx.forced_deletes {
         forced
@@ -565,5 +592,28 @@ mod tests {
     fn test_new_file_id_has_no_underscore_and_suffix() {
         let id = new_file_id();
         assert!(id.ends_with("-0") && !id.contains('_'));
+    }
+
+    #[test]
+    fn test_rows_by_partition_merges_paths_of_separate_allocations_in_row_order() {
+        let mut i = input(&["a", "b", "c", "d", "e", "f"], &[0; 6]);
+        // Two threads' allocations of "p" (rows 0, 1 and 4, 5) and one of "q" (2, 3).
+        let (p1, p2, q): (Arc<str>, Arc<str>, Arc<str>) =
+            (Arc::from("p"), Arc::from("p"), Arc::from("q"));
+        for (row, path) in [&p1, &p1, &q, &q, &p2, &p2].into_iter().enumerate() {
+            i.keys[row].partition_path = path.clone();
+        }
+        let grouped = rows_by_partition(
+            &i,
+            vec![5, 0, 1, 2, 3, 4]
+                .into_iter()
+                .filter(|&r| r != 3)
+                .collect(),
+        )
+        .unwrap();
+        let got: Vec<(&str, Vec<usize>)> = grouped.into_iter().collect();
+        assert_eq!(got, vec![("p", vec![0, 1, 4, 5]), ("q", vec![2])]);
+        let err = rows_by_partition(&i, vec![9]).unwrap_err();
+        assert!(err.to_string().contains('9'), "{err}");
     }
 }
