@@ -73,6 +73,7 @@ pub mod ttl;
 pub mod upgrade;
 pub(crate) mod writable;
 pub(crate) mod write;
+pub(crate) mod write_files;
 
 pub use prepared::PreparedWrite;
 pub use transaction::Transaction;

@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arbor_format::base::BaseFileWriter;
 use arbor_timeline::avro::{encode_instant_for, InstantContent};
 use arbor_timeline::config::{keys, TableType};
 use arbor_timeline::{Action, ActiveTimeline, Instant, InstantTime, State};
@@ -15,20 +14,16 @@ use bytes::Bytes;
 
 use super::context::{invalid, latest_written_schema, merge_of, Table};
 use super::prepared::{abort, begin_instant, delete_own_files, PreparedWrite};
+use super::write_files::{write_files, FileSet};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
 use crate::write::commit::{self, Heartbeat};
-use crate::write::cow::{
-    encode_base_file, load_current, store_base_file, CurrentRows, EncodedGroup, FileWriteContext,
-    WrittenGroup,
-};
 use crate::write::history_scope::WriteHistory;
 use crate::write::index::{Index, SimpleIndex};
-use crate::write::mor::write_log_file;
 use crate::write::options::WriteOperation;
 use crate::write::partial;
-use crate::write::planner::{self, Combine, GroupPlan, Input, PlanContext, WritePlan};
+use crate::write::planner::{self, Combine, Input, PlanContext};
 use crate::write::record_index::{delta_of, route_moved_keys, RecordIndex};
 use crate::write::schema::{ConformOptions, DataSchema, SchemaChange};
 use crate::write::secondary_index;
@@ -422,196 +417,5 @@ async fn prepare_started(
         index_delta,
         secondary_deltas,
         schema_changes,
-    })
-}
-
-/// The files one write produces: its plan, the merge-on-read groups written as a new base
-/// file rather than a log file ([`crate::write::repeated_keys`]), and the reader their
-/// current slices are merged with.
-#[derive(Clone, Copy)]
-struct FileSet<'a> {
-    plan: &'a WritePlan,
-    rewrite: &'a BTreeSet<usize>,
-    reader: &'a Arc<TableReader>,
-    mor: bool,
-}
-
-impl FileSet<'_> {
-    /// Whether group `index` receives a log file (merge-on-read, existing group, not
-    /// rewritten) rather than a base file.
-    fn appends_log(&self, index: usize, group: &GroupPlan) -> bool {
-        self.mor && group.existing.is_some() && !self.rewrite.contains(&index)
-    }
-}
-
-async fn write_files(
-    table: &Table,
-    instant: &str,
-    input: &Input,
-    schema: &DataSchema,
-    files: FileSet<'_>,
-    mode: MergeMode,
-    ordering_field: Option<String>,
-) -> Result<Vec<WrittenGroup>> {
-    let ctx = &table.ctx;
-    let file_ctx = FileWriteContext {
-        storage: ctx.storage.clone(),
-        instant: instant.to_string(),
-        schema: schema.clone(),
-        avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&schema.avro_json)?,
-        mode,
-        ordering_field,
-        stored_keys: StoredKeys::for_table(&ctx.config)?,
-        slice_reader: Some(files.reader.clone()),
-    };
-    let plan = files.plan;
-    let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
-    for p in partitions {
-        commit::ensure_partition_marker(&ctx.storage, p, instant).await?;
-    }
-    let width = ctx.options.parallelism.get();
-    let mut out = Vec::with_capacity(plan.groups.len());
-    // Waves of `width` groups: log files are appended one after the other; base files are
-    // loaded (existing rows) in turn, encoded at once on `width` threads, then stored while
-    // the next wave encodes (at most two waves of encoded files are held). Results and the
-    // commit metadata stay in plan order, never dependent on thread timing; every store has
-    // finished when this returns, with or without an error.
-    let groups: Vec<(usize, &GroupPlan)> = plan.groups.iter().enumerate().collect();
-    let mut storing = PendingStores::default();
-    for wave in groups.chunks(width) {
-        let appends_logs = wave.iter().any(|&(i, g)| files.appends_log(i, g));
-        if appends_logs {
-            // Log files follow the base files of earlier waves, as without pipelining.
-            storing.finish_into(&mut out).await?;
-        }
-        let encoded = encode_wave(&file_ctx, input, files, wave, &mut out).await;
-        let encoded = match encoded {
-            Ok(e) => e,
-            Err(e) => {
-                storing.finish_ignoring().await;
-                return Err(e);
-            }
-        };
-        storing.finish_into(&mut out).await?;
-        for group in encoded {
-            storing.start(ctx.storage.clone(), group);
-        }
-    }
-    storing.finish_into(&mut out).await?;
-    Ok(out)
-}
-
-/// Writes the log files of `wave` (pushed to `out`) and encodes its base files, in plan order.
-async fn encode_wave(
-    file_ctx: &FileWriteContext,
-    input: &Input,
-    files: FileSet<'_>,
-    wave: &[(usize, &GroupPlan)],
-    out: &mut Vec<WrittenGroup>,
-) -> Result<Vec<EncodedGroup>> {
-    let mut base = Vec::with_capacity(wave.len());
-    for &(index, group) in wave {
-        let task = index as u64;
-        if files.appends_log(index, group) {
-            out.push(write_log_file(file_ctx, input, group, task).await?);
-        } else {
-            base.push((task, group, load_current(file_ctx, group).await?));
-        }
-    }
-    encode_in_parallel(file_ctx, input, &base)
-}
-
-/// Base files being stored on the runtime while the next wave encodes, in plan order. Dropped
-/// unfinished (the write's future cancelled), it aborts the stores not yet started.
-#[derive(Default)]
-struct PendingStores {
-    tasks: Vec<(String, tokio::task::JoinHandle<Result<WrittenGroup>>)>,
-}
-
-impl PendingStores {
-    /// Starts storing `group` (create-if-absent).
-    fn start(&mut self, storage: Arc<dyn arbor_storage::Storage>, group: EncodedGroup) {
-        let key = group.key().to_string();
-        let task = tokio::spawn(async move { store_base_file(storage.as_ref(), group).await });
-        self.tasks.push((key, task));
-    }
-
-    /// Waits for every started store; appends their results to `out` in order. On an error,
-    /// still waits for the others, then returns the first.
-    async fn finish_into(&mut self, out: &mut Vec<WrittenGroup>) -> Result<()> {
-        let mut first_error = None;
-        for (key, task) in self.tasks.drain(..) {
-            let result = task.await.unwrap_or_else(|e| {
-                Err(TableError::Unsupported {
-                    reason: format!("storing base file {key} stopped unexpectedly: {e}"),
-                })
-            });
-            match result {
-                Ok(w) if first_error.is_none() => out.push(w),
-                Ok(_) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Waits for every started store, dropping their results (the write failed already).
-    async fn finish_ignoring(&mut self) {
-        for (_, task) in self.tasks.drain(..) {
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for PendingStores {
-    fn drop(&mut self) {
-        for (_, task) in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-/// Encodes the base files of `jobs` (task, group, current rows), each on its own scoped
-/// thread when there are several; results in the order of `jobs`. The threads only compute
-/// (no I/O), so blocking the caller's task for them is what encoding on it would do.
-fn encode_in_parallel(
-    file_ctx: &FileWriteContext,
-    input: &Input,
-    jobs: &[(u64, &GroupPlan, Option<CurrentRows>)],
-) -> Result<Vec<EncodedGroup>> {
-    if jobs.len() <= 1 {
-        return jobs
-            .iter()
-            .map(|(task, group, current)| {
-                encode_base_file(file_ctx, input, group, current.as_ref(), *task)
-            })
-            .collect();
-    }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|(task, group, current)| {
-                let handle = scope.spawn(move || {
-                    encode_base_file(file_ctx, input, group, current.as_ref(), *task)
-                });
-                (group, handle)
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|(group, handle)| {
-                handle.join().unwrap_or_else(|_| {
-                    Err(TableError::Unsupported {
-                        reason: format!(
-                            "encoding the base file of file group {} in partition {:?} \
-                             stopped unexpectedly (its thread panicked)",
-                            group.file_id, group.partition
-                        ),
-                    })
-                })
-            })
-            .collect()
     })
 }

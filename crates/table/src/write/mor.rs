@@ -7,6 +7,7 @@ use arbor_format::log::{
     encode_avro_data_block_from_batch, encode_delete_block, DeleteRecord, OrderingValue,
 };
 use arbor_fsview::slice::join;
+use arbor_storage::Storage;
 use arbor_timeline::avro::HoodieWriteStat;
 use arrow::array::{ArrayRef, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::take_record_batch;
@@ -27,16 +28,40 @@ pub fn delete_ordering_value() -> OrderingValue {
     OrderingValue::Int(0)
 }
 
-/// Writes `.<fileId>_<instant>.log.1_<token>` for an existing `group` as task `task`: an Avro
-/// data block of the updated and inserted rows (meta fields: the instant, `<instant>_<task>_<i>`,
-/// key, partition path, the file id), then a delete block of the deleted keys. Created with
-/// create-if-absent.
-pub async fn write_log_file(
+/// A log file encoded in memory with its write stat's facts, not yet stored; made by
+/// [`encode_log_file`], stored by [`store_log_file`].
+#[derive(Debug)]
+pub struct EncodedLog {
+    key: String,
+    name: String,
+    bytes: Bytes,
+    blocks: i64,
+    partition: String,
+    file_id: String,
+    instant: String,
+    base_file: String,
+    inserted: u64,
+    updated: u64,
+    deleted: u64,
+}
+
+impl EncodedLog {
+    /// The storage key the log file will be stored at.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// Encodes `.<fileId>_<instant>.log.1_<token>` for an existing `group` as task `task` in
+/// memory: an Avro data block of the updated and inserted rows (meta fields: the instant,
+/// `<instant>_<task>_<i>`, key, partition path, the file id), then a delete block of the
+/// deleted keys. CPU only, no I/O: safe on any thread, and the same inputs give the same bytes.
+pub fn encode_log_file(
     ctx: &FileWriteContext,
     input: &Input,
     group: &GroupPlan,
     task: u64,
-) -> Result<WrittenGroup> {
+) -> Result<EncodedLog> {
     let token = write_token(task);
     let name = format!(".{}_{}.log.1_{token}", group.file_id, ctx.instant);
     let key = join(&group.partition, &name);
@@ -111,40 +136,54 @@ pub async fn write_log_file(
         )?);
         blocks += 1;
     }
-    let bytes: Bytes = bytes.freeze();
-    let size = to_i64(bytes.len() as u64);
-    ctx.storage.put_if_absent(&key, bytes).await?;
     let base_file = group
         .existing
         .as_ref()
         .and_then(|s| s.base_file.as_ref())
         .map(|b| b.file_name())
         .unwrap_or_default();
-    let inserted = group.inserts.len() as u64;
-    let updated = group.updates.len() as u64;
-    let deleted = group.deletes.len() as u64;
+    Ok(EncodedLog {
+        key,
+        name,
+        bytes: bytes.freeze(),
+        blocks,
+        partition: group.partition.clone(),
+        file_id: group.file_id.clone(),
+        instant: ctx.instant.clone(),
+        base_file,
+        inserted: group.inserts.len() as u64,
+        updated: group.updates.len() as u64,
+        deleted: group.deletes.len() as u64,
+    })
+}
+
+/// Stores an encoded log file with create-if-absent and returns its write stat.
+pub async fn store_log_file(storage: &dyn Storage, log: EncodedLog) -> Result<WrittenGroup> {
+    let size = to_i64(log.bytes.len() as u64);
+    storage.put_if_absent(&log.key, log.bytes).await?;
+    let (inserted, updated, deleted) = (log.inserted, log.updated, log.deleted);
     let stat = HoodieWriteStat {
-        file_id: Some(group.file_id.clone()),
-        path: Some(key),
-        prev_commit: Some(ctx.instant.clone()),
+        file_id: Some(log.file_id),
+        path: Some(log.key),
+        prev_commit: Some(log.instant),
         num_writes: Some(to_i64(inserted + updated)),
         num_deletes: Some(to_i64(deleted)),
         num_update_writes: Some(to_i64(updated)),
         num_inserts: Some(to_i64(inserted)),
         total_write_bytes: Some(size),
         total_write_errors: Some(0),
-        partition_path: Some(group.partition.clone()),
+        partition_path: Some(log.partition.clone()),
         total_log_records: Some(to_i64(inserted + updated + deleted)),
-        total_log_blocks: Some(blocks),
+        total_log_blocks: Some(log.blocks),
         file_size_in_bytes: Some(size),
         log_version: Some(1),
         log_offset: Some(0),
-        base_file: Some(base_file),
-        log_files: Some(vec![name]),
+        base_file: Some(log.base_file),
+        log_files: Some(vec![log.name]),
         ..HoodieWriteStat::default()
     };
     Ok(WrittenGroup {
-        partition: group.partition.clone(),
+        partition: log.partition,
         stat,
         inserted,
         updated,
