@@ -277,7 +277,8 @@ async fn prepare_started(
     } else {
         Vec::new()
     };
-    let simple = SimpleIndex::new(ctx.storage.clone(), reader.clone());
+    let simple = SimpleIndex::new(ctx.storage.clone(), reader.clone())
+        .with_parallelism(ctx.options.parallelism);
     // A delete must remove every copy of a key; the record index knows one, so where the
     // timeline shows writes that may have stored a key twice, deletes also scan partitions.
     let duplicates = match (&rli, operation) {

@@ -10,6 +10,7 @@ use arbor_storage::Storage;
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
 use async_trait::async_trait;
+use futures::StreamExt;
 
 use super::stored_keys::StoredKeys;
 use crate::error::{Result, TableError};
@@ -86,12 +87,26 @@ pub trait Index: Debug + Send + Sync {
 pub struct SimpleIndex {
     storage: Arc<dyn Storage>,
     reader: Arc<TableReader>,
+    parallelism: usize,
 }
 
 impl SimpleIndex {
-    /// An index over the state `reader` (opened on `storage`) was opened at.
+    /// An index over the state `reader` (opened on `storage`) was opened at, reading as many
+    /// file slices at a time as the machine has CPUs.
     pub fn new(storage: Arc<dyn Storage>, reader: Arc<TableReader>) -> Self {
-        SimpleIndex { storage, reader }
+        let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+        SimpleIndex {
+            storage,
+            reader,
+            parallelism,
+        }
+    }
+
+    /// The same index reading at most `slices` file slices at a time (each on its own task of
+    /// the runtime); answers do not depend on it.
+    pub fn with_parallelism(mut self, slices: std::num::NonZeroUsize) -> Self {
+        self.parallelism = slices.get();
+        self
     }
 
     /// The keys of one latest slice, in file order.
@@ -205,9 +220,38 @@ impl SimpleIndex {
             .latest_file_slices(Some(partition), None)
             .await
             .map_err(TableError::from_fsview)?;
+        // The slices are read `parallelism` at a time, each on a task of its own (decoding
+        // runs on every core), and consumed in slice order.
+        let ordering = ordering_field.map(str::to_string);
+        let reads = slices.iter().cloned().map(|read| {
+            let (storage, reader, ordering) =
+                (self.storage.clone(), self.reader.clone(), ordering.clone());
+            let what = format!(
+                "file group {} in partition {:?}",
+                read.file_id, read.partition
+            );
+            let task = tokio::spawn(async move {
+                Self::slice_records(&storage, &reader, &read, ordering.as_deref()).await
+            });
+            async move {
+                task.await.unwrap_or_else(|e| {
+                    Err(TableError::Unsupported {
+                        reason: format!("reading the keys of {what} stopped unexpectedly: {e}"),
+                    })
+                })
+            }
+        });
+        let mut records_of = futures::stream::iter(reads).buffered(self.parallelism.max(1));
         for slice in &slices {
-            let records =
-                Self::slice_records(&self.storage, &self.reader, slice, ordering_field).await?;
+            let records = records_of
+                .next()
+                .await
+                .ok_or_else(|| TableError::Unsupported {
+                    reason: format!(
+                        "no keys read for file group {} in partition {:?}",
+                        slice.file_id, slice.partition
+                    ),
+                })??;
             for (key, order) in records {
                 if wanted.contains(key.as_str()) {
                     let location = RecordLocation {
