@@ -204,6 +204,9 @@ impl Table {
     /// back by another writer) is prepared and committed again on the fresh timeline, after a
     /// backoff, as [`WriteOptions::retry`] allows; [`CommitResult::attempts`] says how many
     /// attempts it took, and [`TableError::RetriesExhausted`] names them when every one lost.
+    ///
+    /// Runs on a tokio runtime (as object_store does): files are stored and existing keys read
+    /// on tasks of the current runtime, encoding runs on `WriteOptions::parallelism` threads.
     pub async fn write(
         &self,
         operation: WriteOperation,
