@@ -25,8 +25,9 @@ pub struct HoodieKey {
     /// The record key (`_hoodie_record_key`).
     pub record_key: String,
     /// The relative partition path (`_hoodie_partition_path`, `""` when non-partitioned),
-    /// shared by every key of the same partition of one input (an input has few partitions
-    /// and many rows).
+    /// shared by every key of the same partition computed by one call of
+    /// [`KeyGenerator::keys_at`] (an input has few partitions and many rows; keys computed on
+    /// several threads share one allocation per thread).
     pub partition_path: Arc<str>,
 }
 
