@@ -170,57 +170,72 @@ async fn read_groups(
 ) -> Result<BTreeMap<String, StatsIndex>> {
     let mut by_group = BTreeMap::new();
     for slice in partition_slices(mdt, partition).await? {
-        let path = format!("{MDT_BASE}/{partition}/{}", slice.file_id);
-        let mut base: BTreeMap<String, ColumnStatsRecord> = BTreeMap::new();
-        visit_base(storage, &slice, keep, &mut |op| {
-            match op {
-                SliceOp::Put(k, raw) => {
-                    base.insert(k, decode(&raw, record_type, &path)?);
-                }
-                SliceOp::Delete(k) => {
-                    base.remove(&k);
-                }
-            }
-            Ok(())
-        })
-        .await?;
-        // Key -> its record after the log blocks; `None` when a delete block dropped it.
-        let mut logs: BTreeMap<String, Option<ColumnStatsRecord>> = BTreeMap::new();
-        visit_logs(storage, mdt, &slice, keep, &mut |op| {
-            match op {
-                SliceOp::Put(k, raw) => {
-                    let new = decode(&raw, record_type, &path)?;
-                    let merged = match logs.remove(&k) {
-                        Some(Some(old)) => old.merge(&new),
-                        Some(None) | None => new,
-                    };
-                    logs.insert(k, Some(merged));
-                }
-                SliceOp::Delete(k) => {
-                    logs.insert(k, None);
-                }
-            }
-            Ok(())
-        })
-        .await?;
-        for (k, state) in logs {
-            match state {
-                None => {
-                    base.remove(&k);
-                }
-                Some(new) => {
-                    let merged = match base.remove(&k) {
-                        Some(old) => old.merge(&new),
-                        None => new,
-                    };
-                    base.insert(k, merged);
-                }
-            }
-        }
-        let records = base.into_iter().filter(|(_, r)| !r.is_deleted).collect();
+        let records = merge_stats_slice(storage, mdt, partition, &slice, record_type, keep).await?;
         by_group.insert(slice.file_id.clone(), StatsIndex { records });
     }
     Ok(by_group)
+}
+
+/// The merged live records (module doc) of one file slice of stats partition `partition`
+/// (records of `record_type`), only the keys passing `keep`: what the slice reads as, and so
+/// what a compaction of it writes. Fails, naming the file group, on a record that does not
+/// decode or is of another type.
+pub(crate) async fn merge_stats_slice(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    partition: &str,
+    slice: &arbor_fsview::FileSlice,
+    record_type: i32,
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<BTreeMap<String, ColumnStatsRecord>> {
+    let path = format!("{MDT_BASE}/{partition}/{}", slice.file_id);
+    let mut base: BTreeMap<String, ColumnStatsRecord> = BTreeMap::new();
+    visit_base(storage, slice, keep, &mut |op| {
+        match op {
+            SliceOp::Put(k, raw) => {
+                base.insert(k, decode(&raw, record_type, &path)?);
+            }
+            SliceOp::Delete(k) => {
+                base.remove(&k);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    // Key -> its record after the log blocks; `None` when a delete block dropped it.
+    let mut logs: BTreeMap<String, Option<ColumnStatsRecord>> = BTreeMap::new();
+    visit_logs(storage, mdt, slice, keep, &mut |op| {
+        match op {
+            SliceOp::Put(k, raw) => {
+                let new = decode(&raw, record_type, &path)?;
+                let merged = match logs.remove(&k) {
+                    Some(Some(old)) => old.merge(&new),
+                    Some(None) | None => new,
+                };
+                logs.insert(k, Some(merged));
+            }
+            SliceOp::Delete(k) => {
+                logs.insert(k, None);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    for (k, state) in logs {
+        match state {
+            None => {
+                base.remove(&k);
+            }
+            Some(new) => {
+                let merged = match base.remove(&k) {
+                    Some(old) => old.merge(&new),
+                    None => new,
+                };
+                base.insert(k, merged);
+            }
+        }
+    }
+    Ok(base.into_iter().filter(|(_, r)| !r.is_deleted).collect())
 }
 
 /// The merged live records of the `column_stats` partition (module doc), across all its file

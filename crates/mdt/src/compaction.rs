@@ -1,5 +1,7 @@
-//! Compaction of the MDT's FILES partition: the merged content of the latest file slice (base
-//! HFile plus the valid log blocks) becomes a new base HFile named with a fresh MDT `compaction`
+//! Compaction of the MDT, due when its FILES partition's latest slice holds enough log files:
+//! the merged content of the latest file slice (base HFile plus the valid log blocks) of FILES
+//! and of every other partition's file groups with log files (record index, secondary indexes,
+//! column and partition stats) becomes a new base HFile named with one fresh MDT `compaction`
 //! instant, so readers stop replaying one log file per data commit.
 //!
 //! # Protocol (the caller holds the data table's lock)
@@ -34,6 +36,10 @@ use arbor_format::hfile::mdt_index::{
     encode_secondary_index_value,
 };
 
+use arbor_format::hfile::mdt_column_stats::{encode_column_stats_value_with, ColumnStatsValue};
+
+use crate::column_stats::{merge_stats_slice, COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION};
+use crate::column_stats_writer::stats_record_type;
 use crate::error::{MdtError, Result};
 use crate::files::{MetadataTable, ALL_PARTITIONS_KEY, FILES_PARTITION, MDT_BASE};
 use crate::index_writer::RECORD_INDEX;
@@ -117,14 +123,19 @@ pub async fn compact_if_due(
     if slice.log_files.len() < every.max(1) {
         return Ok(None);
     }
-    // The index partitions' file groups with log files are compacted with FILES (as Java
-    // compacts every MDT partition at one instant), so archiving the MDT timeline behind this
-    // compaction never drops a block still needed.
+    // The other partitions' file groups with log files (record index, secondary indexes,
+    // column and partition stats) are compacted with FILES, as Java compacts every MDT
+    // partition at one instant: archiving the MDT timeline behind this compaction then never
+    // drops a block still needed (a block of an archived instant is no longer valid), and
+    // every partition's file count stays bounded by the clean's retention.
     let mut index_slices = Vec::new();
     let (_objects, dirs) = storage.list_dir(MDT_BASE).await?;
     for dir in dirs {
         let name = dir.rsplit('/').next().unwrap_or(&dir).to_string();
-        if name == RECORD_INDEX || name.starts_with(SECONDARY_INDEX_PREFIX) {
+        if name == RECORD_INDEX
+            || name.starts_with(SECONDARY_INDEX_PREFIX)
+            || is_stats_partition(&name)
+        {
             for s in partition_slices(mdt, &name).await? {
                 if !s.log_files.is_empty() {
                     index_slices.push((name.clone(), s));
@@ -233,7 +244,15 @@ pub async fn compact_if_due(
         },
     );
     for (partition, s) in &index_slices {
-        let stat = compact_index_slice(storage.as_ref(), mdt, partition, s, &time).await?;
+        let stat = compact_index_slice(
+            storage.as_ref(),
+            mdt,
+            partition,
+            s,
+            &time,
+            writer.record_schema_json(),
+        )
+        .await?;
         meta.add_write_stat(partition.clone(), stat);
     }
     meta.insert_extra(SCHEMA_KEY, writer.record_schema_json());
@@ -252,19 +271,67 @@ pub async fn compact_if_due(
     }))
 }
 
-/// Writes the new base file of one record-index or secondary-index file group: its merged live
-/// values, each decoded and re-encoded with arbor's schema (secondary-index tombstones dropped).
+/// Whether MDT partition `name` holds column or partition stats.
+fn is_stats_partition(name: &str) -> bool {
+    name == COLUMN_STATS_PARTITION || name == PARTITION_STATS_PARTITION
+}
+
+/// The new base HFile of one stats file group: its merged live records
+/// ([`crate::column_stats`]'s merge, tombstones dropped), encoded with `schema_json` (the MDT
+/// writer schema of the data table's version, also recorded in the file info).
+async fn stats_base_file(
+    storage: &dyn Storage,
+    mdt: &MetadataTable,
+    partition: &str,
+    slice: &arbor_fsview::FileSlice,
+    key: &str,
+    schema_json: &str,
+) -> Result<(Bytes, usize)> {
+    let record_type = stats_record_type(partition);
+    let merged = merge_stats_slice(storage, mdt, partition, slice, record_type, &|_| true).await?;
+    let fmt = |source| MdtError::Format {
+        path: key.to_string(),
+        source,
+    };
+    let schema = apache_avro::Schema::parse_str(schema_json).map_err(|e| MdtError::Invalid {
+        path: key.to_string(),
+        reason: format!("metadata record schema cannot be parsed: {e}"),
+    })?;
+    let mut w = HFileWriter::new(HFileWriterOptions::default());
+    w.set_file_info("schema", schema_json.as_bytes().to_vec());
+    for (record_key, stats) in &merged {
+        let value = ColumnStatsValue {
+            record_type,
+            stats: stats.clone(),
+        };
+        let bytes = encode_column_stats_value_with(&value, &schema).map_err(fmt)?;
+        w.append(record_key.as_bytes(), &bytes).map_err(fmt)?;
+    }
+    Ok((w.finish().map_err(fmt)?, merged.len()))
+}
+
+/// Writes the new base file of one record-index, secondary-index or stats file group: its
+/// merged live values, each decoded and re-encoded (secondary-index and stats tombstones
+/// dropped); stats records with `stats_schema_json`.
 async fn compact_index_slice(
     storage: &dyn Storage,
     mdt: &MetadataTable,
     partition: &str,
     slice: &arbor_fsview::FileSlice,
     time: &InstantTime,
+    stats_schema_json: &str,
 ) -> Result<HoodieWriteStat> {
-    let merged = merge_slice(storage, mdt, slice, &|_| true).await?;
     let name = format!("{}_{COMPACTION_TOKEN}_{time}.hfile", slice.file_id);
     let rel = format!("{partition}/{name}");
     let key = format!("{MDT_BASE}/{rel}");
+    if is_stats_partition(partition) {
+        let (bytes, records) =
+            stats_base_file(storage, mdt, partition, slice, &key, stats_schema_json).await?;
+        let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+        storage.put(&key, bytes).await?;
+        return Ok(compaction_stat(slice, partition, rel, records, size));
+    }
+    let merged = merge_slice(storage, mdt, slice, &|_| true).await?;
     let fmt = |source| MdtError::Format {
         path: key.clone(),
         source,
@@ -288,7 +355,18 @@ async fn compact_index_slice(
     let bytes = w.finish().map_err(fmt)?;
     let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
     storage.put(&key, bytes).await?;
-    Ok(HoodieWriteStat {
+    Ok(compaction_stat(slice, partition, rel, records, size))
+}
+
+/// The write stat of compacting `slice` of `partition` into base file `rel`.
+fn compaction_stat(
+    slice: &arbor_fsview::FileSlice,
+    partition: &str,
+    rel: String,
+    records: usize,
+    size: i64,
+) -> HoodieWriteStat {
+    HoodieWriteStat {
         file_id: Some(slice.file_id.clone()),
         path: Some(rel),
         prev_commit: Some(slice.base_instant.to_string()),
@@ -298,7 +376,7 @@ async fn compact_index_slice(
         partition_path: Some(partition.to_string()),
         total_log_files_compacted: Some(i64::try_from(slice.log_files.len()).unwrap_or(0)),
         ..HoodieWriteStat::default()
-    })
+    }
 }
 
 /// Convenience for callers holding only a storage: opens the MDT writer and reader (with the

@@ -11,7 +11,7 @@ use arbor_mdt::column_stats::read_column_stats;
 use arbor_mdt::MetadataTable;
 use arbor_storage::Storage;
 use arbor_table::WriteOperation;
-use arbor_timeline::config::TableType;
+use arbor_timeline::config::{TableType, TableVersion};
 use arbor_timeline::MetaRoot;
 
 use arbor_testkit_tables::{batch, create, rows};
@@ -93,5 +93,71 @@ async fn test_clean_restore_and_branch_keep_column_stats_valid() {
         assert_stats_valid(&view, &format!("{tt:?} branch write")).await;
         t.write(WriteOperation::Upsert, &rows(4..8, 10, "m")).await;
         assert_stats_valid(&t.storage, &format!("{tt:?} main after branch")).await;
+    }
+}
+
+/// The number of files in MDT partition `partition` (base HFiles and log files).
+fn mdt_files_in(t: &arbor_testkit_tables::TestTable, partition: &str) -> usize {
+    let dir = t.base.join(".hoodie/metadata").join(partition);
+    std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    name.contains(".log.") || name.ends_with(".hfile")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A long history with cleans and archivals of both timelines: the stats partitions are
+/// compacted with FILES, so archiving the MDT's old deltacommits (whose stats blocks would then
+/// be invalid) loses no record, and their file count stays bounded by the clean's retention.
+/// Version 9 (copy-on-write) and version 8 (merge-on-read, Java 1.0's record schema).
+#[tokio::test]
+async fn test_long_history_with_archival_keeps_stats_and_bounds_their_files() {
+    for (tt, version) in [
+        (TableType::CopyOnWrite, TableVersion::Nine),
+        (TableType::MergeOnRead, TableVersion::Eight),
+    ] {
+        let t = arbor_testkit_tables::create_at(tt, true, version).await;
+        t.write(WriteOperation::Insert, &rows(0..12, 1, "a")).await;
+        t.table.create_stats_indexes(true, true).await.unwrap();
+        // Stats files after each write.
+        let mut files = Vec::new();
+        for i in 2..82u32 {
+            let lo = (i * 5) % 12;
+            t.write(WriteOperation::Upsert, &rows(lo..lo + 3, i64::from(i), "u"))
+                .await;
+            if i % 10 == 0 {
+                clean(
+                    &t.table,
+                    &CleanOptions {
+                        policy: CleanPolicy::KeepLatestCommits(2),
+                        archive: true,
+                        ..CleanOptions::default()
+                    },
+                )
+                .await
+                .unwrap();
+                assert_stats_valid(&t.storage, &format!("{tt:?} after write {i}")).await;
+            }
+            files.push(mdt_files_in(&t, "column_stats") + mdt_files_in(&t, "partition_stats"));
+        }
+        // The MDT timeline was archived past the first stats blocks: without their
+        // compaction, those blocks would no longer be valid and validation would fail above.
+        let archived = t.base.join(".hoodie/metadata/.hoodie/timeline/history");
+        let archived_old = t.base.join(".hoodie/metadata/.hoodie/archived");
+        assert!(
+            archived.exists() || archived_old.exists(),
+            "{tt:?}: the MDT timeline was never archived"
+        );
+        // Three file groups each take one log file per write (240 files in 80 writes if
+        // nothing compacted them): compaction every 10 and the clean's retention of 20 MDT
+        // commits keep the count in a sawtooth under 3 x (20 + 10) plus a few base files.
+        let peak = files.iter().max().copied().unwrap_or(0);
+        assert!(peak <= 100, "{tt:?}: stats partitions keep growing: {files:?}");
+        assert_stats_valid(&t.storage, &format!("{tt:?} end")).await;
     }
 }
