@@ -12,6 +12,7 @@
 //!   Files are created with [`arbor_storage::Storage::put_if_absent`]: a data file is never
 //!   overwritten.
 
+mod dictionary;
 mod meta_columns;
 mod reader;
 mod writer;

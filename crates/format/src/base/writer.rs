@@ -10,10 +10,10 @@ use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{LogicalType, Type as PhysicalType, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{WriterProperties, DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT};
 use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 
-use super::meta_columns;
+use super::{dictionary, meta_columns};
 use crate::error::{FormatError, Result};
 use crate::meta;
 
@@ -336,9 +336,18 @@ impl BaseFileWriter {
         };
         // Sequence numbers and record keys are unique per row: a dictionary would only be
         // built to be abandoned (parquet falls back to plain pages once it outgrows its page).
-        let props = WriterProperties::builder()
+        // So are the data columns a sample shows to be unique enough ([`dictionary`]).
+        let mut props = WriterProperties::builder()
             .set_column_dictionary_enabled(ColumnPath::from(meta::COMMIT_SEQNO), false)
-            .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false)
+            .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false);
+        for column in dictionary::plain_columns(
+            batches,
+            self.row_group_rows,
+            DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT,
+        ) {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(column.as_str()), false);
+        }
+        let props = props
             .set_compression(compression)
             .set_max_row_group_row_count(Some(self.row_group_rows))
             .set_key_value_metadata(Some(kv))

@@ -628,3 +628,67 @@ async fn test_write_base_file_without_meta_values() {
         [3, 1]
     );
 }
+
+/// A (nearly) unique data column large enough to overflow its dictionary page is written
+/// plain from the first row; a repeated one keeps its dictionary; both read back unchanged.
+#[tokio::test]
+async fn test_write_unique_column_plain_repeated_column_dictionary_values_unchanged() {
+    let (_dir, storage) = temp_storage();
+    let key = format!("region=us/{FILE_NAME}");
+    let ids: Vec<i32> = (0..300_000).collect();
+    let mut batch = data_batch(&ids);
+    // `name` repeats ten values; `id` is unique (1.2 MB of dictionary at 4 bytes a value).
+    let names: ArrayRef = Arc::new(StringArray::from_iter_values(
+        ids.iter().map(|i| format!("name-{}", i % 10)),
+    ));
+    let mut columns = batch.columns().to_vec();
+    columns[1] = names;
+    batch = RecordBatch::try_new(batch.schema(), columns).unwrap();
+    let record_keys: Vec<String> = ids.iter().map(|i| format!("key-{i:06}")).collect();
+    writer()
+        .write(
+            storage.as_ref(),
+            &key,
+            std::slice::from_ref(&batch),
+            &record_keys,
+        )
+        .await
+        .unwrap();
+    let reader = BaseFileReader::open(Arc::clone(&storage), &key)
+        .await
+        .unwrap();
+    let meta = reader.parquet_metadata();
+    let group = meta.row_group(0);
+    let column = |name: &str| {
+        group
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)
+            .unwrap()
+    };
+    assert!(
+        column("id").dictionary_page_offset().is_none(),
+        "id is plain"
+    );
+    assert!(
+        column("name").dictionary_page_offset().is_some(),
+        "name keeps its dictionary"
+    );
+    let read = read_base_file(Arc::clone(&storage), &key, None)
+        .await
+        .unwrap();
+    let rows: usize = read.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(rows, ids.len());
+    let mut at = 0usize;
+    for b in &read {
+        for name in ["id", "name", "day", "amount"] {
+            let want = batch.column_by_name(name).unwrap().slice(at, b.num_rows());
+            assert_eq!(
+                b.column_by_name(name).unwrap().as_ref(),
+                want.as_ref(),
+                "{name}"
+            );
+        }
+        at += b.num_rows();
+    }
+}

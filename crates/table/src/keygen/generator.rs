@@ -105,6 +105,22 @@ impl KeyGenerator {
             && !self.config.partition_fields.is_empty()
     }
 
+    /// The top-level `Utf8` column of `schema` whose value is every row's record key, when
+    /// there is one: the single record key field of a SIMPLE, TIMESTAMP or one-field
+    /// NON_PARTITION generator, naming a string column of `schema` (those keys are the
+    /// column's values as they are). A writer can then take the keys from the column rather
+    /// than copy them. `None` for COMPLEX keys (`field:value`), nested fields and other types.
+    pub fn record_key_column<'a>(&'a self, schema: &arrow::datatypes::Schema) -> Option<&'a str> {
+        let plain = match self.config.kind {
+            KeyGeneratorType::Simple | KeyGeneratorType::Timestamp => true,
+            KeyGeneratorType::NonPartition => self.config.record_key_fields.len() == 1,
+            KeyGeneratorType::Complex => false,
+        };
+        let field = self.config.record_key_fields.first().filter(|_| plain)?;
+        let column = schema.field_with_name(field).ok()?;
+        (column.data_type() == &arrow::datatypes::DataType::Utf8).then_some(field.as_str())
+    }
+
     /// Keys of every row of `batch`; rows in errors are counted from 0.
     pub fn keys(&self, batch: &RecordBatch) -> Result<Vec<HoodieKey>> {
         self.keys_at(batch, 0)

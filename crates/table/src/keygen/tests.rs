@@ -547,3 +547,51 @@ fn test_keys_in_parallel_match_keys_of_concatenated_batches_and_name_the_input_r
         }
     }
 }
+
+#[test]
+fn test_record_key_column_only_where_keys_are_a_string_columns_values() {
+    let b = batch(vec![
+        (
+            "id",
+            Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef,
+        ),
+        ("n", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef),
+        (
+            "region",
+            Arc::new(StringArray::from(vec!["us", "eu"])) as ArrayRef,
+        ),
+    ]);
+    let schema = b.schema();
+    let keygen = |kind, keys: &[&str]| KeyGenerator::new(config(kind, keys, &["region"])).unwrap();
+    let simple = keygen(KeyGeneratorType::Simple, &["id"]);
+    assert_eq!(simple.record_key_column(&schema), Some("id"));
+    // The keys it names are the column's values, row for row.
+    let keys: Vec<String> = simple
+        .keys(&b)
+        .unwrap()
+        .into_iter()
+        .map(|k| k.record_key)
+        .collect();
+    assert_eq!(keys, ["a", "b"]);
+    // An int column's keys are formatted, a complex key is `field:value`, a missing or
+    // nested field is not a top-level string column.
+    assert_eq!(
+        keygen(KeyGeneratorType::Simple, &["n"]).record_key_column(&schema),
+        None
+    );
+    assert_eq!(
+        keygen(KeyGeneratorType::Complex, &["id"]).record_key_column(&schema),
+        None
+    );
+    assert_eq!(
+        keygen(KeyGeneratorType::Complex, &["id", "n"]).record_key_column(&schema),
+        None
+    );
+    assert_eq!(
+        keygen(KeyGeneratorType::Simple, &["s.id"]).record_key_column(&schema),
+        None
+    );
+    let non_partition =
+        KeyGenerator::new(config(KeyGeneratorType::NonPartition, &["id"], &[])).unwrap();
+    assert_eq!(non_partition.record_key_column(&schema), Some("id"));
+}

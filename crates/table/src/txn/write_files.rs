@@ -10,6 +10,7 @@ use arbor_storage::Storage;
 
 use super::context::Table;
 use crate::error::{Result, TableError};
+use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
 use crate::write::commit;
 use crate::write::cow::{
@@ -69,6 +70,9 @@ pub(super) async fn write_files(
         ordering_field,
         stored_keys: StoredKeys::for_table(&ctx.config)?,
         slice_reader: Some(files.reader.clone()),
+        record_key_column: KeyGenerator::from_table_config(&ctx.config)?
+            .record_key_column(&schema.arrow)
+            .and_then(|name| schema.arrow.index_of(name).ok()),
     };
     let plan = files.plan;
     let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();

@@ -48,6 +48,10 @@ pub struct FileWriteContext {
     /// [`encode_base_file`] rewrites it (see [`super::repeated_keys`]); `None` where every
     /// rewritten slice is a base file alone (copy-on-write).
     pub slice_reader: Option<Arc<TableReader>>,
+    /// The index (in the data schema) of the `Utf8` column whose value is each row's record
+    /// key ([`crate::keygen::KeyGenerator::record_key_column`]): a new group's keys are then
+    /// that column of its rows, not a copy of the computed keys.
+    pub record_key_column: Option<usize>,
 }
 
 /// One written file and its write stat, with the record counts of the group.
@@ -250,11 +254,29 @@ fn input_keys(input: &Input, rows: &[usize], key: &str) -> Result<StringArray> {
     Ok(builder.finish())
 }
 
-/// The rows of a new group receiving only inserts: the input rows, no merge.
-fn new_group_rows(input: &Input, group: &GroupPlan, key: &str) -> Result<GroupRows> {
+/// The rows of a new group receiving only inserts: the input rows, no merge. Their record
+/// keys are the key column of those rows when the keys are a string column's values (the
+/// key generator computed each from it, and validation refused null and empty ones).
+fn new_group_rows(
+    ctx: &FileWriteContext,
+    input: &Input,
+    group: &GroupPlan,
+    key: &str,
+) -> Result<GroupRows> {
+    let data = input_rows(input, &group.inserts, key)?;
+    let from_column = ctx
+        .record_key_column
+        .and_then(|i| data.columns().get(i))
+        .and_then(|c| c.as_string_opt::<i32>())
+        .filter(|c| c.null_count() == 0)
+        .cloned();
+    let record_keys = match from_column {
+        Some(keys) => keys,
+        None => input_keys(input, &group.inserts, key)?,
+    };
     Ok(GroupRows {
-        data: input_rows(input, &group.inserts, key)?,
-        record_keys: input_keys(input, &group.inserts, key)?,
+        data,
+        record_keys,
         preserved: None,
         counts: (group.inserts.len() as u64, 0, 0, 0),
     })
@@ -405,7 +427,7 @@ pub fn encode_base_file(
     let file_name = base_file_name(ctx, group, task);
     let key = join(&group.partition, &file_name);
     let rows = if current.is_none() && group.updates.is_empty() && group.deletes.is_empty() {
-        new_group_rows(input, group, &key)?
+        new_group_rows(ctx, input, group, &key)?
     } else {
         merged_rows(ctx, input, group, current, task, &key)?
     };
