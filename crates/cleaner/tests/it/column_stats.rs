@@ -157,7 +157,10 @@ async fn test_long_history_with_archival_keeps_stats_and_bounds_their_files() {
         // nothing compacted them): compaction every 10 and the clean's retention of 20 MDT
         // commits keep the count in a sawtooth under 3 x (20 + 10) plus a few base files.
         let peak = files.iter().max().copied().unwrap_or(0);
-        assert!(peak <= 100, "{tt:?}: stats partitions keep growing: {files:?}");
+        assert!(
+            peak <= 100,
+            "{tt:?}: stats partitions keep growing: {files:?}"
+        );
         assert_stats_valid(&t.storage, &format!("{tt:?} end")).await;
     }
 }
