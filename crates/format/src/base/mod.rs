@@ -15,12 +15,14 @@
 mod dictionary;
 mod meta_columns;
 mod reader;
+mod stream;
 mod writer;
 
 pub use reader::{
     base_file_metadata, base_file_schema, check_base_file_format, read_base_file, BaseFileReader,
     ReadOptions,
 };
+pub use stream::BaseFileStream;
 pub use writer::{
     BaseFileWriter, Compression, EncodedBaseFile, WrittenFile, FOOTER_AVRO_SCHEMA,
     FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, FOOTER_WRITER_MODEL,

@@ -13,6 +13,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{WriterProperties, DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT};
 use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 
+use super::stream::BaseFileStream;
 use super::{dictionary, meta_columns};
 use crate::error::{FormatError, Result};
 use crate::meta;
@@ -297,31 +298,47 @@ impl BaseFileWriter {
             }
         }
 
+        let mut stream = self.open_stream(key, data_schema, batches)?;
+        let mut row = 0usize;
+        for batch in batches {
+            let n = batch.num_rows();
+            stream.write(batch, &record_keys.slice(row, n))?;
+            row += n;
+        }
+        stream.finish()
+    }
+
+    /// Opens a base file to be written batch by batch ([`BaseFileStream::write`], then
+    /// [`BaseFileStream::finish`]) with data columns of `data_schema`; errors name `key`.
+    /// `sample` (batches of that schema, possibly none) decides which unique columns are
+    /// written without a dictionary ([`super::dictionary`]): [`encode_keyed`](Self::encode_keyed)
+    /// passes all its batches, a streamed writer its first ones. The file holds what
+    /// [`encode_keyed`](Self::encode_keyed) writes for the same rows, keys and sample.
+    pub fn open_stream(
+        &self,
+        key: &str,
+        data_schema: SchemaRef,
+        sample: &[RecordBatch],
+    ) -> Result<BaseFileStream<'_>> {
+        for field in data_schema.fields() {
+            if meta::is_meta_column(field.name()) {
+                return Err(FormatError::Schema {
+                    field: Some(field.name().clone()),
+                    reason: format!("data for {key} must not contain meta columns"),
+                });
+            }
+        }
         let file_schema = self.file_schema(&data_schema);
         let parquet_schema =
             parquet_schema(&file_schema_plain(&data_schema)).map_err(|e| FormatError::Parquet {
                 path: key.to_string(),
                 reason: e.to_string(),
             })?;
-        let (min_key, max_key) = if self.populate_meta_fields {
-            meta_columns::key_range(record_keys)
-        } else {
-            (None, None)
-        };
-        let mut kv = vec![
+        // The record key range is appended to these when the file closes.
+        let kv = vec![
             KeyValue::new(FOOTER_AVRO_SCHEMA.to_string(), self.avro_schema.clone()),
             KeyValue::new(FOOTER_WRITER_MODEL.to_string(), "avro".to_string()),
         ];
-        if let (Some(min), Some(max)) = (&min_key, &max_key) {
-            kv.push(KeyValue::new(
-                FOOTER_MIN_RECORD_KEY.to_string(),
-                min.clone(),
-            ));
-            kv.push(KeyValue::new(
-                FOOTER_MAX_RECORD_KEY.to_string(),
-                max.clone(),
-            ));
-        }
         let compression = match self.compression {
             Compression::Snappy => parquet::basic::Compression::SNAPPY,
             Compression::Uncompressed => parquet::basic::Compression::UNCOMPRESSED,
@@ -341,7 +358,7 @@ impl BaseFileWriter {
             .set_column_dictionary_enabled(ColumnPath::from(meta::COMMIT_SEQNO), false)
             .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false);
         for column in dictionary::plain_columns(
-            batches,
+            sample,
             self.row_group_rows,
             DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT,
         ) {
@@ -357,26 +374,19 @@ impl BaseFileWriter {
             .with_properties(props)
             .with_skip_arrow_metadata(true)
             .with_parquet_schema(parquet_schema);
-        let parquet_error = |e: parquet::errors::ParquetError| FormatError::Parquet {
-            path: key.to_string(),
-            reason: e.to_string(),
-        };
-        let mut writer =
+        let writer =
             ArrowWriter::try_new_with_options(Vec::new(), Arc::clone(&file_schema), options)
-                .map_err(parquet_error)?;
-        let mut row = 0usize;
-        for batch in batches {
-            let out = self.file_batch(key, &file_schema, batch, record_keys, row)?;
-            writer.write(&out).map_err(parquet_error)?;
-            row += batch.num_rows();
-        }
-        let bytes = writer.into_inner().map_err(parquet_error)?;
-        Ok(EncodedBaseFile {
-            bytes: Bytes::from(bytes),
-            num_rows: num_rows as u64,
-            min_record_key: min_key,
-            max_record_key: max_key,
-        })
+                .map_err(|e| FormatError::Parquet {
+                    path: key.to_string(),
+                    reason: e.to_string(),
+                })?;
+        Ok(BaseFileStream::new(
+            self,
+            key.to_string(),
+            data_schema,
+            file_schema,
+            writer,
+        ))
     }
 
     /// Encodes (see [`encode`](Self::encode)) and creates `key` with
@@ -420,8 +430,19 @@ impl BaseFileWriter {
         Arc::new(Schema::new(fields))
     }
 
-    /// One output batch: meta columns for rows `first_row..` then the (converted) data columns.
-    fn file_batch(
+    /// Whether meta values are written ([`populate_meta_fields`](Self::populate_meta_fields)).
+    pub(super) fn writes_meta_values(&self) -> bool {
+        self.populate_meta_fields
+    }
+
+    /// How many rows the preserved commit metadata covers, when some is set.
+    pub(super) fn preserved_rows(&self) -> Option<(usize, usize)> {
+        self.preserved.as_ref().map(|(t, s)| (t.len(), s.len()))
+    }
+
+    /// One output batch: meta columns for rows `first_row..` of the file (`record_keys`: the
+    /// keys of `batch`'s rows) then the (converted) data columns.
+    pub(super) fn file_batch(
         &self,
         key: &str,
         file_schema: &SchemaRef,
@@ -435,8 +456,11 @@ impl BaseFileWriter {
             reason: format!("{what} missing for rows {first_row}..{}", first_row + n),
         };
         let rows_present = |len: usize| first_row.checked_add(n).is_some_and(|end| end <= len);
-        if !rows_present(record_keys.len()) {
-            return Err(missing("record keys"));
+        if record_keys.len() != n {
+            return Err(FormatError::Arrow {
+                path: key.to_string(),
+                reason: format!("{} record keys for a batch of {n} rows", record_keys.len()),
+            });
         }
         let file_names = meta_columns::constant(&self.file_name, n);
         let mut columns: Vec<ArrayRef> = if self.populate_meta_fields {
@@ -463,7 +487,7 @@ impl BaseFileWriter {
             vec![
                 commit_times,
                 seqnos,
-                Arc::new(record_keys.slice(first_row, n)),
+                Arc::new(record_keys.clone()),
                 meta_columns::constant(&self.partition_path, n),
                 file_names,
             ]

@@ -692,3 +692,49 @@ async fn test_write_unique_column_plain_repeated_column_dictionary_values_unchan
         at += b.num_rows();
     }
 }
+
+/// A file written batch by batch is byte for byte the file `encode_keyed` writes for the same
+/// rows (sequence numbers continue across batches, the key range spans them all); a batch of
+/// another schema or with a key count that does not match is refused, and a stream with
+/// preserved commit metadata for other rows does not finish.
+#[test]
+fn test_open_stream_writes_the_same_bytes_as_encode_keyed_and_refuses_bad_batches() {
+    let key = format!("region=us/{FILE_NAME}");
+    let ids = [5, 1, 9, 2, 7, 3];
+    let (b1, b2) = (data_batch(&ids[..4]), data_batch(&ids[4..]));
+    let all_keys = StringArray::from_iter_values(keys(&ids));
+    let w = writer().row_group_rows(3);
+    let whole = w
+        .encode_keyed(&key, &[b1.clone(), b2.clone()], &all_keys)
+        .unwrap();
+    let mut stream = w
+        .open_stream(&key, b1.schema(), &[b1.clone(), b2.clone()])
+        .unwrap();
+    stream.write(&b1, &all_keys.slice(0, 4)).unwrap();
+    assert_eq!(stream.rows(), 4);
+    assert!(stream.size_estimate() > 0);
+    // Refused batches leave the stream as it was.
+    let other = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)])),
+        vec![Arc::new(Int32Array::from(vec![1]))],
+    )
+    .unwrap();
+    assert!(stream.write(&other, &all_keys.slice(0, 1)).is_err());
+    assert!(stream.write(&b2, &all_keys.slice(0, 1)).is_err());
+    assert_eq!(stream.rows(), 4);
+    stream.write(&b2, &all_keys.slice(4, 2)).unwrap();
+    let streamed = stream.finish().unwrap();
+    assert_eq!(streamed.bytes, whole.bytes);
+    assert_eq!(streamed.num_rows, 6);
+    assert_eq!(streamed.min_record_key.as_deref(), Some("key-001"));
+    assert_eq!(streamed.max_record_key.as_deref(), Some("key-009"));
+
+    let preserved = writer().preserve_commit_metadata_arrays(
+        StringArray::from_iter_values(["t"; 6]),
+        StringArray::from_iter_values(["s"; 6]),
+    );
+    let mut short = preserved.open_stream(&key, b1.schema(), &[]).unwrap();
+    short.write(&b1, &all_keys.slice(0, 4)).unwrap();
+    let err = short.finish().unwrap_err().to_string();
+    assert!(err.contains("6 preserved commit times"), "{err}");
+}

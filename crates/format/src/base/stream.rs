@@ -1,0 +1,149 @@
+//! A base file written batch by batch ([`BaseFileStream`], opened by
+//! [`BaseFileWriter::open_stream`]): the form a streamed writer uses, and the one
+//! [`BaseFileWriter::encode_keyed`] is built on, so both give the same file for the same rows.
+
+use std::cmp::Ordering;
+
+use arrow_array::{RecordBatch, StringArray};
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::KeyValue;
+
+use super::meta_columns;
+use super::writer::{
+    BaseFileWriter, EncodedBaseFile, FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY,
+};
+use crate::error::{FormatError, Result};
+
+/// An open base file in memory: rows are encoded as they are written (pages and row groups as
+/// parquet cuts them), and the footer, with the record key range in Java order, is written by
+/// [`finish`](Self::finish). Sequence numbers continue across batches (row `n` of the file is
+/// `<instant>_<task>_<n>`).
+///
+/// Guarantees: every batch has the schema the file was opened with and one non-null record key
+/// per row, or [`write`](Self::write) fails naming the file and writes nothing of that batch;
+/// the bytes of [`finish`](Self::finish) are those [`BaseFileWriter::encode_keyed`] returns
+/// for the same batches, keys and dictionary sample. Dropping it unfinished discards the file.
+pub struct BaseFileStream<'w> {
+    config: &'w BaseFileWriter,
+    key: String,
+    data_schema: SchemaRef,
+    file_schema: SchemaRef,
+    writer: ArrowWriter<Vec<u8>>,
+    rows: usize,
+    min_key: Option<String>,
+    max_key: Option<String>,
+}
+
+impl std::fmt::Debug for BaseFileStream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaseFileStream")
+            .field("key", &self.key)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'w> BaseFileStream<'w> {
+    pub(super) fn new(
+        config: &'w BaseFileWriter,
+        key: String,
+        data_schema: SchemaRef,
+        file_schema: SchemaRef,
+        writer: ArrowWriter<Vec<u8>>,
+    ) -> Self {
+        BaseFileStream {
+            config,
+            key,
+            data_schema,
+            file_schema,
+            writer,
+            rows: 0,
+            min_key: None,
+            max_key: None,
+        }
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows as u64
+    }
+
+    /// Bytes the file holds so far: encoded row groups plus the row group in progress (an
+    /// estimate of its encoded size), for deciding when to close it.
+    pub fn size_estimate(&self) -> usize {
+        self.writer.bytes_written() + self.writer.in_progress_size()
+    }
+
+    /// Appends `batch` (data columns of the file's schema) with `record_keys`, one non-null
+    /// key per row in order.
+    pub fn write(&mut self, batch: &RecordBatch, record_keys: &StringArray) -> Result<()> {
+        if batch.schema().fields() != self.data_schema.fields() {
+            return Err(FormatError::Arrow {
+                path: self.key.clone(),
+                reason: "a batch has a different schema than the file's data columns".into(),
+            });
+        }
+        let out =
+            self.config
+                .file_batch(&self.key, &self.file_schema, batch, record_keys, self.rows)?;
+        if self.config.writes_meta_values() {
+            let (min, max) = meta_columns::key_range(record_keys);
+            self.min_key = pick(self.min_key.take(), min, Ordering::Less);
+            self.max_key = pick(self.max_key.take(), max, Ordering::Greater);
+        }
+        self.writer.write(&out).map_err(|e| FormatError::Parquet {
+            path: self.key.clone(),
+            reason: e.to_string(),
+        })?;
+        self.rows += batch.num_rows();
+        Ok(())
+    }
+
+    /// Writes the footer and returns the file's bytes. Fails when preserved commit metadata
+    /// was set for another number of rows than were written.
+    pub fn finish(mut self) -> Result<EncodedBaseFile> {
+        if let Some((times, seqnos)) = self.config.preserved_rows() {
+            if times != self.rows || seqnos != self.rows {
+                return Err(FormatError::Arrow {
+                    path: self.key.clone(),
+                    reason: format!(
+                        "{times} preserved commit times and {seqnos} sequence numbers for {} \
+                         rows",
+                        self.rows
+                    ),
+                });
+            }
+        }
+        if let (Some(min), Some(max)) = (&self.min_key, &self.max_key) {
+            self.writer.append_key_value_metadata(KeyValue::new(
+                FOOTER_MIN_RECORD_KEY.to_string(),
+                min.clone(),
+            ));
+            self.writer.append_key_value_metadata(KeyValue::new(
+                FOOTER_MAX_RECORD_KEY.to_string(),
+                max.clone(),
+            ));
+        }
+        let bytes = self.writer.into_inner().map_err(|e| FormatError::Parquet {
+            path: self.key.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(EncodedBaseFile {
+            bytes: Bytes::from(bytes),
+            num_rows: self.rows as u64,
+            min_record_key: self.min_key,
+            max_record_key: self.max_key,
+        })
+    }
+}
+
+/// `current` or `new`, whichever `new` compares to as `wins` in Java `String` order.
+fn pick(current: Option<String>, new: Option<String>, wins: Ordering) -> Option<String> {
+    match (current, new) {
+        (Some(c), Some(n)) if meta_columns::java_cmp(&n, &c) == wins => Some(n),
+        (Some(c), _) => Some(c),
+        (None, n) => n,
+    }
+}
