@@ -23,10 +23,11 @@ use crate::error::{FormatError, Result};
 ///
 /// Guarantees: every batch has the schema the file was opened with and one non-null record key
 /// per row, or [`write`](Self::write) fails naming the file and writes nothing of that batch;
+/// it holds its own copy of the writer's settings, so it can live in a map of open files;
 /// the bytes of [`finish`](Self::finish) are those [`BaseFileWriter::encode_keyed`] returns
 /// for the same batches, keys and dictionary sample. Dropping it unfinished discards the file.
-pub struct BaseFileStream<'w> {
-    config: &'w BaseFileWriter,
+pub struct BaseFileStream {
+    config: BaseFileWriter,
     key: String,
     data_schema: SchemaRef,
     file_schema: SchemaRef,
@@ -36,7 +37,7 @@ pub struct BaseFileStream<'w> {
     max_key: Option<String>,
 }
 
-impl std::fmt::Debug for BaseFileStream<'_> {
+impl std::fmt::Debug for BaseFileStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BaseFileStream")
             .field("key", &self.key)
@@ -45,9 +46,9 @@ impl std::fmt::Debug for BaseFileStream<'_> {
     }
 }
 
-impl<'w> BaseFileStream<'w> {
+impl BaseFileStream {
     pub(super) fn new(
-        config: &'w BaseFileWriter,
+        config: BaseFileWriter,
         key: String,
         data_schema: SchemaRef,
         file_schema: SchemaRef,

@@ -319,7 +319,7 @@ impl BaseFileWriter {
         key: &str,
         data_schema: SchemaRef,
         sample: &[RecordBatch],
-    ) -> Result<BaseFileStream<'_>> {
+    ) -> Result<BaseFileStream> {
         for field in data_schema.fields() {
             if meta::is_meta_column(field.name()) {
                 return Err(FormatError::Schema {
@@ -381,7 +381,7 @@ impl BaseFileWriter {
                     reason: e.to_string(),
                 })?;
         Ok(BaseFileStream::new(
-            self,
+            self.clone(),
             key.to_string(),
             data_schema,
             file_schema,
