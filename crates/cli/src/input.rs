@@ -222,6 +222,17 @@ fn text_zone(dt: &DataType) -> DataType {
 /// [`read_for_schema`]); `text` says the input is text (CSV, JSON lines), whose values are
 /// parsed or converted exactly, not typed data the table may widen its columns for.
 pub fn conform(path: &Path, input: &Input, target: &SchemaRef, text: bool) -> CliResult<Input> {
+    conform_from(path, input, target, text, 0)
+}
+
+/// [`conform`] of rows numbered from `first_row` in errors (a batch of a streamed input).
+fn conform_from(
+    path: &Path,
+    input: &Input,
+    target: &SchemaRef,
+    text: bool,
+    first_row: usize,
+) -> CliResult<Input> {
     check_names(path, &input.schema)?;
     let data = data_only(&input.schema);
     let fields: Vec<Arc<Field>> = data
@@ -242,7 +253,7 @@ pub fn conform(path: &Path, input: &Input, target: &SchemaRef, text: bool) -> Cl
         .collect();
     let schema = Arc::new(Schema::new(fields));
     let mut batches = Vec::with_capacity(input.batches.len());
-    let mut offset = 0usize;
+    let mut offset = first_row;
     for batch in &input.batches {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         for f in schema.fields() {
@@ -400,6 +411,40 @@ fn read_json<R: BufRead>(path: &Path, file: R, schema: SchemaRef) -> CliResult<I
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
     Ok(Input { schema, batches })
+}
+
+/// The batches of the parquet file at `path`, read one at a time and each conformed to
+/// `target` as [`read_for_schema`] conforms the whole file (errors count rows across the file):
+/// the input of a streamed write, which never holds the file in memory.
+pub fn stream_parquet<'a>(
+    path: &'a Path,
+    target: &SchemaRef,
+) -> CliResult<impl Iterator<Item = CliResult<RecordBatch>> + 'a> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(open(path)?)
+        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let reader = builder
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    let target = target.clone();
+    let mut first_row = 0usize;
+    Ok(reader.map(move |batch| {
+        let batch =
+            batch.map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+        let rows = batch.num_rows();
+        let one = Input {
+            schema: schema.clone(),
+            batches: vec![batch],
+        };
+        let conformed = conform_from(path, &one, &target, false, first_row)?;
+        first_row += rows;
+        Ok(conformed
+            .batches
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| RecordBatch::new_empty(conformed.schema.clone())))
+    }))
 }
 
 fn read_parquet(path: &Path) -> CliResult<Input> {

@@ -215,6 +215,39 @@ impl Table {
         crate::txn::retry::write_with_retries(self, operation, batches).await
     }
 
+    /// Whether [`Table::write_stream`] takes `operation` on this table (bulk inserts, on tables
+    /// without a record index or secondary indexes); when it does not, [`Table::write`] does.
+    pub async fn streams(&self, operation: WriteOperation) -> Result<bool> {
+        Ok(crate::txn::write_stream::refusal(self, operation)
+            .await?
+            .is_none())
+    }
+
+    /// A bulk insert of a stream of batches, as one commit, holding at most the open files and
+    /// the batch in hand rather than the whole input: each batch is validated and keyed as it
+    /// arrives (errors name its number), its rows go to an open base file of their partition,
+    /// and a file is stored (create-if-absent) as soon as it reaches
+    /// `WriteOptions::max_file_size`, when a new file group opens for the partition's next rows.
+    /// Every batch must conform to the schema the first one does. The instant, its conflict
+    /// check and its completion are those of [`Table::write`]; on any error (a bad batch, an
+    /// error of the stream itself, storage) the instant is rolled back and its files deleted,
+    /// so the table reads as before. Only [`WriteOperation::BulkInsert`] streams (other
+    /// operations look up or deduplicate keys across the whole input), and not on tables with
+    /// a record index or secondary indexes, which need every key at the commit; both are
+    /// refused before anything is written. Not retried: a stream is consumed once. Runs on a
+    /// tokio runtime; encoding runs on the caller's task.
+    pub async fn write_stream<S, E>(
+        &self,
+        operation: WriteOperation,
+        input: S,
+    ) -> Result<CommitResult>
+    where
+        S: futures::Stream<Item = std::result::Result<RecordBatch, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        crate::txn::write_stream::write_stream(self, operation, input).await
+    }
+
     /// Validates the input against the table: non-empty; every input column is a table column
     /// whose values convert exactly (or, with schema evolution, a new column or a wider type);
     /// every table column present (deletes need only the key and partition columns); no null

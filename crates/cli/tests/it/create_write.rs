@@ -556,3 +556,64 @@ fn test_write_text_report_names_instant_and_counts() {
     assert!(out.contains(&format!("instant {instant}")), "{out}");
     assert!(out.contains("3 inserted, 0 updated, 0 deleted"), "{out}");
 }
+
+/// A bulk insert of a parquet file into an existing table streams it (read batch by batch,
+/// meta columns of a file `arbor read` wrote dropped) and lands as one commit with every row.
+#[test]
+fn test_write_bulk_insert_of_parquet_into_existing_table_streams_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = file(dir.path(), "in.csv", TRIPS);
+    let a = dir.path().join("a");
+    ok(&[
+        "write",
+        s(&a),
+        s(&input),
+        "--op",
+        "insert",
+        "--type",
+        "cow",
+        "--key",
+        "id",
+        "--partition-by",
+        "city",
+    ]);
+    let exported = dir.path().join("a.parquet");
+    ok(&[
+        "read",
+        s(&a),
+        "--format",
+        "parquet",
+        "--output",
+        s(&exported),
+    ]);
+    let b = dir.path().join("b");
+    ok(&[
+        "write",
+        s(&b),
+        s(&input),
+        "--op",
+        "insert",
+        "--type",
+        "cow",
+        "--key",
+        "id",
+        "--partition-by",
+        "city",
+    ]);
+    let out = ok(&["write", s(&b), s(&exported), "--op", "bulk-insert"]);
+    assert!(out.contains("3 inserted, 0 updated, 0 deleted"), "{out}");
+    assert_eq!(instants(&b).len(), 2);
+    // A bulk insert does not deduplicate against the table: every key is there twice.
+    let fares = id_fares(&read_jsonl(&b, &[]));
+    assert_eq!(
+        fares,
+        vec![
+            ("a".to_string(), 1.5),
+            ("a".to_string(), 1.5),
+            ("b".to_string(), 2.5),
+            ("b".to_string(), 2.5),
+            ("c".to_string(), 3.5),
+            ("c".to_string(), 3.5)
+        ]
+    );
+}

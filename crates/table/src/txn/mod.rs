@@ -74,6 +74,7 @@ pub mod upgrade;
 pub(crate) mod writable;
 pub(crate) mod write;
 pub(crate) mod write_files;
+pub(crate) mod write_stream;
 
 pub use prepared::PreparedWrite;
 pub use transaction::Transaction;

@@ -30,10 +30,10 @@ use crate::write::secondary_index;
 use crate::write::stored_keys::StoredKeys;
 
 /// Input checked against the table, with the schema its write records.
-struct Validated {
-    input: Input,
-    schema: DataSchema,
-    changes: Vec<SchemaChange>,
+pub(super) struct Validated {
+    pub(super) input: Input,
+    pub(super) schema: DataSchema,
+    pub(super) changes: Vec<SchemaChange>,
 }
 
 /// Validates the input against the table: non-empty; every input column is a table column
@@ -51,7 +51,7 @@ pub(crate) fn validate(
 }
 
 /// [`Table::validate`] with the schema the write records and its changes.
-fn validate_with_schema(
+pub(super) fn validate_with_schema(
     table: &Table,
     operation: WriteOperation,
     batches: &[RecordBatch],
@@ -131,7 +131,7 @@ fn validate_with_schema(
     })
 }
 
-fn action_for(table: &Table, operation: WriteOperation) -> Action {
+pub(super) fn action_for(table: &Table, operation: WriteOperation) -> Action {
     let ctx = &table.ctx;
     match operation {
         WriteOperation::InsertOverwrite | WriteOperation::InsertOverwriteTable => {

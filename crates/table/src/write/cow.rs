@@ -207,6 +207,27 @@ pub struct EncodedGroup {
 }
 
 impl EncodedGroup {
+    /// A new file group `file_id` of `partition` holding only inserted rows, encoded at `key`.
+    pub fn inserted(
+        key: String,
+        partition: String,
+        file_id: String,
+        encoded: EncodedBaseFile,
+    ) -> Self {
+        let inserted = encoded.num_rows;
+        EncodedGroup {
+            key,
+            partition,
+            file_id,
+            prev_commit: "null".to_string(),
+            encoded,
+            inserted,
+            updated: 0,
+            deleted: 0,
+            kept: 0,
+        }
+    }
+
     /// The storage key the base file will be stored at.
     pub fn key(&self) -> &str {
         &self.key
@@ -225,7 +246,7 @@ struct GroupRows {
 
 /// The input rows `rows` in order: a zero-copy slice when they are consecutive, else one
 /// `take` per column.
-fn input_rows(input: &Input, rows: &[usize], key: &str) -> Result<RecordBatch> {
+pub(crate) fn input_rows(input: &Input, rows: &[usize], key: &str) -> Result<RecordBatch> {
     let first = rows.first().copied().unwrap_or(0);
     let consecutive = rows.iter().enumerate().all(|(i, &r)| r == first + i);
     if consecutive && first + rows.len() <= input.batch.num_rows() {
@@ -236,7 +257,7 @@ fn input_rows(input: &Input, rows: &[usize], key: &str) -> Result<RecordBatch> {
 }
 
 /// The record keys of input rows `rows`, in one pre-sized string array.
-fn input_keys(input: &Input, rows: &[usize], key: &str) -> Result<StringArray> {
+pub(crate) fn input_keys(input: &Input, rows: &[usize], key: &str) -> Result<StringArray> {
     let mut bytes = 0usize;
     for &r in rows {
         let k = input

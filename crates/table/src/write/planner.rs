@@ -111,7 +111,10 @@ pub fn dedupe(input: &Input, combine: &Combine<'_>) -> Vec<usize> {
 /// The input rows `rows` (ascending) per partition path, ascending in each. Rows are grouped
 /// first by the allocation of their path (the key generator shares one per partition and
 /// thread, so this hashes a pointer per row and compares no string), then merged by path.
-fn rows_by_partition(input: &Input, rows: Vec<usize>) -> Result<BTreeMap<&str, Vec<usize>>> {
+pub(crate) fn rows_by_partition(
+    input: &Input,
+    rows: Vec<usize>,
+) -> Result<BTreeMap<&str, Vec<usize>>> {
     let mut by_allocation: HashMap<*const u8, (&str, Vec<usize>)> = HashMap::new();
     for row in rows {
         let key = input

@@ -190,12 +190,34 @@ struct Scenario {
     action: Action,
     /// Whether the table has column and partition stats (created after `setup`).
     stats: bool,
+    /// Whether the write is `Table::write_stream` of the input in batches of 3 rows, every
+    /// file closed as soon as it has rows (`max_file_size` 1), rather than `Table::write`.
+    streamed: bool,
+}
+
+/// The swept write of `s` through `table`.
+async fn run(table: &Table, s: &Scenario) -> arbor_table::Result<arbor_table::CommitResult> {
+    if !s.streamed {
+        return table.write(s.operation, vec![batch(&s.input)]).await;
+    }
+    let table = table.clone().with_write_options(WriteOptions {
+        max_file_size: 1,
+        ..table.write_options().clone()
+    });
+    let batches: Vec<Result<RecordBatch, String>> =
+        s.input.chunks(3).map(|c| Ok(batch(c))).collect();
+    table
+        .write_stream(s.operation, futures::stream::iter(batches))
+        .await
 }
 
 fn apply(model: &mut Model, op: WriteOperation, rows: &[Row]) {
     match op {
         WriteOperation::Delete => model.delete(rows),
-        WriteOperation::Upsert | WriteOperation::Insert => model.upsert(rows),
+        // A bulk insert of keys the table does not hold (the only kind swept) is an upsert.
+        WriteOperation::Upsert | WriteOperation::Insert | WriteOperation::BulkInsert => {
+            model.upsert(rows)
+        }
         other => panic!("the sweep models no {other:?}"),
     }
 }
@@ -296,10 +318,7 @@ async fn sweep(s: &Scenario) -> Report {
             .unwrap()
             .with_lock_provider(Arc::new(InProcessLockProvider::new()));
         faulty.reset();
-        let res = table
-            .write(s.operation, vec![batch(&s.input)])
-            .await
-            .unwrap();
+        let res = run(&table, s).await.unwrap();
         assert_eq!(res.action, s.action, "{}", s.label);
         if s.table_type == TableType::MergeOnRead {
             let logs = data_files(&t.storage)
@@ -336,7 +355,7 @@ async fn sweep(s: &Scenario) -> Report {
             .with_lock_provider(Arc::new(InProcessLockProvider::new()));
         faulty.reset();
         faulty.set_mode(FaultMode::CrashAt(n));
-        let result = crashing.write(s.operation, vec![batch(&s.input)]).await;
+        let result = run(&crashing, s).await;
         drop(crashing);
         let label = format!("{}: crash at operation {n}", s.label);
         if let Err(e) = &result {
@@ -535,6 +554,7 @@ async fn test_crash_sweep_cow_upsert_commit_reads_before_or_after_and_next_write
         next: next_input(),
         action: Action::Commit,
         stats: false,
+        streamed: false,
     })
     .await;
     assert!(report.crash_points > 10, "{report:?}");
@@ -553,6 +573,7 @@ async fn test_crash_sweep_mor_deltacommit_reads_before_or_after_and_next_write_s
         next: next_input(),
         action: Action::DeltaCommit,
         stats: false,
+        streamed: false,
     })
     .await;
     // A delete deltacommit: delete blocks in the log files of existing file groups (keys with
@@ -568,6 +589,7 @@ async fn test_crash_sweep_mor_deltacommit_reads_before_or_after_and_next_write_s
         next: next_input(),
         action: Action::DeltaCommit,
         stats: false,
+        streamed: false,
     })
     .await;
     assert!(upsert.crash_points > 10, "{upsert:?}");
@@ -588,6 +610,28 @@ async fn test_crash_sweep_cow_upsert_with_column_stats_keeps_stats_valid() {
         next: next_input(),
         action: Action::Commit,
         stats: true,
+        streamed: false,
+    })
+    .await;
+    assert!(report.crash_points > 10, "{report:?}");
+}
+
+#[tokio::test]
+async fn test_crash_sweep_streamed_bulk_insert_with_column_stats_reads_before_or_after() {
+    // New keys in the existing partitions and in a new one, in batches of 3 rows, each file
+    // stored as soon as it has rows: markers, files and timeline writes interleave.
+    let mut input = rows(100..106, 5, "s");
+    input.push(("k0200".into(), "ap".into(), 5, "s200".into()));
+    let report = sweep(&Scenario {
+        label: "COW streamed bulk insert with column stats",
+        table_type: TableType::CopyOnWrite,
+        setup: setup(),
+        operation: WriteOperation::BulkInsert,
+        input,
+        next: next_input(),
+        action: Action::Commit,
+        stats: true,
+        streamed: true,
     })
     .await;
     assert!(report.crash_points > 10, "{report:?}");

@@ -47,5 +47,6 @@ mod write_history;
 mod write_mor;
 mod write_occ;
 mod write_parallel;
+mod write_stream;
 mod write_support;
 mod write_validation;
