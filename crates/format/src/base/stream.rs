@@ -10,11 +10,20 @@ use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 
-use super::meta_columns;
+use std::sync::Arc;
+
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::basic::ZstdLevel;
+use parquet::file::properties::{WriterProperties, DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT};
+use parquet::schema::types::ColumnPath;
+
 use super::writer::{
-    BaseFileWriter, EncodedBaseFile, FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY,
+    file_schema_plain, parquet_schema, BaseFileWriter, Compression, EncodedBaseFile,
+    FOOTER_AVRO_SCHEMA, FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, FOOTER_WRITER_MODEL,
 };
+use super::{dictionary, meta_columns};
 use crate::error::{FormatError, Result};
+use crate::meta;
 
 /// An open base file in memory: rows are encoded as they are written (pages and row groups as
 /// parquet cuts them), and the footer, with the record key range in Java order, is written by
@@ -137,6 +146,89 @@ impl BaseFileStream {
             min_record_key: self.min_key,
             max_record_key: self.max_key,
         })
+    }
+}
+
+impl BaseFileWriter {
+    /// Opens a base file to be written batch by batch ([`BaseFileStream::write`], then
+    /// [`BaseFileStream::finish`]) with data columns of `data_schema`; errors name `key`.
+    /// `sample` (batches of that schema, possibly none) decides which unique columns are
+    /// written without a dictionary ([`super::dictionary`]): [`encode_keyed`](Self::encode_keyed)
+    /// passes all its batches, a streamed writer its first ones. The file holds what
+    /// [`encode_keyed`](Self::encode_keyed) writes for the same rows, keys and sample.
+    pub fn open_stream(
+        &self,
+        key: &str,
+        data_schema: SchemaRef,
+        sample: &[RecordBatch],
+    ) -> Result<BaseFileStream> {
+        for field in data_schema.fields() {
+            if meta::is_meta_column(field.name()) {
+                return Err(FormatError::Schema {
+                    field: Some(field.name().clone()),
+                    reason: format!("data for {key} must not contain meta columns"),
+                });
+            }
+        }
+        let file_schema = self.file_schema(&data_schema);
+        let parquet_schema =
+            parquet_schema(&file_schema_plain(&data_schema)).map_err(|e| FormatError::Parquet {
+                path: key.to_string(),
+                reason: e.to_string(),
+            })?;
+        // The record key range is appended to these when the file closes.
+        let kv = vec![
+            KeyValue::new(FOOTER_AVRO_SCHEMA.to_string(), self.avro_schema.clone()),
+            KeyValue::new(FOOTER_WRITER_MODEL.to_string(), "avro".to_string()),
+        ];
+        let compression = match self.compression {
+            Compression::Snappy => parquet::basic::Compression::SNAPPY,
+            Compression::Uncompressed => parquet::basic::Compression::UNCOMPRESSED,
+            Compression::Zstd(level) => {
+                parquet::basic::Compression::ZSTD(ZstdLevel::try_new(level).map_err(|e| {
+                    FormatError::Parquet {
+                        path: key.to_string(),
+                        reason: e.to_string(),
+                    }
+                })?)
+            }
+        };
+        // Sequence numbers and record keys are unique per row: a dictionary would only be
+        // built to be abandoned (parquet falls back to plain pages once it outgrows its page).
+        // So are the data columns a sample shows to be unique enough ([`dictionary`]).
+        let mut props = WriterProperties::builder()
+            .set_column_dictionary_enabled(ColumnPath::from(meta::COMMIT_SEQNO), false)
+            .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false);
+        for column in dictionary::plain_columns(
+            sample,
+            self.row_group_rows,
+            DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT,
+        ) {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(column.as_str()), false);
+        }
+        let props = props
+            .set_compression(compression)
+            .set_max_row_group_row_count(Some(self.row_group_rows))
+            .set_key_value_metadata(Some(kv))
+            .set_created_by("arbor".to_string())
+            .build();
+        let options = ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true)
+            .with_parquet_schema(parquet_schema);
+        let writer =
+            ArrowWriter::try_new_with_options(Vec::new(), Arc::clone(&file_schema), options)
+                .map_err(|e| FormatError::Parquet {
+                    path: key.to_string(),
+                    reason: e.to_string(),
+                })?;
+        Ok(BaseFileStream::new(
+            self.clone(),
+            key.to_string(),
+            data_schema,
+            file_schema,
+            writer,
+        ))
     }
 }
 

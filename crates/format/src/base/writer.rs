@@ -6,15 +6,11 @@ use arbor_storage::Storage;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
-use parquet::basic::{LogicalType, Type as PhysicalType, ZstdLevel};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{WriterProperties, DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT};
-use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
+use parquet::arrow::ArrowSchemaConverter;
+use parquet::basic::{LogicalType, Type as PhysicalType};
+use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
 
-use super::stream::BaseFileStream;
-use super::{dictionary, meta_columns};
+use super::meta_columns;
 use crate::error::{FormatError, Result};
 use crate::meta;
 
@@ -109,10 +105,10 @@ pub struct BaseFileWriter {
     instant_time: String,
     file_name: String,
     partition_path: String,
-    avro_schema: String,
+    pub(super) avro_schema: String,
     task_partition_id: u64,
-    compression: Compression,
-    row_group_rows: usize,
+    pub(super) compression: Compression,
+    pub(super) row_group_rows: usize,
     preserved: Option<(StringArray, StringArray)>,
     populate_meta_fields: bool,
 }
@@ -308,87 +304,6 @@ impl BaseFileWriter {
         stream.finish()
     }
 
-    /// Opens a base file to be written batch by batch ([`BaseFileStream::write`], then
-    /// [`BaseFileStream::finish`]) with data columns of `data_schema`; errors name `key`.
-    /// `sample` (batches of that schema, possibly none) decides which unique columns are
-    /// written without a dictionary ([`super::dictionary`]): [`encode_keyed`](Self::encode_keyed)
-    /// passes all its batches, a streamed writer its first ones. The file holds what
-    /// [`encode_keyed`](Self::encode_keyed) writes for the same rows, keys and sample.
-    pub fn open_stream(
-        &self,
-        key: &str,
-        data_schema: SchemaRef,
-        sample: &[RecordBatch],
-    ) -> Result<BaseFileStream> {
-        for field in data_schema.fields() {
-            if meta::is_meta_column(field.name()) {
-                return Err(FormatError::Schema {
-                    field: Some(field.name().clone()),
-                    reason: format!("data for {key} must not contain meta columns"),
-                });
-            }
-        }
-        let file_schema = self.file_schema(&data_schema);
-        let parquet_schema =
-            parquet_schema(&file_schema_plain(&data_schema)).map_err(|e| FormatError::Parquet {
-                path: key.to_string(),
-                reason: e.to_string(),
-            })?;
-        // The record key range is appended to these when the file closes.
-        let kv = vec![
-            KeyValue::new(FOOTER_AVRO_SCHEMA.to_string(), self.avro_schema.clone()),
-            KeyValue::new(FOOTER_WRITER_MODEL.to_string(), "avro".to_string()),
-        ];
-        let compression = match self.compression {
-            Compression::Snappy => parquet::basic::Compression::SNAPPY,
-            Compression::Uncompressed => parquet::basic::Compression::UNCOMPRESSED,
-            Compression::Zstd(level) => {
-                parquet::basic::Compression::ZSTD(ZstdLevel::try_new(level).map_err(|e| {
-                    FormatError::Parquet {
-                        path: key.to_string(),
-                        reason: e.to_string(),
-                    }
-                })?)
-            }
-        };
-        // Sequence numbers and record keys are unique per row: a dictionary would only be
-        // built to be abandoned (parquet falls back to plain pages once it outgrows its page).
-        // So are the data columns a sample shows to be unique enough ([`dictionary`]).
-        let mut props = WriterProperties::builder()
-            .set_column_dictionary_enabled(ColumnPath::from(meta::COMMIT_SEQNO), false)
-            .set_column_dictionary_enabled(ColumnPath::from(meta::RECORD_KEY), false);
-        for column in dictionary::plain_columns(
-            sample,
-            self.row_group_rows,
-            DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT,
-        ) {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(column.as_str()), false);
-        }
-        let props = props
-            .set_compression(compression)
-            .set_max_row_group_row_count(Some(self.row_group_rows))
-            .set_key_value_metadata(Some(kv))
-            .set_created_by("arbor".to_string())
-            .build();
-        let options = ArrowWriterOptions::new()
-            .with_properties(props)
-            .with_skip_arrow_metadata(true)
-            .with_parquet_schema(parquet_schema);
-        let writer =
-            ArrowWriter::try_new_with_options(Vec::new(), Arc::clone(&file_schema), options)
-                .map_err(|e| FormatError::Parquet {
-                    path: key.to_string(),
-                    reason: e.to_string(),
-                })?;
-        Ok(BaseFileStream::new(
-            self.clone(),
-            key.to_string(),
-            data_schema,
-            file_schema,
-            writer,
-        ))
-    }
-
     /// Encodes (see [`encode`](Self::encode)) and creates `key` with
     /// [`Storage::put_if_absent`]: an existing file is never overwritten (that fails with the
     /// storage's `AlreadyExists`).
@@ -407,7 +322,7 @@ impl BaseFileWriter {
     /// The Arrow schema fed to the parquet writer: [`file_schema_plain`] with the constant
     /// meta columns as one-value dictionaries (the parquet schema, given apart, is the plain
     /// one: the columns are `BYTE_ARRAY` `STRING` either way).
-    fn file_schema(&self, data: &Schema) -> SchemaRef {
+    pub(super) fn file_schema(&self, data: &Schema) -> SchemaRef {
         let plain = file_schema_plain(data);
         let constant = |name: &str| {
             name == meta::FILE_NAME
@@ -528,7 +443,7 @@ impl BaseFileWriter {
 /// a timestamp keeps its unit (`timestamp-millis` stays `TIMESTAMP(MILLIS)`), a zoned
 /// timestamp is `isAdjustedToUTC=true` and a naive one (`local-timestamp-*`, Spark's
 /// `TIMESTAMP_NTZ`) `isAdjustedToUTC=false`.
-fn file_schema_plain(data: &Schema) -> SchemaRef {
+pub(super) fn file_schema_plain(data: &Schema) -> SchemaRef {
     let mut fields: Vec<Field> = meta::META_COLUMNS
         .iter()
         .map(|name| Field::new(*name, DataType::Utf8, true))
@@ -544,7 +459,7 @@ fn file_schema_plain(data: &Schema) -> SchemaRef {
 
 /// The parquet schema parquet-rs would derive, with every decimal stored as
 /// `FIXED_LEN_BYTE_ARRAY` (as parquet-avro writes Avro `fixed` decimals) instead of INT32/INT64.
-fn parquet_schema(schema: &Schema) -> parquet::errors::Result<SchemaDescriptor> {
+pub(super) fn parquet_schema(schema: &Schema) -> parquet::errors::Result<SchemaDescriptor> {
     let derived = ArrowSchemaConverter::new().convert(schema)?;
     let root = fixed_decimals(&derived.root_schema_ptr())?;
     Ok(SchemaDescriptor::new(root))
