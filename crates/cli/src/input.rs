@@ -21,7 +21,7 @@ use arrow::array::{Array, ArrayRef};
 use arrow::compute::{cast_with_options, concat_batches, CastOptions};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
 use crate::error::{CliError, CliResult};
 
@@ -420,13 +420,7 @@ pub fn stream_parquet<'a>(
     path: &'a Path,
     target: &SchemaRef,
 ) -> CliResult<impl Iterator<Item = CliResult<RecordBatch>> + 'a> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(open(path)?)
-        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
-    let schema = builder.schema().clone();
-    let reader = builder
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    let (schema, reader) = parquet_reader(path)?;
     let target = target.clone();
     let mut first_row = 0usize;
     Ok(reader.map(move |batch| {
@@ -447,7 +441,8 @@ pub fn stream_parquet<'a>(
     }))
 }
 
-fn read_parquet(path: &Path) -> CliResult<Input> {
+/// The file schema and a reader of [`BATCH_ROWS`]-row batches of the parquet file at `path`.
+fn parquet_reader(path: &Path) -> CliResult<(SchemaRef, ParquetRecordBatchReader)> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(open(path)?)
         .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
     let schema = builder.schema().clone();
@@ -455,6 +450,11 @@ fn read_parquet(path: &Path) -> CliResult<Input> {
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
+    Ok((schema, reader))
+}
+
+fn read_parquet(path: &Path) -> CliResult<Input> {
+    let (schema, reader) = parquet_reader(path)?;
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;

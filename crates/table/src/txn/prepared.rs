@@ -68,6 +68,23 @@ impl PreparedWrite {
     }
 }
 
+/// After a failure between starting instant `requested` (of `action`) on `tl` and the commit
+/// point: stops the heartbeat and removes the instant in its latest state (best effort).
+pub(crate) async fn abort_started(
+    table: &Table,
+    tl: &ActiveTimeline,
+    requested: Instant,
+    action: Action,
+    heartbeat: &Heartbeat,
+) {
+    let latest = tl
+        .get(&requested.requested_time, action)
+        .and_then(|f| f.latest().cloned())
+        .unwrap_or(requested);
+    heartbeat.stop().await;
+    abort(table, &latest).await;
+}
+
 /// Best-effort removal of this writer's own instant after a failure before the commit point.
 pub(crate) async fn abort(table: &Table, instant: &Instant) {
     let _ = Transaction::run(table, Entry::Abort, |txn| async move {

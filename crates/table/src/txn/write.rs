@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 
 use super::context::{invalid, latest_written_schema, merge_of, Table};
-use super::prepared::{abort, begin_instant, delete_own_files, PreparedWrite};
+use super::prepared::{abort_started, begin_instant, delete_own_files, PreparedWrite};
 use super::write_files::{write_files, FileSet};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
@@ -177,12 +177,7 @@ pub(crate) async fn prepare(
     {
         Ok(p) => Ok(p),
         Err(e) => {
-            let latest = tl
-                .get(&requested.requested_time, action)
-                .and_then(|f| f.latest().cloned())
-                .unwrap_or(requested);
-            heartbeat.stop().await;
-            abort(table, &latest).await;
+            abort_started(table, &tl, requested, action, &heartbeat).await;
             Err(e)
         }
     }

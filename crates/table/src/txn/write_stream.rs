@@ -15,19 +15,18 @@ use std::fmt::Display;
 use arbor_format::base::{BaseFileStream, BaseFileWriter};
 use arbor_timeline::avro::{encode_instant_for, InstantContent};
 use arbor_timeline::{ActiveTimeline, Instant, InstantTime, State};
-use arrow::array::{Array, AsArray};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
 use super::context::{invalid, Table};
-use super::prepared::{abort, begin_instant, delete_own_files, PreparedWrite};
+use super::prepared::{abort_started, begin_instant, delete_own_files, PreparedWrite};
 use super::write::{action_for, validate_with_schema, Validated};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::write::commit::{self, Heartbeat};
 use crate::write::cow::{
-    input_keys, input_rows, store_base_file, write_token, EncodedGroup, WrittenGroup,
+    input_rows, rows_record_keys, store_base_file, write_token, EncodedGroup, WrittenGroup,
 };
 use crate::write::options::{CommitResult, WriteOperation};
 use crate::write::planner::{new_file_id, rows_by_partition, Input};
@@ -108,12 +107,7 @@ where
     match prepared {
         Ok(p) => table.commit(p).await,
         Err(e) => {
-            let latest = tl
-                .get(&requested.requested_time, action)
-                .and_then(|f| f.latest().cloned())
-                .unwrap_or(requested);
-            heartbeat.stop().await;
-            abort(table, &latest).await;
+            abort_started(table, &tl, requested, action, &heartbeat).await;
             Err(e)
         }
     }
@@ -268,16 +262,7 @@ async fn append_rows(
         partition.to_string()
     };
     let data = input_rows(input, rows, &key_hint)?;
-    let from_column = settings
-        .record_key_column
-        .and_then(|i| data.columns().get(i))
-        .and_then(|c| c.as_string_opt::<i32>())
-        .filter(|c| c.null_count() == 0)
-        .cloned();
-    let record_keys = match from_column {
-        Some(keys) => keys,
-        None => input_keys(input, rows, &key_hint)?,
-    };
+    let record_keys = rows_record_keys(settings.record_key_column, &data, input, rows, &key_hint)?;
     if !marked.contains(partition) {
         commit::ensure_partition_marker(&ctx.storage, partition, &settings.instant).await?;
         marked.insert(partition.to_string());

@@ -256,6 +256,28 @@ pub(crate) fn input_rows(input: &Input, rows: &[usize], key: &str) -> Result<Rec
     take_record_batch(&input.batch, &indices).map_err(|e| arrow_err(key, e))
 }
 
+/// The record keys of input rows `rows`, whose data `data` holds (taken in that order):
+/// column `key_column` of `data` when the keys are that string column's values (see
+/// [`crate::keygen::KeyGenerator::record_key_column`]; validation refused null and empty
+/// keys), else a copy of the computed keys ([`input_keys`]).
+pub(crate) fn rows_record_keys(
+    key_column: Option<usize>,
+    data: &RecordBatch,
+    input: &Input,
+    rows: &[usize],
+    key: &str,
+) -> Result<StringArray> {
+    let from_column = key_column
+        .and_then(|i| data.columns().get(i))
+        .and_then(|c| c.as_string_opt::<i32>())
+        .filter(|c| c.null_count() == 0)
+        .cloned();
+    match from_column {
+        Some(keys) => Ok(keys),
+        None => input_keys(input, rows, key),
+    }
+}
+
 /// The record keys of input rows `rows`, in one pre-sized string array.
 pub(crate) fn input_keys(input: &Input, rows: &[usize], key: &str) -> Result<StringArray> {
     let mut bytes = 0usize;
@@ -285,16 +307,7 @@ fn new_group_rows(
     key: &str,
 ) -> Result<GroupRows> {
     let data = input_rows(input, &group.inserts, key)?;
-    let from_column = ctx
-        .record_key_column
-        .and_then(|i| data.columns().get(i))
-        .and_then(|c| c.as_string_opt::<i32>())
-        .filter(|c| c.null_count() == 0)
-        .cloned();
-    let record_keys = match from_column {
-        Some(keys) => keys,
-        None => input_keys(input, &group.inserts, key)?,
-    };
+    let record_keys = rows_record_keys(ctx.record_key_column, &data, input, &group.inserts, key)?;
     Ok(GroupRows {
         data,
         record_keys,
