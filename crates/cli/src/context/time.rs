@@ -1,6 +1,5 @@
 //! Instant times and ISO dates/times given on the command line (`--as-of`, `--to`, `--instant`).
 
-use arbor_table::read::parse_datetime;
 use arbor_timeline::config::TimelineTimezone;
 use arbor_timeline::InstantTime;
 
@@ -11,33 +10,11 @@ pub fn parse_instant(flag: &str, s: &str) -> CliResult<InstantTime> {
     InstantTime::parse(s).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
 }
 
-/// Parses a time given to `flag`: an instant time (digits), or an ISO date/time
-/// ([`parse_datetime`]) turned into the instant time of the same moment on the timeline's
-/// clock `zone`: a zone-less time is taken as written (Hudi instant times are wall-clock times
-/// in that zone), a time with `Z` or an offset is converted to the zone; milliseconds are kept,
-/// finer digits dropped (instant times have millisecond precision, and "as of" includes every
-/// instant at or before). An unparsable text is a usage error naming the flag and the forms.
+/// Parses a time given to `flag`: an instant time or an ISO date/time on the timeline's clock
+/// `zone` ([`arbor_table::read::parse_time`]). An unparsable text is a usage error naming the
+/// flag and the forms.
 pub fn parse_time(flag: &str, s: &str, zone: TimelineTimezone) -> CliResult<InstantTime> {
-    if s.bytes().all(|b| b.is_ascii_digit()) {
-        return parse_instant(flag, s);
-    }
-    let parsed = parse_datetime(s).ok_or_else(|| {
-        CliError::Usage(format!(
-            "{flag}: {s:?} is neither an instant time (yyyyMMddHHmmss[SSS]) nor an ISO date/time \
-             (2026-12-01, 2026-12-01T10:00:00[.123][Z|+02:00])"
-        ))
-    })?;
-    let wall = match (parsed.offset, zone) {
-        (None, _) => parsed.local,
-        (Some(_), TimelineTimezone::Utc) => parsed.to_utc_naive(),
-        (Some(_), TimelineTimezone::Local) => {
-            use chrono::TimeZone;
-            chrono::Local
-                .from_utc_datetime(&parsed.to_utc_naive())
-                .naive_local()
-        }
-    };
-    parse_instant(flag, &wall.format("%Y%m%d%H%M%S%3f").to_string())
+    arbor_table::read::parse_time(s, zone).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
 }
 
 #[cfg(test)]

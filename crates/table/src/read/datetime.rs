@@ -2,7 +2,11 @@
 //! timestamp columns): `2026-12-01`, `2026-12-01T10:00`, `2026-12-01 10:00:00.123`, each
 //! optionally followed by `Z` or an offset (`+02:00`, `-0500`).
 
+use arbor_timeline::config::TimelineTimezone;
+use arbor_timeline::InstantTime;
 use chrono::{FixedOffset, NaiveDate, NaiveDateTime, NaiveTime};
+
+use crate::error::{Result, TableError};
 
 /// A parsed date or date-time: the wall-clock time as written and its offset, if one was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +58,40 @@ pub fn parse_datetime(text: &str) -> Option<ParsedDateTime> {
         }
     }
     None
+}
+
+/// Parses a point in time as users give it for time travel: an instant time (digits,
+/// `yyyyMMddHHmmss[SSS]`), or an ISO date/time ([`parse_datetime`]) turned into the instant time
+/// of the same moment on the timeline's clock `zone`: a zone-less time is taken as written
+/// (Hudi instant times are wall-clock times in that zone), a time with `Z` or an offset is
+/// converted to the zone; milliseconds are kept, finer digits dropped (instant times have
+/// millisecond precision, and "as of" includes every instant at or before). Anything else is
+/// [`TableError::InvalidInput`] quoting the text and naming the accepted forms.
+pub fn parse_time(text: &str, zone: TimelineTimezone) -> Result<InstantTime> {
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(InstantTime::parse(text)?);
+    }
+    let parsed = parse_datetime(text).ok_or_else(|| TableError::InvalidInput {
+        column: None,
+        row: None,
+        reason: format!(
+            "{text:?} is neither an instant time (yyyyMMddHHmmss[SSS]) nor an ISO date/time \
+             (2026-12-01, 2026-12-01T10:00:00[.123][Z|+02:00])"
+        ),
+    })?;
+    let wall = match (parsed.offset, zone) {
+        (None, _) => parsed.local,
+        (Some(_), TimelineTimezone::Utc) => parsed.to_utc_naive(),
+        (Some(_), TimelineTimezone::Local) => {
+            use chrono::TimeZone;
+            chrono::Local
+                .from_utc_datetime(&parsed.to_utc_naive())
+                .naive_local()
+        }
+    };
+    Ok(InstantTime::parse(
+        &wall.format("%Y%m%d%H%M%S%3f").to_string(),
+    )?)
 }
 
 /// Splits a trailing `Z` or `±HH:MM` / `±HHMM` / `±HH` offset off a date-time text (only after

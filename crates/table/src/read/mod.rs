@@ -45,7 +45,7 @@ use arrow::record_batch::RecordBatch;
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
 
-pub use datetime::{parse_datetime, ParsedDateTime};
+pub use datetime::{parse_datetime, parse_time, ParsedDateTime};
 pub use filter::{FilterOp, PartitionFilter, PartitionPruner};
 pub use merge::{merge_slice, LogPart, MergeMode};
 pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
@@ -296,6 +296,27 @@ impl TableReader {
     /// [`ScanPlan::execute_partition`] take to read this reader's plans.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.slices.storage
+    }
+
+    /// Checks that time travel to `instant` reads a table that existed: an instant before the
+    /// first completed write is [`TableError::InvalidInput`] naming both (a read as of it would
+    /// silently return nothing). A table without completed writes accepts any instant.
+    pub fn check_not_before_first(&self, instant: &InstantTime) -> Result<()> {
+        let writes = self.slices.view.history().completed_writes();
+        let Some(first) = writes.iter().map(|i| &i.requested_time).min() else {
+            return Ok(());
+        };
+        if instant < first {
+            return Err(TableError::InvalidInput {
+                column: None,
+                row: None,
+                reason: format!(
+                    "{instant} is before the table's first commit {first}; the table did not \
+                     exist yet"
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The file-system view the reader plans with.
