@@ -2,8 +2,6 @@
 //! [--read-optimized] [--columns ...] [--where FIELD=VALUE ...] [--explain]
 //! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta] [--wide]`.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::PathBuf;
 
 use arbor_branching::tag_reader;
@@ -12,19 +10,15 @@ use arbor_storage::StorageOptions;
 use arbor_table::read::{PartitionFilter, PartitionPruner, ReadOptions, TableReader};
 use arbor_timeline::config::TimelineTimezone;
 use arbor_timeline::InstantTime;
-use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use arrow::error::ArrowError;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use crate::commands::read_rows::SortedRows;
 use crate::context::{branching_error, open_reader_at, open_table_storage, parse_time, selected};
+pub use crate::emit::ReadFormat;
+use crate::emit::{emit, EmitOptions};
 use crate::error::{CliError, CliResult};
-use crate::output::{fit_table, print_text, terminal_width, wide_table};
-
-/// Rows the `table` format shows unless `--limit` says otherwise.
-pub const DEFAULT_TABLE_LIMIT: usize = 50;
+use crate::output::print_text;
 
 /// Arguments of `arbor read`.
 ///
@@ -113,19 +107,6 @@ pub struct ReadArgs {
     /// Table format: print every column and every value whole, however wide.
     #[arg(long)]
     pub wide: bool,
-}
-
-/// Output formats of `arbor read`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReadFormat {
-    /// A human table.
-    Table,
-    /// One JSON object per line.
-    Jsonl,
-    /// CSV with a header row.
-    Csv,
-    /// A parquet file (needs --output).
-    Parquet,
 }
 
 fn parse_bound(s: &str, zone: TimelineTimezone) -> CliResult<Option<InstantTime>> {
@@ -237,49 +218,6 @@ pub async fn query(args: &ReadArgs, options: &StorageOptions) -> CliResult<Sorte
     ))
 }
 
-/// The first `limit` rows (all without a limit) and the number of rows in total.
-async fn limited(
-    rows: &mut SortedRows,
-    limit: Option<usize>,
-) -> CliResult<(Vec<RecordBatch>, usize)> {
-    let mut out = Vec::new();
-    let mut total = 0;
-    while let Some(b) = rows.next().await? {
-        let n = b.num_rows();
-        let left = limit.map_or(n, |l| l.saturating_sub(total));
-        if left > 0 {
-            out.push(if left < n { b.slice(0, left) } else { b });
-        }
-        total += n;
-        if limit.is_some_and(|l| total >= l) {
-            total += rows.count_rest().await?;
-            break;
-        }
-    }
-    Ok((out, total))
-}
-
-/// The next batch within the limit (`left`: rows still to output, `None` for no limit).
-async fn next_within(
-    rows: &mut SortedRows,
-    left: &mut Option<usize>,
-) -> CliResult<Option<RecordBatch>> {
-    if *left == Some(0) {
-        return Ok(None);
-    }
-    let Some(b) = rows.next().await? else {
-        return Ok(None);
-    };
-    Ok(Some(match left {
-        Some(l) => {
-            let n = b.num_rows().min(*l);
-            *l -= n;
-            b.slice(0, n)
-        }
-        None => b,
-    }))
-}
-
 /// An `--as-of` before the first completed write of the table would read nothing: an error
 /// naming the first commit (a table without any write reads empty at any time).
 fn check_not_before_first(
@@ -288,20 +226,9 @@ fn check_not_before_first(
     given: &str,
     instant: &InstantTime,
 ) -> CliResult<()> {
-    let writes = reader.view().history().completed_writes();
-    let Some(first) = writes.iter().map(|i| &i.requested_time).min() else {
-        return Ok(());
-    };
-    if instant < first {
-        return Err(CliError::at(
-            table,
-            CliError::Usage(format!(
-                "--as-of {given} ({instant}) is before the table's first commit {first}; the \
-                 table did not exist yet"
-            )),
-        ));
-    }
-    Ok(())
+    reader
+        .check_not_before_first(instant)
+        .map_err(|e| CliError::at(table, CliError::Usage(format!("--as-of {given}: {e}"))))
 }
 
 /// The `--where` filters, each checked against the table: an unknown column, a value that
@@ -350,190 +277,6 @@ fn projection(schema: &SchemaRef, args: &ReadArgs) -> CliResult<Vec<usize>> {
         .collect()
 }
 
-/// The cells of `batches` as text (nulls as `null`).
-pub fn cells(batches: &[RecordBatch]) -> CliResult<Vec<Vec<String>>> {
-    let options = FormatOptions::default().with_null("null");
-    let mut rows = Vec::new();
-    for b in batches {
-        let formatters = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| CliError::Output(e.to_string()))?;
-        for r in 0..b.num_rows() {
-            rows.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
-        }
-    }
-    Ok(rows)
-}
-
-/// Prints `batches` as a human table followed by a line counting the rows: fitted to `width`
-/// (see [`fit_table`]; the last line says which columns were left out and whether values were
-/// cut), or with every column and value whole when `width` is `None` (`--wide`).
-pub fn print_rows(
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-    total: usize,
-    width: Option<usize>,
-) -> CliResult<()> {
-    let shown: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    if schema.fields().is_empty() || shown == 0 {
-        return print_text(&format!("(no rows; {total} in total)"));
-    }
-    let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let rows = cells(batches)?;
-    let (text, fit) = match width {
-        Some(w) => fit_table(&header, &rows, w),
-        None => (wide_table(&header, rows), Default::default()),
-    };
-    print_text(&text)?;
-    let mut line = if shown < total {
-        format!("{shown} of {total} rows shown (--limit N to see more)")
-    } else {
-        format!("{total} rows")
-    };
-    let mut notes = Vec::new();
-    if fit.shown_columns < fit.total_columns {
-        let left: Vec<&str> = header.iter().skip(fit.shown_columns).copied().collect();
-        notes.push(format!(
-            "{} of {} columns shown, not shown: {}",
-            fit.shown_columns,
-            fit.total_columns,
-            left.join(", ")
-        ));
-    }
-    if fit.cut_cells > 0 {
-        notes.push(format!("{} long values cut (…)", fit.cut_cells));
-    }
-    if !notes.is_empty() {
-        line.push_str(&format!(
-            "; {} (--wide shows everything, --columns picks columns, --format jsonl is exact)",
-            notes.join("; ")
-        ));
-    }
-    print_text(&line)
-}
-
-/// Stdout that remembers whether the reader went away (`arbor read ... | head`), so that a
-/// closed pipe is told apart from a real output error whatever error type the writer wraps it in.
-struct PipeOut<W: Write> {
-    inner: W,
-    broken: bool,
-}
-
-impl<W: Write> Write for PipeOut<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let r = self.inner.write(buf);
-        if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
-            self.broken = true;
-        }
-        r
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let r = self.inner.flush();
-        if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
-            self.broken = true;
-        }
-        r
-    }
-}
-
-/// CSV (with a header) or JSON lines (nulls written as `null`) written batch by batch.
-enum TextSink<'a> {
-    Csv {
-        writer: Box<arrow::csv::Writer<&'a mut dyn Write>>,
-        schema: SchemaRef,
-        wrote: bool,
-    },
-    Jsonl(arrow::json::Writer<&'a mut dyn Write, arrow::json::writer::LineDelimited>),
-}
-
-impl<'a> TextSink<'a> {
-    fn new(format: ReadFormat, out: &'a mut dyn Write, schema: &SchemaRef) -> Self {
-        match format {
-            ReadFormat::Csv => TextSink::Csv {
-                writer: Box::new(
-                    arrow::csv::WriterBuilder::new()
-                        .with_header(true)
-                        .build(out),
-                ),
-                schema: schema.clone(),
-                wrote: false,
-            },
-            // Nulls as explicit `null` fields: every line has every column.
-            _ => TextSink::Jsonl(
-                arrow::json::WriterBuilder::new()
-                    .with_explicit_nulls(true)
-                    .build::<_, arrow::json::writer::LineDelimited>(out),
-            ),
-        }
-    }
-
-    fn write(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
-        match self {
-            TextSink::Csv { writer, wrote, .. } => {
-                *wrote = true;
-                writer.write(batch)
-            }
-            TextSink::Jsonl(w) => w.write(batch),
-        }
-    }
-
-    /// Ends the output (a CSV without rows still has its header) and flushes it.
-    fn finish(self) -> Result<(), ArrowError> {
-        match self {
-            TextSink::Csv {
-                mut writer,
-                schema,
-                wrote,
-            } => {
-                if !wrote {
-                    writer.write(&RecordBatch::new_empty(schema))?;
-                }
-                (*writer).into_inner().flush()?;
-            }
-            TextSink::Jsonl(mut w) => {
-                w.finish()?;
-                w.into_inner().flush()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Writes `rows` (within `limit`) as CSV or JSON lines to `out`.
-async fn write_text_rows(
-    format: ReadFormat,
-    out: &mut dyn Write,
-    rows: &mut SortedRows,
-    mut left: Option<usize>,
-) -> CliResult<Result<(), ArrowError>> {
-    let schema = rows.schema()?;
-    let mut sink = TextSink::new(format, out, &schema);
-    while let Some(b) = next_within(rows, &mut left).await? {
-        if let Err(e) = sink.write(&b) {
-            return Ok(Err(e));
-        }
-    }
-    Ok(sink.finish())
-}
-
-#[cfg(test)]
-fn write_text(
-    format: ReadFormat,
-    out: &mut dyn Write,
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-) -> Result<(), ArrowError> {
-    let mut sink = TextSink::new(format, out, schema);
-    for b in batches {
-        sink.write(b)?;
-    }
-    sink.finish()
-}
-
 /// Runs the command.
 pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
     if args.format == ReadFormat::Parquet && args.output.is_none() {
@@ -547,59 +290,17 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
     }
     let mut rows = query(&args, options).await?;
     let schema = rows.schema()?;
-    let limit = args.limit.or(match args.format {
-        ReadFormat::Table => Some(DEFAULT_TABLE_LIMIT),
-        _ => None,
-    });
-    let create = |p: &PathBuf| {
-        File::create(p).map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
-    };
-    match (args.format, &args.output) {
-        (ReadFormat::Table, None) => {
-            let (batches, total) = limited(&mut rows, limit).await?;
-            print_rows(&schema, &batches, total, (!args.wide).then(terminal_width))
-        }
-        (ReadFormat::Table, Some(p)) => {
-            // A file gets every column and value whole.
-            let (batches, _) = limited(&mut rows, limit).await?;
-            let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            let table = wide_table(&header, cells(&batches)?);
-            let mut f = create(p)?;
-            writeln!(f, "{table}").map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
-        }
-        (ReadFormat::Parquet, Some(p)) => {
-            let out = |e: parquet::errors::ParquetError| {
-                CliError::Output(format!("{}: {e}", p.display()))
-            };
-            let f = create(p)?;
-            let mut w =
-                parquet::arrow::ArrowWriter::try_new(f, schema.clone(), None).map_err(out)?;
-            let mut left = limit;
-            while let Some(b) = next_within(&mut rows, &mut left).await? {
-                w.write(&b).map_err(out)?;
-            }
-            w.close().map(|_| ()).map_err(out)
-        }
-        (format, Some(p)) => {
-            let mut f = std::io::BufWriter::new(create(p)?);
-            write_text_rows(format, &mut f, &mut rows, limit)
-                .await?
-                .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
-        }
-        (format, None) => {
-            let mut out = std::io::BufWriter::new(PipeOut {
-                inner: std::io::stdout().lock(),
-                broken: false,
-            });
-            let result = write_text_rows(format, &mut out, &mut rows, limit).await?;
-            let broken = out.get_ref().broken;
-            match result {
-                Err(_) if broken => Ok(()),
-                Err(e) => Err(CliError::Output(e.to_string())),
-                Ok(()) => Ok(()),
-            }
-        }
-    }
+    emit(
+        &mut rows,
+        &schema,
+        &EmitOptions {
+            format: args.format,
+            output: args.output.clone(),
+            limit: args.limit,
+            wide: args.wide,
+        },
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -614,63 +315,5 @@ mod tests {
         assert!(parse_bound("-", utc).unwrap().is_none());
         assert!(parse_bound("20240101000000000", utc).unwrap().is_some());
         assert!(parse_bound("yesterday", utc).is_err());
-    }
-
-    #[test]
-    fn test_jsonl_writes_explicit_nulls_and_full_nanoseconds() {
-        use arrow::array::{Int64Array, TimestampNanosecondArray};
-        use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-        use std::sync::Arc;
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("n", DataType::Int64, true),
-            Field::new(
-                "t",
-                DataType::Timestamp(TimeUnit::Nanosecond, Some("America/New_York".into())),
-                true,
-            ),
-        ]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                Arc::new(Int64Array::from(vec![None, Some(1)])),
-                Arc::new(
-                    TimestampNanosecondArray::from(vec![Some(1_700_000_000_123_456_789), None])
-                        .with_timezone("America/New_York"),
-                ),
-            ],
-        )
-        .unwrap();
-        let mut out = Vec::new();
-        write_text(
-            ReadFormat::Jsonl,
-            &mut out,
-            &schema,
-            std::slice::from_ref(&batch),
-        )
-        .unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines,
-            [
-                r#"{"n":null,"t":"2023-11-14T17:13:20.123456789-05:00"}"#,
-                r#"{"n":1,"t":null}"#
-            ]
-        );
-        let mut out = Vec::new();
-        write_text(
-            ReadFormat::Csv,
-            &mut out,
-            &schema,
-            std::slice::from_ref(&batch),
-        )
-        .unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains("2023-11-14T17:13:20.123456789-05:00"),
-            "{text}"
-        );
-        let cells = cells(&[batch]).unwrap();
-        assert_eq!(cells[0][1], "2023-11-14T17:13:20.123456789-05:00");
     }
 }

@@ -218,6 +218,17 @@ pub fn sorted(batch: RecordBatch) -> CliResult<RecordBatch> {
     take_record_batch(&batch, &UInt32Array::from(indices)).map_err(err)
 }
 
+#[async_trait::async_trait]
+impl crate::emit::RowSource for SortedRows {
+    async fn next(&mut self) -> CliResult<Option<RecordBatch>> {
+        SortedRows::next(self).await
+    }
+
+    async fn count_rest(&mut self) -> CliResult<usize> {
+        SortedRows::count_rest(self).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
