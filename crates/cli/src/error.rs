@@ -52,6 +52,11 @@ pub enum CliError {
         /// The Hudi release line that writes that version.
         release: &'static str,
     },
+    /// A SQL statement failed (`arbor sql`): DataFusion's message, or arbor's when the
+    /// provider failed.
+    #[cfg(feature = "sql")]
+    #[error("{0}")]
+    Sql(String),
     /// Writing output failed.
     #[error("cannot write output: {0}")]
     Output(String),

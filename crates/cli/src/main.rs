@@ -5,6 +5,7 @@
 
 mod commands;
 mod context;
+mod emit;
 mod error;
 mod input;
 mod input_hex;
@@ -28,6 +29,8 @@ use crate::commands::mdt::MdtArgs;
 use crate::commands::read::ReadArgs;
 use crate::commands::restore::RestoreArgs;
 use crate::commands::savepoint::SavepointArgs;
+#[cfg(feature = "sql")]
+use crate::commands::sql::SqlArgs;
 use crate::commands::tag::TagArgs;
 use crate::commands::timeline::TimelineArgs;
 use crate::commands::ttl::TtlArgs;
@@ -112,6 +115,10 @@ enum Command {
     /// Partition TTL: policies that expire old partitions, and the runs that delete them
     /// (`arbor ttl set <table> --policy time --retain 30d`, `arbor ttl run <table> --dry-run`).
     Ttl(TtlArgs),
+    /// Query tables with SQL (DataFusion): `arbor sql "SELECT ..." --table t=./trips
+    /// [--branch B | --tag T | --as-of I]`.
+    #[cfg(feature = "sql")]
+    Sql(SqlArgs),
     /// Clone a table to another location without copying data (`arbor clone <source> <target>
     /// [--tag T | --instant I | --branch B] [--deep]`), and manage clones
     /// (`arbor clone list|detach|forget|prune`).
@@ -162,6 +169,8 @@ fn main() -> ExitCode {
             Command::Tag(args) => commands::tag::run(args, &options).await,
             Command::Upgrade(args) => commands::upgrade::run(args, &options).await,
             Command::Clone(args) => commands::clone::run(args, &options).await,
+            #[cfg(feature = "sql")]
+            Command::Sql(args) => commands::sql::run(args, &options).await,
         }
     });
     match result {

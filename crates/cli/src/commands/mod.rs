@@ -15,6 +15,8 @@ pub mod read;
 pub mod read_rows;
 pub mod restore;
 pub mod savepoint;
+#[cfg(feature = "sql")]
+pub mod sql;
 pub mod tag;
 pub mod timeline;
 pub mod ttl;

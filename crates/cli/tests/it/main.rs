@@ -21,6 +21,7 @@ mod read_predicates;
 mod read_streamed;
 mod read_where;
 mod restore;
+mod sql;
 mod table_services;
 mod timeline;
 mod ttl;
