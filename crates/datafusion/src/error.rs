@@ -43,15 +43,6 @@ pub enum ArborSqlError {
         #[source]
         source: Box<arbor_storage::StorageError>,
     },
-    /// The table lock named by the table's `hoodie.write.lock.*` properties cannot be made.
-    #[error("{location}: {source}")]
-    Lock {
-        /// The table location.
-        location: String,
-        /// The lock error.
-        #[source]
-        source: Box<arbor_storage::LockError>,
-    },
     /// A write was asked of a table opened read-only (at a tag, as of an instant, or as an
     /// incremental range).
     #[error("{location}: cannot write: {reason}")]

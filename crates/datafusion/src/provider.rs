@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arbor_storage::{lock_provider_from_hudi_config, open_storage, LockProvider, Storage};
+use arbor_storage::{open_storage, LockProvider, Storage};
 use arbor_table::read::{parse_time, ReadOptions, TableReader};
 use arbor_table::{Table, WriteOperation};
 use arbor_timeline::layout::{open_cloned, RegistryOpener};
@@ -146,26 +146,13 @@ impl ArborTableProvider {
             arbor_branching::open_table(self.storage.clone(), self.options.branch.as_deref())
                 .await
                 .map_err(|e| ArborSqlError::branching(&self.location, e))?;
-        let lock = match &self.lock {
-            Some(l) => Some(l.clone()),
-            None => {
-                let config = table.config();
-                lock_provider_from_hudi_config(
-                    |k| config.get(k).map(str::to_string),
-                    Some(config.name()),
-                    table.table_storage(),
-                )
+        match &self.lock {
+            Some(l) => Ok(table.with_lock_provider(l.clone())),
+            None => table
+                .with_configured_lock()
                 .await
-                .map_err(|e| ArborSqlError::Lock {
-                    location: self.location.clone(),
-                    source: Box::new(e),
-                })?
-            }
-        };
-        Ok(match lock {
-            Some(l) => table.with_lock_provider(l),
-            None => table,
-        })
+                .map_err(|e| ArborSqlError::table(&self.location, e)),
+        }
     }
 }
 

@@ -71,6 +71,25 @@ impl Table {
         self
     }
 
+    /// Uses the lock provider the table's `hoodie.write.lock.*` properties name (Hudi's
+    /// ZooKeeper, file-system or in-process providers, or a lock URL), when they name one;
+    /// otherwise the handle keeps its lock (by default the object-store lock under
+    /// `.hoodie/.locks`). A provider the properties name but that cannot be made (an unknown
+    /// class, a ZooKeeper setting without its URL) is [`TableError::Lock`].
+    pub async fn with_configured_lock(self) -> Result<Self> {
+        let config = self.config();
+        let lock = arbor_storage::lock_provider_from_hudi_config(
+            |k| config.get(k).map(str::to_string),
+            Some(config.name()),
+            self.table_storage(),
+        )
+        .await?;
+        Ok(match lock {
+            Some(l) => self.with_lock_provider(l),
+            None => self,
+        })
+    }
+
     /// Replaces the write options.
     pub fn with_write_options(mut self, options: WriteOptions) -> Self {
         self.ctx.options = options;
