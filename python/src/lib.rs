@@ -1,0 +1,20 @@
+//! The native half of the Python package `arbor` (`arbor._native`): [`table::Table`], a handle
+//! on one Hudi table with the CLI's operations (read, write, branches, tags, publication, clean,
+//! partition TTL, clones), Arrow data in and out through the Arrow C stream interface, and
+//! [`errors::ArborError`] for every failure, carrying the message the CLI prints.
+
+mod convert;
+mod errors;
+mod runtime;
+mod table;
+
+use pyo3::prelude::*;
+
+/// The module `arbor._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<table::Table>()?;
+    m.add("ArborError", m.py().get_type::<errors::ArborError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
