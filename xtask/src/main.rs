@@ -31,7 +31,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
-                 test [--no-clippy]  start PostgreSQL, moto (S3) and the peer reader, run clippy, every test, then interop\n  \
+                 test [--no-clippy]  start PostgreSQL, moto (S3) and the peer reader, run clippy, every test, the Python package's pytest, then interop\n  \
                  interop [--keep DIR] [--only S] [--no-late-arrivals] [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail]  the interop matrix (arbor's tables read by hudi-rs, arbor and a model) and the fixture stage (the Spark tables of ../shared/fixtures managed with the arbor CLI)\n  \
                  demo [DIR] [--type cow|mor]  `arbor demo`: a table written, upserted, deleted and read step by step\n  \
                  bench data-path [--sizes N,N] [--runs N] [--no-peer]  the data-path benchmark (release build)\n  \
@@ -193,6 +193,8 @@ fn test(args: &[String]) -> Result<(), String> {
         cmd.env(k, v);
     }
     let result = run_counting_tests(&mut cmd);
+    // The Python package: built (dev profile, reusing target/) and tested with pytest.
+    let python = run(Command::new("bash").arg(repo_root().join("scripts").join("python.sh")));
     let _ = Command::new("bash")
         .arg(repo_root().join("scripts").join("moto.sh"))
         .arg("stop")
@@ -204,7 +206,7 @@ fn test(args: &[String]) -> Result<(), String> {
         .find(|(k, _)| k == "ARBOR_PEER_PYTHON")
         .map(|(_, v)| PathBuf::from(v));
     let interop = interop::run(&[], peer);
-    result.and(interop)
+    result.and(python).and(interop)
 }
 
 fn demo(args: &[String]) -> Result<(), String> {
