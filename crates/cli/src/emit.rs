@@ -46,6 +46,8 @@ pub struct EmitOptions {
     pub limit: Option<usize>,
     /// Table format: every column and value whole.
     pub wide: bool,
+    /// Whether the command takes `--columns` (the table format's footer suggests it).
+    pub columns_flag: bool,
 }
 
 /// Writes the rows of `rows` (whose batches have `schema`) as `options` say.
@@ -74,6 +76,7 @@ pub async fn emit(
                 &batches,
                 total,
                 (!options.wide).then(terminal_width),
+                options.columns_flag,
             )
         }
         (ReadFormat::Table, Some(p)) => {
@@ -201,6 +204,7 @@ pub fn print_rows(
     batches: &[RecordBatch],
     total: usize,
     width: Option<usize>,
+    columns_flag: bool,
 ) -> CliResult<()> {
     let shown: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if schema.fields().is_empty() || shown == 0 {
@@ -232,8 +236,13 @@ pub fn print_rows(
         notes.push(format!("{} long values cut (…)", fit.cut_cells));
     }
     if !notes.is_empty() {
+        let columns = if columns_flag {
+            ", --columns picks columns"
+        } else {
+            ""
+        };
         line.push_str(&format!(
-            "; {} (--wide shows everything, --columns picks columns, --format jsonl is exact)",
+            "; {} (--wide shows everything{columns}, --format jsonl is exact)",
             notes.join("; ")
         ));
     }

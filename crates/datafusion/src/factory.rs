@@ -12,6 +12,7 @@ use datafusion::logical_expr::CreateExternalTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::ArborSqlError;
+use crate::exact_insert::ExactInsertCasts;
 use crate::options::ArborTableOptions;
 use crate::provider::ArborTableProvider;
 
@@ -61,12 +62,14 @@ impl TableProviderFactory for ArborTableFactory {
     }
 }
 
-/// A session whose `CREATE EXTERNAL TABLE ... STORED AS HUDI` makes arbor tables, with
-/// DataFusion's default functions and `config`.
+/// A session whose `CREATE EXTERNAL TABLE ... STORED AS HUDI` makes arbor tables, whose
+/// `INSERT INTO` them converts values exactly ([`ExactInsertCasts`]), with DataFusion's
+/// default functions and `config`.
 pub fn arbor_session(config: SessionConfig) -> SessionContext {
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
+        .with_analyzer_rule(Arc::new(ExactInsertCasts))
         .build();
     state
         .table_factories_mut()
@@ -74,8 +77,12 @@ pub fn arbor_session(config: SessionConfig) -> SessionContext {
     SessionContext::new_with_state(state)
 }
 
-/// Registers [`ArborTableFactory`] for `STORED AS HUDI` in an existing session.
+/// Registers [`ArborTableFactory`] for `STORED AS HUDI` and [`ExactInsertCasts`] in an
+/// existing session.
 pub fn register_arbor(ctx: &SessionContext) {
+    if !crate::exact_insert::is_registered(&ctx.state()) {
+        ctx.add_analyzer_rule(Arc::new(ExactInsertCasts));
+    }
     ctx.state_ref()
         .write()
         .table_factories_mut()

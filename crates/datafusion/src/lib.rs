@@ -22,6 +22,7 @@
 //! ```
 
 mod error;
+mod exact_insert;
 mod factory;
 mod filters;
 pub mod object_store;
@@ -31,6 +32,7 @@ pub mod scan;
 mod sink;
 
 pub use error::{ArborSqlError, Result};
+pub use exact_insert::{ExactInsertCasts, RULE_NAME as EXACT_INSERT_RULE};
 pub use factory::{arbor_session, register_arbor, ArborTableFactory, HUDI_FILE_TYPE};
 pub use filters::to_partition_filters;
 pub use options::{parse_write_operation, ArborTableOptions, TABLE_OPTION_KEYS};

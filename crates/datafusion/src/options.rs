@@ -175,9 +175,12 @@ impl ArborTableOptions {
         let mut storage = Vec::new();
         let mut pairs: Vec<(&String, &String)> = options.iter().collect();
         pairs.sort();
-        for (raw_key, value) in pairs {
+        for (given, value) in pairs {
+            // DataFusion prefixes keys without a dot with `format.`: messages name the key as
+            // the user wrote it.
+            let raw_key = given.strip_prefix("format.").unwrap_or(given);
             let key = normalize(raw_key);
-            let key = key.strip_prefix("format.").unwrap_or(&key).to_string();
+            let raw_key = &raw_key.to_string();
             match key.as_str() {
                 "branch" => out = out.branch(value.trim()),
                 "tag" => out.tag = non_empty(raw_key, value)?,
@@ -200,7 +203,7 @@ impl ArborTableOptions {
                         }
                     })?
                 }
-                _ if key.contains('.') => storage.push((raw_key.clone(), value.clone())),
+                _ if key.contains('.') => storage.push((given.clone(), value.clone())),
                 _ => {
                     return Err(ArborSqlError::InvalidOption {
                         key: raw_key.clone(),

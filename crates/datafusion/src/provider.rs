@@ -313,7 +313,7 @@ impl TableProvider for ArborTableProvider {
 
     async fn insert_into(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
@@ -334,6 +334,16 @@ impl TableProvider for ArborTableProvider {
             return Err(ArborSqlError::ReadOnly {
                 location: self.location.clone(),
                 reason,
+            }
+            .into());
+        }
+        if !crate::exact_insert::is_registered(state) {
+            return Err(ArborSqlError::InvalidInsert {
+                location: self.location.clone(),
+                reason: "this session would convert the values with DataFusion's casts, which \
+                         round and truncate; make it with arbor_datafusion::arbor_session or \
+                         call register_arbor(&ctx) first"
+                    .to_string(),
             }
             .into());
         }

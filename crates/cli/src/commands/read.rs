@@ -298,6 +298,7 @@ pub async fn run(args: ReadArgs, options: &StorageOptions) -> CliResult<()> {
             output: args.output.clone(),
             limit: args.limit,
             wide: args.wide,
+            columns_flag: true,
         },
     )
     .await

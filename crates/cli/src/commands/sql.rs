@@ -183,6 +183,7 @@ pub async fn run(args: SqlArgs, storage: &StorageOptions) -> CliResult<()> {
                 output: args.output.clone(),
                 limit: args.limit,
                 wide: args.wide,
+                columns_flag: false,
             },
         )
         .await;

@@ -144,6 +144,9 @@ impl DisplayAs for ArborScanExec {
                 if !s.filters.is_empty() {
                     write!(f, ", filters=[{}]", s.filters.join(", "))?;
                 }
+                if !r.notes.is_empty() {
+                    write!(f, ", notes=[{}]", r.notes.join("; "))?;
+                }
                 Ok(())
             }
             DisplayFormatType::TreeRender => write!(

@@ -161,8 +161,38 @@ async fn test_insert_refused_on_read_only_refs_and_bad_rows_leaves_table_unchang
     )
     .await;
     assert!(e.contains("id") && e.contains("key"), "{e}");
+    // Values DataFusion's casts would round or truncate are refused, naming the column.
+    let e = sql_err(
+        &ctx,
+        &format!("INSERT INTO t {COLUMNS} VALUES ('k0104', 'us', 12.7, 'x')"),
+    )
+    .await;
+    assert!(e.contains("ts") && e.contains("12.7"), "{e}");
+    sql(
+        &ctx,
+        "CREATE TABLE floats AS VALUES (CAST(1.0 AS DOUBLE)), (CAST(2.5 AS DOUBLE))",
+    )
+    .await;
+    let e = sql_err(
+        &ctx,
+        &format!("INSERT INTO t {COLUMNS} SELECT 'k0105', 'us', column1, 'x' FROM floats"),
+    )
+    .await;
+    assert!(e.contains("ts") && e.contains("2.5"), "{e}");
+    // A session without arbor's exact casts cannot insert at all.
+    let plain = datafusion::prelude::SessionContext::new();
+    let provider = ArborTableProvider::try_new(&location, ArborTableOptions::new())
+        .await
+        .unwrap();
+    plain.register_table("t", Arc::new(provider)).unwrap();
+    let e = sql_err(&plain, &format!("INSERT INTO t {COLUMNS} {values}")).await;
+    assert!(e.contains("register_arbor"), "{e}");
     assert_eq!(table_rows(&t, None).await, before);
     assert_eq!(completed_writes(&t).await, writes);
+    // An exact conversion is fine: an integer-valued float.
+    sql(&ctx, &format!("INSERT INTO t {COLUMNS} SELECT 'k0106', 'us', column1, 'x' FROM floats WHERE column1 = 1.0")).await;
+    assert_eq!(table_rows(&t, None).await.len(), before.len() + 1);
+    let writes = completed_writes(&t).await;
     // An INSERT of no rows writes nothing and says 0.
     sql(
         &ctx,
@@ -176,9 +206,4 @@ async fn test_insert_refused_on_read_only_refs_and_bad_rows_leaves_table_unchang
     .await;
     assert_eq!(rows(&out), vec!["0"]);
     assert_eq!(completed_writes(&t).await, writes);
-    let provider = ArborTableProvider::try_new(&location, ArborTableOptions::new().tag("v1"))
-        .await
-        .unwrap();
-    assert_eq!(provider.options().tag.as_deref(), Some("v1"));
-    let _ = Arc::new(provider);
 }
