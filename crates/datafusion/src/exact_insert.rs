@@ -14,13 +14,11 @@ use std::sync::Arc;
 
 use arbor_table::cast_exact;
 use arrow::datatypes::DataType;
-use datafusion::catalog::Session;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::error::DataFusionError;
-use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::logical_plan::dml::WriteOp;
 use datafusion::logical_expr::{
@@ -29,10 +27,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use crate::insert_rule::RULE_NAME;
 use crate::provider::ArborTableProvider;
-
-/// The analyzer rule's name.
-pub const RULE_NAME: &str = "arbor_exact_insert_casts";
 
 /// Makes the casts DataFusion plans for `INSERT INTO` an arbor table exact (see the module
 /// doc). Registered by [`crate::arbor_session`] and [`crate::register_arbor`]; an INSERT in a
@@ -64,14 +60,6 @@ impl AnalyzerRule for ExactInsertCasts {
         })
         .data()
     }
-}
-
-/// Whether `state` runs [`ExactInsertCasts`].
-pub fn is_registered(state: &dyn Session) -> bool {
-    state
-        .as_any()
-        .downcast_ref::<SessionState>()
-        .is_some_and(|s| s.analyzer().rules.iter().any(|r| r.name() == RULE_NAME))
 }
 
 /// The INSERT's source with its planner casts made exact; `names` maps a `VALUES` column to

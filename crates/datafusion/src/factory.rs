@@ -80,7 +80,7 @@ pub fn arbor_session(config: SessionConfig) -> SessionContext {
 /// Registers [`ArborTableFactory`] for `STORED AS HUDI` and [`ExactInsertCasts`] in an
 /// existing session.
 pub fn register_arbor(ctx: &SessionContext) {
-    if !crate::exact_insert::is_registered(&ctx.state()) {
+    if !crate::insert_rule::is_registered(&ctx.state()) {
         ctx.add_analyzer_rule(Arc::new(ExactInsertCasts));
     }
     ctx.state_ref()

@@ -337,7 +337,7 @@ impl TableProvider for ArborTableProvider {
             }
             .into());
         }
-        if !crate::exact_insert::is_registered(state) {
+        if !crate::insert_rule::is_registered(state) {
             return Err(ArborSqlError::InvalidInsert {
                 location: self.location.clone(),
                 reason: "this session would convert the values with DataFusion's casts, which \

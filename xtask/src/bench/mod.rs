@@ -6,7 +6,8 @@
 //! bench ttl`, partition-TTL planning, in [`ttl`]; `cargo xtask bench clone`, shallow and deep
 //! clones against a listing, in [`clone`]; `cargo xtask bench mdt-clean`, the metadata table's
 //! file count with and without its own clean, in [`mdt_clean`]; `cargo xtask bench contention`,
-//! concurrent writers against one, in [`contention`].
+//! concurrent writers against one, in [`contention`]; `cargo xtask bench sql`, SQL pruning on a
+//! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]).
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -159,6 +160,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if args.first().map(String::as_str) == Some("contention") {
         return contention::run(args);
     }
+    if args.first().map(String::as_str) == Some("sql") {
+        return sql(args.get(1..).unwrap_or_default());
+    }
     let options = parse_args(args)?;
     if cfg!(debug_assertions) {
         return run_release(args);
@@ -240,6 +244,25 @@ fn run_release(args: &[String]) -> Result<(), String> {
     } else {
         Err(format!("{} bench failed with {status}", exe.display()))
     }
+}
+
+/// `cargo xtask bench sql [ARGS]`: the pruning benchmark of arbor-datafusion (a selective query
+/// on a 1,000-file table with pruning, without, and against DataFusion's `ListingTable`), the
+/// example `bench_pruning` built in release (DataFusion stays out of xtask's own build).
+fn sql(rest: &[String]) -> Result<(), String> {
+    crate::run(
+        Command::new("cargo")
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "arbor-datafusion",
+                "--example",
+                "bench_pruning",
+                "--",
+            ])
+            .args(rest),
+    )
 }
 
 /// A local-file-system storage rooted at `dir` (created if missing).
