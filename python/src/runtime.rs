@@ -21,6 +21,12 @@ pub fn block_on<F: Future>(f: F) -> PyResult<F::Output> {
             .map_err(|e| e.to_string())
     });
     match rt {
+        // Called from inside another tokio runtime (a consumer of `read_batches` that runs
+        // one): wait without blocking that runtime's machinery, on ours.
+        Ok(rt) if tokio::runtime::Handle::try_current().is_ok() => {
+            let _entered = rt.enter();
+            Ok(futures::executor::block_on(f))
+        }
         Ok(rt) => Ok(rt.block_on(f)),
         Err(e) => Err(ArborError::new_err(format!(
             "cannot start the async runtime: {e}"

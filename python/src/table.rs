@@ -237,7 +237,8 @@ impl Table {
             .ok_or_else(|| {
                 bad_argument("table_version", format!("{table_version} is not 8 or 9"))
             })?;
-        let (schema, batches) = collect_input(data.0)?;
+        let reader = data.0;
+        let (schema, batches) = py.detach(|| collect_input(reader))?;
         let table = Table {
             location: path,
             options: self::storage_options(storage_options)?,
@@ -409,7 +410,8 @@ impl Table {
         branch: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let op = write_operation(op)?;
-        let (_, batches) = collect_input(data.0)?;
+        let reader = data.0;
+        let (_, batches) = py.detach(|| collect_input(reader))?;
         let result: Result<CommitResult, String> = py.detach(|| {
             block_on(async {
                 let table = self.writable(branch.as_deref()).await?;

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arbor_table::cast_exact;
-use arrow::datatypes::DataType;
+use arrow::array::{ArrayRef, AsArray};
+use arrow::compute::{cast_with_options, CastOptions};
+use arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{Result, ScalarValue};
@@ -62,8 +64,10 @@ impl AnalyzerRule for ExactInsertCasts {
     }
 }
 
-/// The INSERT's source with its planner casts made exact; `names` maps a `VALUES` column to
-/// the table column the projection above stores it in (for messages).
+/// The INSERT's source with its planner casts made exact: the top-level cast of each column
+/// of the projection DataFusion puts under the INSERT, and of each value of a `VALUES` list
+/// right beneath it (`names` maps a `VALUES` column to the table column it is stored in, for
+/// messages). Nothing deeper is touched: casts the user wrote keep DataFusion's meaning.
 fn exact_source(plan: LogicalPlan, names: &HashMap<String, String>) -> Result<LogicalPlan> {
     match plan {
         LogicalPlan::Projection(p) => {
@@ -88,9 +92,12 @@ fn exact_source(plan: LogicalPlan, names: &HashMap<String, String>) -> Result<Lo
                 .expr
                 .into_iter()
                 .zip(schema.fields())
-                .map(|(e, f)| exact_casts(e, f.name()))
-                .collect::<Result<Vec<_>>>()?;
-            let input = exact_source(Arc::unwrap_or_clone(p.input), &renames)?;
+                .map(|(e, f)| exact_top_cast(e, f.name()))
+                .collect::<Vec<_>>();
+            let input = match Arc::unwrap_or_clone(p.input) {
+                values @ LogicalPlan::Values(_) => exact_source(values, &renames)?,
+                other => other,
+            };
             Ok(LogicalPlan::Projection(Projection::try_new_with_schema(
                 exprs,
                 Arc::new(input),
@@ -110,10 +117,10 @@ fn exact_source(plan: LogicalPlan, names: &HashMap<String, String>) -> Result<Lo
                 .map(|row| {
                     row.into_iter()
                         .zip(&names)
-                        .map(|(e, n)| exact_casts(e, n))
-                        .collect::<Result<Vec<_>>>()
+                        .map(|(e, n)| exact_top_cast(e, n))
+                        .collect::<Vec<_>>()
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<Vec<_>>();
             Ok(LogicalPlan::Values(Values {
                 schema: v.schema,
                 values,
@@ -123,22 +130,22 @@ fn exact_source(plan: LogicalPlan, names: &HashMap<String, String>) -> Result<Lo
     }
 }
 
-/// `expr` with every cast of a non-null value replaced by `arbor_exact_cast` (`column` names
-/// the target column in errors).
-fn exact_casts(expr: Expr, column: &str) -> Result<Expr> {
-    expr.transform_up(|e| match e {
-        Expr::Cast(Cast { expr, field })
-            if !matches!(expr.as_ref(), Expr::Literal(v, _) if v.is_null()) =>
+/// `expr` (under its alias) with its top-level cast of a non-null value replaced by
+/// `arbor_exact_cast` (`column` names the target column in errors).
+fn exact_top_cast(expr: Expr, column: &str) -> Expr {
+    match expr {
+        Expr::Alias(mut a) => {
+            let inner = std::mem::replace(a.expr.as_mut(), Expr::Literal(ScalarValue::Null, None));
+            *a.expr = exact_top_cast(inner, column);
+            Expr::Alias(a)
+        }
+        Expr::Cast(Cast { expr, field }) if !matches!(expr.as_ref(), Expr::Literal(v, _) if v.is_null()) =>
         {
             let udf = ScalarUDF::new_from_impl(ExactCast::new(field.data_type().clone(), column));
-            Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                Arc::new(udf),
-                vec![*expr],
-            ))))
+            Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(udf), vec![*expr]))
         }
-        other => Ok(Transformed::no(other)),
-    })
-    .data()
+        other => other,
+    }
 }
 
 /// `arbor_exact_cast(value)`: `value` converted to `target` without changing it, or an error
@@ -156,6 +163,60 @@ impl ExactCast {
             target,
             column: column.to_string(),
             signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ExactCast {
+    /// `array` as the target type, exactly. Text read as a date must be a date alone
+    /// (`yyyy-MM-dd`: a time would be dropped); text read as a timestamp is parsed to
+    /// nanoseconds, then converted exactly (digits finer than the column keeps are an error).
+    fn convert(&self, array: &ArrayRef) -> Result<ArrayRef> {
+        let external = |e: arbor_table::TableError| DataFusionError::External(Box::new(e));
+        let strict = CastOptions {
+            safe: false,
+            ..CastOptions::default()
+        };
+        let text = matches!(
+            array.data_type(),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        );
+        match (&self.target, text) {
+            (DataType::Date32, true) => {
+                let strings = cast_with_options(array, &DataType::Utf8, &strict)?;
+                let strings = strings.as_string::<i32>();
+                for (row, v) in strings.iter().enumerate() {
+                    let Some(v) = v else { continue };
+                    let date_only =
+                        v.len() == 10 && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok();
+                    if !date_only {
+                        return Err(DataFusionError::Execution(format!(
+                            "invalid input in column {:?} at row {row}: {v:?} is not a date \
+                             (yyyy-MM-dd) and would not be stored exactly",
+                            self.column
+                        )));
+                    }
+                }
+                Ok(cast_with_options(array, &self.target, &strict)?)
+            }
+            (DataType::Timestamp(_, tz), true) => {
+                let nanos = DataType::Timestamp(TimeUnit::Nanosecond, tz.clone());
+                let parsed = cast_with_options(array, &nanos, &strict)?;
+                cast_exact(&parsed, &self.target, &self.column, 0).map_err(external)
+            }
+            // SQL's `TIMESTAMP '...'` is zone-less, on UTC (DataFusion converts a written zone
+            // to UTC): into a zoned column it is that UTC instant.
+            (DataType::Timestamp(_, Some(_)), false)
+                if matches!(array.data_type(), DataType::Timestamp(_, None)) =>
+            {
+                let DataType::Timestamp(unit, None) = array.data_type() else {
+                    return cast_exact(array, &self.target, &self.column, 0).map_err(external);
+                };
+                let utc = DataType::Timestamp(*unit, Some("UTC".into()));
+                let instants = cast_with_options(array, &utc, &strict)?;
+                cast_exact(&instants, &self.target, &self.column, 0).map_err(external)
+            }
+            _ => cast_exact(array, &self.target, &self.column, 0).map_err(external),
         }
     }
 }
@@ -181,8 +242,10 @@ impl ScalarUDFImpl for ExactCast {
         };
         let scalar = matches!(value, ColumnarValue::Scalar(_));
         let array = value.to_array(args.number_rows)?;
-        let converted = cast_exact(&array, &self.target, &self.column, 0)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let converted = self.convert(&array)?;
+        if converted.is_empty() {
+            return Ok(ColumnarValue::Scalar(ScalarValue::try_from(&self.target)?));
+        }
         if scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
                 &converted, 0,

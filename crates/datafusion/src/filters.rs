@@ -121,7 +121,8 @@ fn column_of<'a>(expr: &Expr, schema: &'a Schema) -> Option<(String, &'a DataTyp
         return None;
     };
     let field = schema.field_with_name(&c.name).ok()?;
-    comparable(field.data_type()).then(|| (c.name.clone(), field.data_type()))
+    (comparable(field.data_type()) || comparable_decimal(field.data_type()))
+        .then(|| (c.name.clone(), field.data_type()))
 }
 
 fn comparable(t: &DataType) -> bool {
@@ -135,7 +136,6 @@ fn comparable(t: &DataType) -> bool {
             | DataType::UInt16
             | DataType::UInt32
             | DataType::UInt64
-            | DataType::Decimal128(_, _)
             | DataType::Boolean
             | DataType::Date32
             | DataType::Timestamp(_, _)
@@ -143,6 +143,12 @@ fn comparable(t: &DataType) -> bool {
             | DataType::LargeUtf8
             | DataType::Utf8View
     )
+}
+
+/// Decimals of scale 7 or more are left to DataFusion: Hudi writes such partition values in
+/// Java's exponent form (`1E-7`), which arbor's partition pruning does not read.
+fn comparable_decimal(t: &DataType) -> bool {
+    matches!(t, DataType::Decimal128(_, scale) if (0..=6).contains(scale))
 }
 
 fn is_string(t: &DataType) -> bool {
@@ -195,8 +201,8 @@ fn literal_text(expr: &Expr, column_type: &DataType) -> Option<String> {
         ScalarValue::Utf8(Some(s))
         | ScalarValue::LargeUtf8(Some(s))
         | ScalarValue::Utf8View(Some(s)) => {
-            // arbor trims filter values; a value with surrounding blanks stays with DataFusion.
-            (s.trim() == s).then(|| s.clone())
+            // arbor compares strings exactly, blanks included.
+            Some(s.clone())
         }
         _ => None,
     }
@@ -308,10 +314,10 @@ mod tests {
 
     #[test]
     fn test_what_arbor_would_not_evaluate_as_sql_stays_with_datafusion() {
-        // Floats (NaN orders differently), other types, blanks arbor would trim, nulls.
+        // Floats (NaN orders differently), other types, nulls; blanks are kept.
         assert!(one(col("fare").gt(lit(1.5_f64))).is_none());
         assert!(one(col("id").eq(lit(5_i32))).is_none());
-        assert!(one(col("city").eq(lit(" sf"))).is_none());
+        assert_eq!(one(col("city").eq(lit(" sf"))).unwrap(), ["city =  sf"]);
         assert!(one(col("city").eq(Expr::Literal(ScalarValue::Utf8(None), None))).is_none());
         assert!(one(col("city").in_list(vec![lit("a")], true)).is_none());
         assert!(one(col("id").eq(lit(1_i64)).or(col("city").eq(lit("a")))).is_none());

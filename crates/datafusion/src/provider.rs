@@ -51,6 +51,7 @@ pub struct ArborTableProvider {
     storage: Arc<dyn Storage>,
     schema: SchemaRef,
     partition_fields: Vec<String>,
+    drops_partition_columns: bool,
     store_url: ObjectStoreUrl,
     store: Arc<StorageObjectStore>,
     statistics: Option<Statistics>,
@@ -90,6 +91,10 @@ impl ArborTableProvider {
             .into_iter()
             .map(|f| f.split(':').next().unwrap_or_default().to_string())
             .collect();
+        let drops_partition_columns = reader
+            .config()
+            .get("hoodie.datasource.write.drop.partition.columns")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let statistics = table_statistics(&reader, &read_options, &schema).await;
         let n = NEXT_STORE.fetch_add(1, Ordering::Relaxed);
         let store_url = ObjectStoreUrl::parse(format!("arbor://table-{n}"))?;
@@ -100,6 +105,7 @@ impl ArborTableProvider {
             storage,
             schema,
             partition_fields,
+            drops_partition_columns,
             store_url,
             statistics,
             lock: None,
@@ -126,6 +132,11 @@ impl ArborTableProvider {
     /// Whether `filter` is applied exactly by the scan: it translates to arbor filters on
     /// partition fields only.
     fn is_exact(&self, filter: &Expr) -> bool {
+        // With the partition columns dropped from the data files, the rows hold nulls there:
+        // DataFusion filters what the rows say.
+        if self.drops_partition_columns {
+            return false;
+        }
         to_partition_filters(filter, &self.schema).is_some_and(|fs| {
             !fs.is_empty()
                 && fs

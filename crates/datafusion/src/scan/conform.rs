@@ -1,8 +1,14 @@
 //! Batches shaped to the schema a plan declared.
 
 use arrow::array::{new_null_array, RecordBatch, RecordBatchOptions};
+use arrow::compute::CastOptions;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::{exec_err, Result};
+
+const STRICT: CastOptions<'static> = CastOptions {
+    safe: false,
+    format_options: arrow::util::display::FormatOptions::new(),
+};
 
 /// `batch` with `target`'s columns in `target`'s order: matched by name, cast where the type
 /// differs (a table whose schema widened since the plan was made), null where the batch lacks
@@ -17,7 +23,8 @@ pub fn conform_to(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch
     for field in target.fields() {
         let column = match batch.column_by_name(field.name()) {
             Some(c) if c.data_type() == field.data_type() => c.clone(),
-            Some(c) => match arrow::compute::cast(c, field.data_type()) {
+            // A value that does not fit is an error, never a null.
+            Some(c) => match arrow::compute::cast_with_options(c, field.data_type(), &STRICT) {
                 Ok(c) => c,
                 Err(e) => {
                     return exec_err!(

@@ -16,8 +16,10 @@ use arbor_storage::Storage;
 use arbor_table::read::{PartitionFilter, ReadOptions, TableReader};
 use arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::Result;
+use datafusion::common::{DFSchema, Result};
+use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::ExecutionPlan;
 
 pub use conform::conform_to;
@@ -73,7 +75,11 @@ pub(crate) async fn plan_scan(
     // and at least one column so that rows can be counted.
     let mut scan_columns: Vec<usize> = projection.clone();
     let mut extra_exprs = request.exact.clone();
-    if schema.index_of(IS_DELETED).is_ok() {
+    // arbor drops soft deletes only when the column is a boolean (else it is plain data).
+    let soft_deletes = schema
+        .field_with_name(IS_DELETED)
+        .is_ok_and(|f| f.data_type() == &arrow::datatypes::DataType::Boolean);
+    if soft_deletes {
         extra_exprs.push(datafusion::logical_expr::col(IS_DELETED).is_not_true());
     }
     for e in &extra_exprs {
@@ -95,23 +101,42 @@ pub(crate) async fn plan_scan(
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let read_options = request
-        .options
-        .clone()
-        .columns(names)
-        .partition_filters(arbor_filters.clone());
-    let plan = request
+    let read_options = request.options.clone().columns(names);
+    // The translated filters only prune: every row filter the provider claims exact is applied
+    // again below, so a filter arbor refuses for this table (a partition field its layout
+    // cannot evaluate) is dropped rather than failing the query.
+    let plan = match request
         .reader
-        .plan(&read_options)
+        .plan(
+            &read_options
+                .clone()
+                .partition_filters(arbor_filters.clone()),
+        )
         .await
-        .map_err(|e| ArborSqlError::table(request.location, e))?;
+    {
+        Ok(plan) => plan,
+        Err(arbor_table::TableError::InvalidInput { reason, .. }) if !arbor_filters.is_empty() => {
+            tracing::debug!(%reason, "planning without the translated filters");
+            request
+                .reader
+                .plan(&read_options)
+                .await
+                .map_err(|e| ArborSqlError::table(request.location, e))?
+        }
+        Err(e) => return Err(ArborSqlError::table(request.location, e).into()),
+    };
     let incremental = plan.incremental().is_some();
     let read_optimized = plan.is_read_optimized();
     let (parquet_slices, merged_slices): (Vec<FileSlice>, Vec<FileSlice>) =
         plan.file_slices().cloned().partition(|s| {
             !incremental
                 && (read_optimized || s.log_files.is_empty())
-                && s.base_file_path().is_some_and(|p| p.ends_with(".parquet"))
+                && s.base_file_path().is_some_and(|p| {
+                    // DataFusion addresses files by object-store path: only keys that are
+                    // their own path (no character it would escape) go through it.
+                    p.ends_with(".parquet")
+                        && object_store::path::Path::parse(&p).is_ok_and(|o| o.as_ref() == p)
+                })
         });
     let target_partitions = state.config().target_partitions();
     let storage: Arc<dyn Storage> = request.reader.storage().clone();
@@ -150,13 +175,22 @@ pub(crate) async fn plan_scan(
         )?);
     }
     if !merged_slices.is_empty() {
-        inputs.push(Arc::new(ArborMergeExec::new(
+        let merged: Arc<dyn ExecutionPlan> = Arc::new(ArborMergeExec::new(
             plan,
             storage,
             merged_slices,
             scan_schema.clone(),
             target_partitions,
-        )));
+        ));
+        // arbor's reader filters the rows too; the exact claims do not depend on it.
+        inputs.push(match conjunction(request.exact.iter().cloned()) {
+            Some(predicate) => {
+                let scan_df = DFSchema::try_from(scan_schema.as_ref().clone())?;
+                let predicate = state.create_physical_expr(predicate, &scan_df)?;
+                Arc::new(FilterExec::try_new(predicate, merged)?)
+            }
+            None => merged,
+        });
     }
     // Output columns as positions in the scan schema.
     let output: Vec<usize> = projection

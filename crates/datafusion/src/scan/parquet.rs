@@ -78,7 +78,16 @@ pub(crate) fn parquet_scan(
             .unwrap_or((0, &0));
         if let (Some(g), Some(size)) = (groups.get_mut(i), sizes.get_mut(i)) {
             *size += base.size;
-            g.push(PartitionedFile::new(path, base.size));
+            // The key as the object-store path it is (`Path::from` would escape it).
+            let location = object_store::path::Path::parse(&path)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            g.push(PartitionedFile::new_from_meta(object_store::ObjectMeta {
+                location,
+                last_modified: chrono::DateTime::UNIX_EPOCH,
+                size: base.size,
+                e_tag: None,
+                version: None,
+            }));
         }
     }
     let filtered = !request.row_filters.is_empty();

@@ -10,6 +10,7 @@
 
 mod fixtures;
 mod insert;
+mod insert_types;
 mod pruning;
 mod refs;
 mod support;

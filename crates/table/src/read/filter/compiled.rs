@@ -97,8 +97,14 @@ impl Kind {
         }
     }
 
-    pub(crate) fn parse(self, s: &str) -> Option<Value> {
-        let s = s.trim();
+    /// `s` as a value of this kind. Numbers, booleans, dates and timestamps are read with
+    /// surrounding blanks ignored; a string is taken exactly as given (filter texts are trimmed
+    /// when parsed, row and partition values never are).
+    pub(crate) fn parse(self, raw: &str) -> Option<Value> {
+        if self == Kind::Str {
+            return Some(Value::Str(raw.to_string()));
+        }
+        let s = raw.trim();
         match self {
             Kind::Int => s.parse::<i128>().ok().map(Value::Int),
             Kind::Float => s
@@ -195,6 +201,10 @@ impl Compiled {
             // Hudi writes null (and empty) partition values as the default partition.
             FilterOp::IsNull => value == DEFAULT_PARTITION_PATH,
             FilterOp::IsNotNull => true,
+            // The default partition also holds the rows whose string value is empty.
+            _ if value == DEFAULT_PARTITION_PATH && self.kind == Kind::Str => {
+                self.holds(&Value::Str(String::new())) || self.holds(&Value::Str(value.to_string()))
+            }
             _ => self.kind.parse(value).is_some_and(|v| self.holds(&v)),
         }
     }

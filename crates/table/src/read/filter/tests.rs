@@ -426,3 +426,44 @@ fn test_is_null_on_partition_field_keeps_default_partition_only() {
     let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::is_not_null("city")]).unwrap();
     assert!(p.matches("city=__HIVE_DEFAULT_PARTITION__").unwrap());
 }
+
+#[test]
+fn test_string_values_compare_exactly_and_the_default_partition_holds_empty_strings() {
+    let c = config(&["city"], true, false);
+    let p = |f: PartitionFilter| PartitionPruner::new(&c, &schema(), &[f]).unwrap();
+    // Blanks are part of a string value (only a parsed filter text is trimmed).
+    let sf = p(PartitionFilter::eq("city", "sf"));
+    assert!(sf.matches("city=sf").unwrap());
+    assert!(!sf.matches("city= sf").unwrap());
+    let batch = RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(arrow::array::StringArray::from(vec!["a", "b", "c"])),
+            Arc::new(arrow::array::Int32Array::from(vec![1, 1, 1])),
+            Arc::new(arrow::array::StringArray::from(vec![
+                Some("sf"),
+                Some(" sf"),
+                None,
+            ])),
+            Arc::new(arrow::array::Date32Array::from(vec![1, 1, 1])),
+        ],
+    )
+    .unwrap();
+    assert_eq!(sf.filter_rows(batch.clone()).unwrap().num_rows(), 1);
+    let blank = p(PartitionFilter::eq("city", " sf"));
+    assert_eq!(blank.filter_rows(batch).unwrap().num_rows(), 1);
+    // Hudi writes empty strings, like nulls, to the default partition: `= ''`, `<= 'z'` and
+    // `!= 'x'` may hold there, `= 'sf'` may not.
+    let default = "city=__HIVE_DEFAULT_PARTITION__";
+    assert!(p(PartitionFilter::eq("city", "")).matches(default).unwrap());
+    assert!(p(PartitionFilter::new("city", FilterOp::Le, "z"))
+        .matches(default)
+        .unwrap());
+    assert!(p(PartitionFilter::new("city", FilterOp::Ne, "x"))
+        .matches(default)
+        .unwrap());
+    assert!(!sf.matches(default).unwrap());
+    assert!(p(PartitionFilter::is_null("city"))
+        .matches(default)
+        .unwrap());
+}
