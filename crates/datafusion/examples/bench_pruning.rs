@@ -1,7 +1,9 @@
 //! `cargo xtask bench sql` runs this (release): a selective SQL query on a 1,000-file table
 //! with arbor's pruning, against the same query with stats pruning off, with every pruning off,
-//! and against DataFusion's own `ListingTable` over the same parquet files (its pruning from
-//! parquet footers only), all in one run.
+//! against DataFusion's own `ListingTable` over the same parquet files (its pruning from parquet
+//! footers only), and, given `--peer-python PY` (a Python with PyPI `hudi` 0.5.0 and
+//! `datafusion` 54; `cargo xtask bench sql` sets one up), against hudi-rs's DataFusion provider
+//! on the same table, all in one run.
 //!
 //! The table: copy-on-write, `--partitions` partitions (default 10) of `--files-per-partition`
 //! base files (default 100) of `--rows-per-file` rows (default 2,000), `v` rising with the row
@@ -11,7 +13,7 @@
 //! otherwise. Median of `--runs` (default 5), each on a fresh session.
 //!
 //! Usage: `cargo run --release -p arbor-datafusion --example bench_pruning -- [--partitions N]
-//! [--files-per-partition N] [--rows-per-file N] [--runs N] [--dir DIR]`.
+//! [--files-per-partition N] [--rows-per-file N] [--runs N] [--dir DIR] [--peer-python PY]`.
 
 #![allow(
     clippy::unwrap_used,
@@ -41,6 +43,9 @@ struct Options {
     rows_per_file: u64,
     runs: usize,
     dir: Option<std::path::PathBuf>,
+    peer_python: Option<std::path::PathBuf>,
+    /// Set by the bench for its second process: run the queries on this table.
+    queries_on: Option<String>,
 }
 
 fn parse() -> Options {
@@ -50,6 +55,8 @@ fn parse() -> Options {
         rows_per_file: 2_000,
         runs: 5,
         dir: None,
+        peer_python: None,
+        queries_on: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -66,6 +73,8 @@ fn parse() -> Options {
             "--rows-per-file" => o.rows_per_file = n(),
             "--runs" => o.runs = n() as usize,
             "--dir" => o.dir = Some(it.next().expect("--dir DIR").into()),
+            "--peer-python" => o.peer_python = Some(it.next().expect("--peer-python PY").into()),
+            "--queries-on" => o.queries_on = Some(it.next().expect("--queries-on DIR").clone()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -109,13 +118,20 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-async fn build(base: &std::path::Path, o: &Options) -> (f64, usize) {
+/// Writes the table; returns (seconds, base files, their bytes).
+async fn build(base: &std::path::Path, o: &Options) -> (f64, usize, u64) {
     let start = Instant::now();
     std::fs::create_dir_all(base).unwrap();
     let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(base).unwrap());
     let rows = o.files_per_partition * o.rows_per_file;
-    let sample = partition_batch(0, rows);
-    let bytes_per_row = (sample.get_array_memory_size() as u64 / rows).max(1);
+    let batches: Vec<RecordBatch> = (0..o.partitions)
+        .map(|p| partition_batch(p, rows))
+        .collect();
+    // The writer cuts files at `max_file_size / (in-memory bytes per row of the whole input)`
+    // rows: size the limit so that it cuts at exactly `rows_per_file`.
+    let whole = arrow::compute::concat_batches(&schema(), &batches).unwrap();
+    let bytes_per_row = (whole.get_array_memory_size() as u64 / whole.num_rows() as u64).max(1);
+    drop(whole);
     let table = Table::create(
         storage.clone(),
         CreateOptions {
@@ -134,26 +150,27 @@ async fn build(base: &std::path::Path, o: &Options) -> (f64, usize) {
     .await
     .unwrap()
     .with_write_options(WriteOptions {
-        max_file_size: bytes_per_row * o.rows_per_file,
+        max_file_size: bytes_per_row * o.rows_per_file + bytes_per_row / 2,
         small_file_limit: 0,
         ..WriteOptions::default()
     });
-    let batches: Vec<RecordBatch> = (0..o.partitions)
-        .map(|p| partition_batch(p, rows))
-        .collect();
     table
         .write(WriteOperation::BulkInsert, batches)
         .await
         .unwrap();
     table.create_stats_indexes(true, true).await.unwrap();
-    let files = walk(base)
-        .iter()
+    let files: Vec<_> = walk(base)
+        .into_iter()
         .filter(|p| {
             p.extension().is_some_and(|e| e == "parquet")
                 && !p.to_string_lossy().contains(".hoodie")
         })
-        .count();
-    (start.elapsed().as_secs_f64(), files)
+        .collect();
+    let bytes = files
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    (start.elapsed().as_secs_f64(), files.len(), bytes)
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -169,8 +186,86 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// This process's peak resident set in MiB (Linux VmHWM), if known.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// The hudi-rs side (see the script's header).
+const HUDI_RS_SCRIPT: &str = include_str!("bench_pruning_hudi_rs.py");
+
+/// What hudi-rs's provider measured: seconds per run, its answer (n, s), its scan's plan line.
+struct HudiRs {
+    versions: String,
+    seconds: Vec<f64>,
+    peak_mib: f64,
+    answer: (i64, i64),
+    plan: String,
+}
+
+/// Runs the selective query through hudi-rs's provider in `python`, `runs` times.
+fn hudi_rs(python: &std::path::Path, table: &str, query: &str, runs: usize) -> HudiRs {
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(HUDI_RS_SCRIPT)
+        .arg(table)
+        .arg(query)
+        .arg(runs.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    assert!(
+        out.status.success(),
+        "hudi-rs's provider failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    HudiRs {
+        versions: format!(
+            "hudi {}, datafusion-python {}",
+            v["hudi"].as_str().unwrap_or("?"),
+            v["datafusion"].as_str().unwrap_or("?")
+        ),
+        seconds: v["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_f64().unwrap())
+            .collect(),
+        answer: (
+            v["answer"][0].as_i64().unwrap(),
+            v["answer"][1].as_i64().unwrap(),
+        ),
+        plan: v["plan"].as_str().unwrap_or("").to_string(),
+        peak_mib: v["peak_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+    }
+}
+
+/// The (n, s) of an answer.
+fn numbers(batches: &[RecordBatch]) -> (i64, i64) {
+    let b = &batches[0];
+    let n = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap()
+        .value(0);
+    let s = b
+        .column(1)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap()
+        .value(0);
+    (n, s)
+}
+
 /// Runs `query` on a fresh session made by `register`; returns (seconds, answer).
-async fn timed<F, Fut>(register: F, query: &str) -> (f64, String)
+async fn timed<F, Fut>(register: F, query: &str) -> (f64, String, (i64, i64))
 where
     F: Fn(SessionContext) -> Fut,
     Fut: std::future::Future<Output = SessionContext>,
@@ -179,22 +274,49 @@ where
     let start = Instant::now();
     let ctx = register(arbor_session(SessionConfig::new())).await;
     let batches = ctx.sql(query).await.unwrap().collect().await.unwrap();
+    let elapsed = start.elapsed().as_secs_f64();
     let answer = arrow::util::pretty::pretty_format_batches(&batches)
         .unwrap()
         .to_string();
-    (start.elapsed().as_secs_f64(), answer)
+    (elapsed, answer, numbers(&batches))
 }
 
 #[tokio::main]
 async fn main() {
     let o = parse();
+    if let Some(location) = o.queries_on.clone() {
+        queries(&o, &location).await;
+        return;
+    }
     let temp = tempfile::tempdir().unwrap();
     let work = o.dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let base = work.join("t");
     let started = Instant::now();
-    let (built, files) = build(&base, &o).await;
-    let location = base.to_string_lossy().to_string();
+    let (built, files, bytes) = build(&base, &o).await;
     let total_rows = o.partitions * o.files_per_partition * o.rows_per_file;
+    println!();
+    println!(
+        "table: copy-on-write, {} partitions, {files} base files ({:.1} MiB), {total_rows} rows, \
+         column and partition stats; written in {built:.0} s",
+        o.partitions,
+        bytes as f64 / (1024.0 * 1024.0),
+    );
+    // The queries run in a process of their own, so that its peak memory is theirs, not the
+    // writer's.
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(std::env::args().skip(1))
+        .arg("--queries-on")
+        .arg(&base)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the queries failed: {status}");
+    println!();
+    println!("whole bench {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// Runs every variant of the query on the table at `location` and prints the report.
+async fn queries(o: &Options, location: &str) {
+    let location = location.to_string();
     let rows = o.files_per_partition * o.rows_per_file;
     let lo = 3 * rows + rows / 2;
     let hi = lo + o.rows_per_file - 1;
@@ -223,9 +345,10 @@ async fn main() {
         let dir = data_dir.clone();
         async move {
             let url = ListingTableUrl::parse(&dir).unwrap();
+            // `region` is in the files too (Hudi keeps partition columns), so it is not declared
+            // a partition column: this table prunes by parquet footers only.
             let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-                .with_file_extension(".parquet")
-                .with_table_partition_cols(vec![("region".to_string(), DataType::Utf8)]);
+                .with_file_extension(".parquet");
             let state = ctx.state();
             let file_schema = options.infer_schema(&state, &url).await.unwrap();
             let config = ListingTableConfig::new(url)
@@ -237,8 +360,9 @@ async fn main() {
         }
     };
     let mut results: Vec<(&str, Vec<f64>, String)> = Vec::new();
+    let mut want_numbers = None;
     for _ in 0..o.runs {
-        let runs: Vec<(&str, (f64, String))> = vec![
+        let runs: Vec<(&str, (f64, String, (i64, i64)))> = vec![
             (
                 "arbor, pruning on",
                 timed(arbor(ArborTableOptions::new()), &selective).await,
@@ -260,7 +384,8 @@ async fn main() {
                 timed(listing, &selective).await,
             ),
         ];
-        for (name, (secs, answer)) in runs {
+        for (name, (secs, answer, n)) in runs {
+            want_numbers.get_or_insert(n);
             match results.iter_mut().find(|r| r.0 == name) {
                 Some(r) => r.1.push(secs),
                 None => results.push((name, vec![secs], answer)),
@@ -271,14 +396,17 @@ async fn main() {
     for r in &results {
         assert_eq!(r.2, want, "{} answered differently", r.0);
     }
+    let arbor_peak = peak_rss_mib();
+    let peer = o.peer_python.as_ref().map(|py| {
+        let h = hudi_rs(py, &location, &selective, o.runs);
+        assert_eq!(
+            Some(h.answer),
+            want_numbers,
+            "hudi-rs's provider answered differently"
+        );
+        h
+    });
     let base_time = median(results[0].1.clone());
-    println!();
-    println!(
-        "table: copy-on-write, {} partitions, {files} base files, {total_rows} rows, column and \
-         partition stats; written in {built:.0} s; whole bench {:.0} s",
-        o.partitions,
-        started.elapsed().as_secs_f64()
-    );
     println!("query: {selective}");
     println!("answer:\n{want}");
     println!(
@@ -291,6 +419,28 @@ async fn main() {
     for (name, times, _) in &results {
         let t = median(times.clone());
         println!("| {name} | {t:.3} | {:.1}x |", t / base_time);
+    }
+    match &peer {
+        Some(h) => {
+            let t = median(h.seconds.clone());
+            println!(
+                "| hudi-rs's DataFusion provider ({}) | {t:.3} | {:.1}x |",
+                h.versions,
+                t / base_time
+            );
+        }
+        None => println!("(hudi-rs's provider not run: no --peer-python)"),
+    }
+    println!();
+    match arbor_peak {
+        Some(m) => print!(
+            "peak memory (resident) of the queries: arbor's process {m:.0} MiB (all four variants)"
+        ),
+        None => print!("peak memory of the queries: not known here (no /proc)"),
+    }
+    match &peer {
+        Some(h) => println!("; hudi-rs's Python process {:.0} MiB", h.peak_mib),
+        None => println!(),
     }
     let ctx = arbor(ArborTableOptions::new())(arbor_session(SessionConfig::new())).await;
     let plan = ctx
@@ -306,5 +456,8 @@ async fn main() {
     if let Some(line) = text.lines().find(|l| l.contains("ArborScanExec")) {
         println!();
         println!("{}", line.trim_matches(|c| c == '|' || c == ' '));
+    }
+    if let Some(h) = &peer {
+        println!("hudi-rs: {}", h.plan);
     }
 }

@@ -246,10 +246,37 @@ fn run_release(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// `cargo xtask bench sql [ARGS]`: the pruning benchmark of arbor-datafusion (a selective query
-/// on a 1,000-file table with pruning, without, and against DataFusion's `ListingTable`), the
-/// example `bench_pruning` built in release (DataFusion stays out of xtask's own build).
+/// `cargo xtask bench sql [--no-peer] [ARGS]`: the pruning benchmark of arbor-datafusion (a
+/// selective query on a 1,000-file table with pruning, without, against DataFusion's
+/// `ListingTable` and against hudi-rs's DataFusion provider), the example `bench_pruning` built in
+/// release (DataFusion stays out of xtask's own build). hudi-rs's provider runs from the peer
+/// reader's Python (scripts/peer.sh) with `datafusion` 54 added, the version `hudi` 0.5.0 asks
+/// for; `--no-peer` leaves it out.
 fn sql(rest: &[String]) -> Result<(), String> {
+    let no_peer = rest.iter().any(|a| a == "--no-peer");
+    let mut args: Vec<String> = rest.iter().filter(|a| *a != "--no-peer").cloned().collect();
+    if !no_peer {
+        let python = peer::python()?;
+        let has = Command::new(&python)
+            .args([
+                "-c",
+                "import datafusion, sys; sys.exit(0 if datafusion.__version__.startswith('54.') else 1)",
+            ])
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if !has.success() {
+            eprintln!("bench sql: installing datafusion 54 (for hudi-rs's provider) beside hudi");
+            crate::run(Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "datafusion>=54,<55",
+            ]))?;
+        }
+        args.push("--peer-python".into());
+        args.push(python.to_string_lossy().into_owned());
+    }
     crate::run(
         Command::new("cargo")
             .args([
@@ -261,7 +288,7 @@ fn sql(rest: &[String]) -> Result<(), String> {
                 "bench_pruning",
                 "--",
             ])
-            .args(rest),
+            .args(&args),
     )
 }
 
