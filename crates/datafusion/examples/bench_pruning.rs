@@ -264,8 +264,11 @@ fn numbers(batches: &[RecordBatch]) -> (i64, i64) {
     (n, s)
 }
 
+/// One timed query: seconds, the printed answer, its (n, s).
+type Timed = (f64, String, (i64, i64));
+
 /// Runs `query` on a fresh session made by `register`; returns (seconds, answer).
-async fn timed<F, Fut>(register: F, query: &str) -> (f64, String, (i64, i64))
+async fn timed<F, Fut>(register: F, query: &str) -> Timed
 where
     F: Fn(SessionContext) -> Fut,
     Fut: std::future::Future<Output = SessionContext>,
@@ -362,7 +365,7 @@ async fn queries(o: &Options, location: &str) {
     let mut results: Vec<(&str, Vec<f64>, String)> = Vec::new();
     let mut want_numbers = None;
     for _ in 0..o.runs {
-        let runs: Vec<(&str, (f64, String, (i64, i64)))> = vec![
+        let runs: Vec<(&str, Timed)> = vec![
             (
                 "arbor, pruning on",
                 timed(arbor(ArborTableOptions::new()), &selective).await,
