@@ -388,12 +388,15 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
             format!("tag {} expired during publication; retry", t.name),
         ));
     }
-    storage
-        .put_if_absent(
-            &format!("{}/{SUCCESS_FILE}", target.data_meta_dir()),
-            Bytes::new(),
-        )
-        .await?;
+    // The commit point: conditional on no other commit since this step began (a publisher
+    // that stalled past its lease and lost the lock changes nothing).
+    arbor_timeline::commit_point::create_gated(
+        &storage,
+        &format!("{}/{SUCCESS_FILE}", target.data_meta_dir()),
+        Some(&props_key),
+        Bytes::new(),
+    )
+    .await?;
     tracing::info!(branch = name, publication = n, "published");
     // Lead branch-unaware readers to the new main (MDT side first, data side last). Main has
     // moved already; a failure here is finished by the next state change of main.

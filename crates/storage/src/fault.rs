@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::future::BoxFuture;
 
 use crate::error::{Result, StorageError};
 use crate::storage::{ListPage, ObjectMeta, Storage, Version, MAX_DELETE_BATCH};
@@ -125,14 +126,31 @@ pub struct OpRecord {
     pub key: String,
 }
 
-#[derive(Debug, Default)]
+/// What a stall runs while the operation it stalls waits: e.g. another writer's whole commit,
+/// after the stalled writer's lease was made to lapse.
+pub type StallHook = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
+
+#[derive(Default)]
 struct State {
     mode: FaultMode,
+    /// Operation number that waits for the hook before it runs (once).
+    stall: Option<(usize, StallHook)>,
     count_only_writes: bool,
     partial_batches: bool,
     next: usize,
     crashed: bool,
     log: Vec<OpRecord>,
+}
+
+impl fmt::Debug for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("State")
+            .field("mode", &self.mode)
+            .field("stall_at", &self.stall.as_ref().map(|(n, _)| *n))
+            .field("next", &self.next)
+            .field("crashed", &self.crashed)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What to do with one call.
@@ -206,6 +224,19 @@ impl FaultInjectingStorage {
         self.state().partial_batches = partial;
     }
 
+    /// Makes counted operation `n` (numbered as the fault modes number them) wait, before it
+    /// reaches the inner storage, until `hook`'s future has finished: a stall of the process at
+    /// that point (a GC pause, `SIGSTOP`) during which the hook runs what other processes do.
+    /// Fires once; the fault mode applies as usual after it.
+    pub fn set_stall(&self, n: usize, hook: StallHook) {
+        self.state().stall = Some((n, hook));
+    }
+
+    /// True once the stall set by [`set_stall`](Self::set_stall) has fired.
+    pub fn has_stalled(&self) -> bool {
+        self.state().stall.is_none()
+    }
+
     /// The log of the counted operations attempted so far, including those that failed.
     pub fn ops(&self) -> Vec<OpRecord> {
         self.state().log.clone()
@@ -229,13 +260,30 @@ impl FaultInjectingStorage {
         s.log.clear();
     }
 
-    /// Counts and logs one call and decides its fate.
-    fn begin(&self, kind: OpKind, key: &str) -> Result<Verdict> {
-        self.begin_batch(kind, key, 0)
+    /// Counts and logs one call, runs a stall due at it, and decides its fate.
+    async fn begin(&self, kind: OpKind, key: &str) -> Result<Verdict> {
+        self.begin_batch(kind, key, 0).await
     }
 
     /// [`begin`](Self::begin) for a call on `batch_len` keys (0 if not a batch).
-    fn begin_batch(&self, kind: OpKind, key: &str, batch_len: usize) -> Result<Verdict> {
+    async fn begin_batch(&self, kind: OpKind, key: &str, batch_len: usize) -> Result<Verdict> {
+        let counted_before = self.op_count();
+        let hook = {
+            let mut s = self.state();
+            let counted = !s.count_only_writes || kind.is_write();
+            match &s.stall {
+                Some((n, _)) if counted && *n == counted_before => s.stall.take().map(|(_, h)| h),
+                _ => None,
+            }
+        };
+        if let Some(hook) = hook {
+            hook().await;
+        }
+        self.decide(kind, key, batch_len)
+    }
+
+    /// Counts and logs one call and decides its fate.
+    fn decide(&self, kind: OpKind, key: &str, batch_len: usize) -> Result<Verdict> {
         let mut s = self.state();
         let injected = |index: usize| StorageError::Injected {
             index,
@@ -300,32 +348,32 @@ impl fmt::Display for FaultInjectingStorage {
 #[async_trait]
 impl Storage for FaultInjectingStorage {
     async fn get(&self, key: &str) -> Result<(Bytes, ObjectMeta)> {
-        let v = self.begin(OpKind::Get, key)?;
+        let v = self.begin(OpKind::Get, key).await?;
         finish(v, self.inner.get(key).await)
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
-        let v = self.begin(OpKind::GetRange, key)?;
+        let v = self.begin(OpKind::GetRange, key).await?;
         finish(v, self.inner.get_range(key, range).await)
     }
 
     async fn head(&self, key: &str) -> Result<ObjectMeta> {
-        let v = self.begin(OpKind::Head, key)?;
+        let v = self.begin(OpKind::Head, key).await?;
         finish(v, self.inner.head(key).await)
     }
 
     async fn put(&self, key: &str, data: Bytes) -> Result<Version> {
-        let v = self.begin(OpKind::Put, key)?;
+        let v = self.begin(OpKind::Put, key).await?;
         finish(v, self.inner.put(key, data).await)
     }
 
     async fn put_if_absent(&self, key: &str, data: Bytes) -> Result<Version> {
-        let v = self.begin(OpKind::PutIfAbsent, key)?;
+        let v = self.begin(OpKind::PutIfAbsent, key).await?;
         finish(v, self.inner.put_if_absent(key, data).await)
     }
 
     async fn put_if_match(&self, key: &str, data: Bytes, expected: &Version) -> Result<Version> {
-        let v = self.begin(OpKind::PutIfMatch, key)?;
+        let v = self.begin(OpKind::PutIfMatch, key).await?;
         finish(v, self.inner.put_if_match(key, data, expected).await)
     }
 
@@ -335,17 +383,19 @@ impl Storage for FaultInjectingStorage {
         start_after: Option<&str>,
         max_keys: usize,
     ) -> Result<ListPage> {
-        let v = self.begin(OpKind::List, prefix)?;
+        let v = self.begin(OpKind::List, prefix).await?;
         finish(v, self.inner.list_page(prefix, start_after, max_keys).await)
     }
 
     async fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
-        let v = self.begin(OpKind::ListDir, prefix)?;
+        let v = self.begin(OpKind::ListDir, prefix).await?;
         finish(v, self.inner.list_dir(prefix).await)
     }
 
     async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>> {
-        let v = self.begin_batch(OpKind::Delete, &keys.join(", "), keys.len())?;
+        let v = self
+            .begin_batch(OpKind::Delete, &keys.join(", "), keys.len())
+            .await?;
         if let Verdict::PrefixThenFail { applied, error } = v {
             // The process dies during the batch: whatever the prefix's outcome, the caller only
             // sees the crash.
@@ -357,7 +407,7 @@ impl Storage for FaultInjectingStorage {
     }
 
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
-        let v = self.begin(OpKind::Copy, &format!("{from} -> {to}"))?;
+        let v = self.begin(OpKind::Copy, &format!("{from} -> {to}")).await?;
         finish(v, self.inner.copy(from, to).await)
     }
 }

@@ -365,6 +365,11 @@ impl ActiveTimeline {
             });
         }
         let key = self.layout.instant_key(&completed)?;
+        // The commit point of a locked step's own timeline is conditional (`commit_point`): it
+        // fails, leaving nothing visible, when another writer committed since the step began.
+        let pending = self.layout.instant_key(inflight)?;
+        let gated =
+            crate::commit_point::pass_for(&self.storage, &key, Some(&pending), &content).await?;
         match self.storage.put_if_absent(&key, content.clone()).await {
             Ok(_) => {}
             Err(e) => {
@@ -387,6 +392,9 @@ impl ActiveTimeline {
                 }
                 tracing::debug!(file = %key, "completion confirmed by reading back");
             }
+        }
+        if gated {
+            crate::commit_point::created().await;
         }
         // Two completers with different completion times create different files; both creates
         // succeed. Resolve deterministically: the smallest completion time wins, the loser

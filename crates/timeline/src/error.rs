@@ -107,6 +107,20 @@ pub enum TimelineError {
         reason: String,
     },
 
+    /// A commit point did not pass: another writer committed since the locked step began (this
+    /// writer lost the table lock, e.g. by stalling longer than a lease), so the change did not
+    /// take effect and nothing of it is visible (see [`crate::commit_point`]).
+    #[error(
+        "the commit of {target} did not take effect: {reason} (this writer lost the table lock, \
+         e.g. it stalled for longer than a lease); nothing of it is visible and it can be retried"
+    )]
+    CommitPointLost {
+        /// The table key the commit would have created.
+        target: String,
+        /// Why the commit record could not be replaced.
+        reason: String,
+    },
+
     /// The instant is already completed (its completed file exists).
     #[error("instant {instant} is already completed ({path})")]
     AlreadyCompleted {

@@ -24,6 +24,7 @@
 pub mod active;
 pub mod archive;
 pub mod avro;
+pub mod commit_point;
 pub mod config;
 mod error;
 pub mod generator;

@@ -28,4 +28,5 @@ mod mdt_clean;
 mod model;
 mod model_clones;
 mod schema;
+mod stall;
 mod ttl_branch;

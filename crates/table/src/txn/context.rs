@@ -117,6 +117,13 @@ impl TableContext {
         let schema = load_schema(&storage, &config, &layout).await?;
         let generator = Arc::new(InstantTimeGenerator::new());
         generator.share_clock(storage.clone());
+        // A handle opened inside a locked step of the same table (another root the step
+        // changes) commits through the step's gate too.
+        if let Some(gate) = arbor_timeline::commit_point::current() {
+            if gate.is_table(&root_storage) {
+                gate.register(&storage, root.clone());
+            }
+        }
         Ok(TableContext {
             storage,
             root_storage,

@@ -121,6 +121,18 @@ pub(crate) async fn commit(table: &Table, prepared: PreparedWrite) -> Result<Com
     })
     .await;
     prepared.heartbeat.stop().await;
+    if let Err(e) = &result {
+        if lost_the_table(e) {
+            // Nothing of this write is visible: remove its instant and files now, so that a
+            // retry does not wait for its heartbeat to lapse.
+            let prepared = &prepared;
+            let _ = Transaction::run(table, Entry::Abort, |txn| async move {
+                clean_up_lost(txn, prepared).await;
+                Ok(())
+            })
+            .await;
+        }
+    }
     let completed = result?;
     let _ = commit::stop_heartbeat(&ctx.storage, prepared.instant()).await;
     let completion_time = completed
@@ -146,6 +158,17 @@ pub(crate) async fn commit(table: &Table, prepared: PreparedWrite) -> Result<Com
     };
     super::compact::inline_compaction(table).await;
     Ok(result)
+}
+
+/// True for the errors of a commit point that did not pass because this writer lost the table
+/// lock (its lease lapsed, or another writer committed since its locked step began): the
+/// write's instant did not complete and never will.
+pub(crate) fn lost_the_table(e: &TableError) -> bool {
+    matches!(
+        e,
+        TableError::LockLost { .. }
+            | TableError::Timeline(arbor_timeline::TimelineError::CommitPointLost { .. })
+    )
 }
 
 /// The commit point, under the lock (entered as [`Entry::Resume`]): ownership, conflict

@@ -20,7 +20,7 @@ pub(crate) fn is_retryable(e: &TableError) -> bool {
     matches!(
         e,
         TableError::CommitConflict { .. } | TableError::InstantRolledBack { .. }
-    )
+    ) || super::prepared::lost_the_table(e)
 }
 
 /// A random number in `[0, 1)` for jitter (from a v4 UUID: no extra dependency).

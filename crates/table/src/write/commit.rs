@@ -270,9 +270,11 @@ pub async fn check_still_requested(
 }
 
 /// Runs `work` holding the table lock, renewing the lease every third of its duration while it
-/// runs; releases the lock afterwards. If a renewal fails, `work` is dropped (cancelled) and the
-/// lock error returned: the work must be safe to cancel at any await point (compaction is: it
-/// stays pending and is re-run).
+/// runs; releases the lock afterwards. If a renewal fails, `work` runs on: its commit points
+/// are conditional on the table's commit record, so they fail ([`TableError::LockLost`] at a
+/// lease confirmation, `CommitPointLost` at the record) instead of overwriting another
+/// writer's commit. `work` must still be safe to cancel at any await point (the caller may be
+/// cancelled).
 pub async fn with_lock<T, F>(lock: Arc<dyn LockProvider>, timeout: Duration, work: F) -> Result<T>
 where
     F: std::future::Future<Output = Result<T>>,
@@ -308,6 +310,12 @@ pub async fn confirm_held_lease() -> Result<()> {
             reason: "the commit point was reached without holding the table lock".to_string(),
         })?;
     fence.confirm().await
+}
+
+/// The fencing token of the lease of the innermost [`with_lock`] / [`with_lock_fenced`]
+/// around the caller (0 outside any).
+pub fn held_token() -> u64 {
+    HELD.try_with(|f| f.lease().token).unwrap_or(0)
 }
 
 impl Fence {
@@ -375,9 +383,18 @@ where
         }
     };
     let renewals = Box::pin(renewals);
+    let work = Box::pin(HELD.scope(fence.clone(), work(fence.clone())));
+    let mut work = work;
+    // A failed renewal (the lease lapsed, e.g. this process stalled, and another writer may
+    // hold the lock) does not cancel the work: its commit points are conditional
+    // (`arbor_timeline::commit_point`) and fail by themselves when another writer committed
+    // meanwhile, so the work ends reporting exactly what took effect.
     let result = tokio::select! {
-        r = HELD.scope(fence.clone(), work(fence.clone())) => r,
-        e = renewals => Err(TableError::Lock(e)),
+        r = &mut work => r,
+        e = renewals => {
+            tracing::warn!(lock = %fence.lease().lock, error = %e, "the table lock's lease could not be renewed; this step's commit points now succeed only if no other writer committed");
+            work.await
+        }
     };
     release(lock.as_ref(), &fence.lease(), result).await
 }
@@ -548,7 +565,12 @@ pub(crate) async fn find_conflict(
         return Ok(None);
     }
     for instant in timeline.completed_writes() {
-        if &instant.requested_time == ours || planned_against.contains(&instant.requested_time) {
+        // Known when the plan was made and older than ours: the plan built on it. A write
+        // requested after ours is a candidate even if it completed before the plan: its files
+        // are newer than ours (slices order by instant time), so ours would lose to them.
+        if &instant.requested_time == ours
+            || (planned_against.contains(&instant.requested_time) && &instant.requested_time < ours)
+        {
             continue;
         }
         let bytes = timeline.read(&instant).await?;

@@ -34,6 +34,10 @@ pub const LOCK_NAME: &str = "table_lock";
 /// Where the default lock provider keeps its locks (Hudi's `FileSystemBasedLockProvider` uses
 /// the same directory): one table lock for every root.
 pub const LOCK_DIR: &str = ".hoodie/.locks";
+/// The directory of the table's commit record and staged commit contents
+/// (`crate::commit_point`): shared by every root, outside the lock directory so that losing the
+/// lock state does not lose it.
+pub const COMMIT_DIR: &str = ".hoodie/.commit";
 /// Where writers keep their heartbeats: one object per pending instant, named by its time,
 /// holding the epoch milliseconds of the last beat; shared by every root (instant times are
 /// unique table-wide).

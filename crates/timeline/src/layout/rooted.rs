@@ -38,9 +38,18 @@ const HEARTBEATS: &str = HEARTBEAT_DIR;
 /// The pins of the table's clones: one record per clone, whichever root it was cloned from.
 const PINS: &str = super::clone_records::PINS_DIR;
 
+/// The table's commit record (`crate::commit_point`): one for every root.
+const COMMIT: &str = paths::COMMIT_DIR;
+
+/// The table key of `key` as `root`'s view shows it (what [`RootedStorage`] of `root` reads and
+/// writes for `key`).
+pub fn table_key_of(root: &MetaRoot, key: &str) -> String {
+    KeyMap::of(root).map(key)
+}
+
 /// True for keys below a directory every root shares.
 fn is_shared_meta(key: &str) -> bool {
-    [MDT_BASE, LOCKS, HEARTBEATS, PINS]
+    [MDT_BASE, LOCKS, HEARTBEATS, PINS, COMMIT]
         .iter()
         .any(|d| strip_dir(key, d).is_some())
 }

@@ -10,6 +10,7 @@ use arbor_mdt::FilesDelta;
 use arbor_storage::Storage;
 use arbor_timeline::avro::WriteOperationType;
 use arbor_timeline::avro::{encode_instant_for, HoodieRequestedReplaceMetadata, InstantContent};
+use arbor_timeline::commit_point::{self, CommitGate};
 use arbor_timeline::{
     Action, ActiveTimeline, Instant, InstantTime, InstantTimeGenerator, MetaRoot, TableConfig,
     TableLayout,
@@ -73,6 +74,26 @@ impl<'a> Transaction<'a> {
             let ctx = &table.ctx;
             let lock = ctx.lock_provider();
             commit::with_lock(lock, ctx.options.lock_timeout, async {
+                // The step's commit points are conditional on the commit record it reads now
+                // (`arbor_timeline::commit_point`); an unfinished commit is rolled forward first.
+                let gate =
+                    CommitGate::enter(ctx.root_storage.clone(), commit::held_token()).await?;
+                gate.register(&ctx.storage, ctx.root.clone());
+                commit_point::scope(gate, Self::enter_and_work(table, entry, work)).await
+            })
+            .await
+        })
+    }
+
+    /// The checks and repairs of `entry`, then `work`, under the lock and the step's gate.
+    async fn enter_and_work<'i, T, F, Fut>(table: &'a Table, entry: Entry<'i>, work: F) -> Result<T>
+    where
+        F: FnOnce(Transaction<'a>) -> Fut + 'a,
+        Fut: Future<Output = Result<T>> + 'a,
+    {
+        let ctx = &table.ctx;
+        {
+            {
                 let txn = Transaction { table };
                 match entry {
                     Entry::Begin => {
@@ -95,9 +116,8 @@ impl<'a> Transaction<'a> {
                     Entry::Abort => {}
                 }
                 work(txn).await
-            })
-            .await
-        })
+            }
+        }
     }
 
     /// This transaction's lock applied to `other`, another handle of the same table (from
@@ -114,6 +134,9 @@ impl<'a> Transaction<'a> {
                     self.table.ctx.root
                 ),
             });
+        }
+        if let Some(gate) = commit_point::current() {
+            gate.register(&other.ctx.storage, other.ctx.root.clone());
         }
         Ok(Transaction { table: other })
     }
