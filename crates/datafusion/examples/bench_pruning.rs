@@ -29,8 +29,8 @@ use arbor_datafusion::{arbor_session, ArborTableOptions, ArborTableProvider};
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::{CreateOptions, Table, WriteOperation, WriteOptions};
 use arbor_timeline::config::TableType;
-use arrow::array::{Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
@@ -248,20 +248,8 @@ fn hudi_rs(python: &std::path::Path, table: &str, query: &str, runs: usize) -> H
 
 /// The (n, s) of an answer.
 fn numbers(batches: &[RecordBatch]) -> (i64, i64) {
-    let b = &batches[0];
-    let n = b
-        .column(0)
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .unwrap()
-        .value(0);
-    let s = b
-        .column(1)
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .unwrap()
-        .value(0);
-    (n, s)
+    let value = |i: usize| batches[0].column(i).as_primitive::<Int64Type>().value(0);
+    (value(0), value(1))
 }
 
 /// One timed query: seconds, the printed answer, its (n, s).
