@@ -79,6 +79,27 @@ pub enum StorageError {
         /// The key it concerned.
         path: String,
     },
+    /// The local backend gave up waiting for the OS file lock that serialises the mutations of
+    /// one object: another process held it for the whole timeout
+    /// ([`crate::ObjectStoreStorage::with_local_lock_timeout`]). A process that is stopped
+    /// (`SIGSTOP`, a debugger) or hung inside its few-microsecond critical section keeps the lock
+    /// until it resumes or exits. Nothing was changed; the operation can be retried.
+    #[error(
+        "{operation} {path}: timed out after {:.1} s waiting for the lock file {}; another \
+         process holds it (a stopped or hung process keeps it until it resumes or exits)",
+        .waited.as_secs_f64(),
+        .lock_file.display()
+    )]
+    LockTimeout {
+        /// The operation.
+        operation: &'static str,
+        /// The key it concerned.
+        path: String,
+        /// The lock file on the local file system.
+        lock_file: std::path::PathBuf,
+        /// How long the operation waited.
+        waited: Duration,
+    },
     /// Any other failure of the backend, with its source.
     #[error("storage error during {operation} on {path}: {source}")]
     Backend {

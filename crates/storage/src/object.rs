@@ -7,6 +7,7 @@ mod local;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -24,7 +25,7 @@ use crate::error::{Result, StorageError};
 use crate::path::validate_key;
 use crate::storage::{ListPage, ObjectMeta, Storage, Version, MAX_DELETE_BATCH};
 
-use self::local::{LocalFiles, LocalSource, LocalWriteMode};
+use self::local::{is_hidden_name, LocalFiles, LocalSource, LocalWriteMode};
 
 /// How often `put_if_absent` retries when the backend reported a conflict but no object exists
 /// (real S3 answers concurrent conditional writes with `409 ConditionalRequestConflict`, which
@@ -37,24 +38,64 @@ const CREATE_CONFLICT_RETRIES: usize = 5;
 /// - **local** ([`ObjectStoreStorage::local`]): reads go through object_store's
 ///   [`LocalFileSystem`]; writes, deletes and listings are implemented here because
 ///   `LocalFileSystem` has no compare-and-swap (`PutMode::Update`), does not list in key order and
-///   can repeat an ETag (see below). Every mutation of a key takes an exclusive OS file lock
-///   (`flock`) on a lock file *outside* the table: one of a fixed set of stripe files in
-///   `$TMPDIR/arbor-storage-locks-v2-<uid>/` (one owner-only directory per user), chosen by a
-///   stable hash of the canonical path of the key's parent directory. Under that lock the write
-///   compares the current version (for [`Storage::put_if_match`]) and renames a fully written
-///   temporary file into place, so conditional writes are atomic across threads and processes
-///   of one user on one machine (not across users, and not across machines sharing a network
-///   file system). A process that is stopped (not killed) inside that short critical section
-///   blocks the writers of its stripe until it resumes or dies; a killed one releases the lock
-///   at once. Temporary files live next to their target, named
-///   `<name>#<digits>` (object_store's own staging convention, hidden from listings); a crash can
-///   leave one behind. Keys whose file name ends in `#<digits>` are therefore rejected.
+///   can repeat an ETag (see below).
 ///
-///   The local ETag is object_store's `<inode>-<mtime µs>-<size>`. Inodes are reused quickly on
-///   ext4 and mtimes are only as fine as the kernel clock tick, so two writes of the same size could
-///   get the same ETag and a stale compare-and-swap would succeed. To rule that out, every write
-///   sets the new file's mtime explicitly to a value strictly greater than the last one handed out
-///   under the same stripe lock (kept in the stripe file): versions of a key never repeat.
+///   **Locking.** Every mutation of a key (`put`, `put_if_absent`, `put_if_match`, `copy` to it,
+///   `delete`) takes an exclusive OS file lock (`flock` on Unix) on the key's own lock file, a
+///   hidden file next to the object: `<dir>/.arbor-lock-<h>`, `<h>` being 16 hex digits of a
+///   stable hash (FNV-1a) of the object's file name. Under that lock the write compares the
+///   current version (for [`Storage::put_if_match`]), stamps the fully written temporary file
+///   and renames it into place, so conditional writes are atomic across threads and processes,
+///   whatever their user, `TMPDIR`, working directory or storage root (a file reached through
+///   storages rooted at different directories has one lock): the only shared state is the
+///   object's directory. Users that share a table need a umask that lets them open each
+///   other's files (a lock file needs only read access). Not across machines sharing a network
+///   file system, where OS locks are not reliable.
+///
+///   The lock is taken without blocking and retried with a back-off of 1 ms doubling to 50 ms,
+///   for at most the storage's lock timeout ([`ObjectStoreStorage::DEFAULT_LOCAL_LOCK_TIMEOUT`],
+///   30 s, or [`ObjectStoreStorage::with_local_lock_timeout`]); then the operation fails with
+///   [`StorageError::LockTimeout`], naming the lock file, having changed nothing. A holder that is
+///   killed releases the lock at once; one that is stopped (`SIGSTOP`, a debugger) or hung inside
+///   its critical section (a few microseconds: the data is written and synced before the lock is
+///   taken) keeps it until it resumes or dies, delaying the writers of that one key and nobody
+///   else: not other keys of the directory, other directories or other storage roots.
+///
+///   **Per key, not per directory**, because then unrelated writes (the many base files of one
+///   partition, the instants of one timeline) never wait for each other or for a stopped holder
+///   of another object, and because a lock file can then exist only while its key is being
+///   mutated: the holder removes it before releasing the lock (a waiter that locked the removed
+///   file notices, as the path no longer names it, and locks the new one), so at rest no
+///   directory holds a lock file, lock files never keep a directory alive, and the tree holds
+///   exactly the objects. A killed holder leaves its lock file, which the next mutation of the key
+///   reuses and removes. (Outside Unix, where the check needs inode numbers, lock files are never
+///   removed.) Lock files are hidden from [`Storage::list_page`] and [`Storage::list_dir`], and
+///   keys named like them are rejected (`InvalidKey`).
+///
+///   **Safe for Hudi readers**: the name starts with `.` (a hidden file for Spark's and Hive's
+///   listings), has no base-file extension (its only `.` is the first character, so Java Hudi
+///   takes the whole name as its extension), contains neither `_` nor `.log` (so it does not
+///   match Hudi's log file pattern
+///   `.<fileId>_<instant>.log.<n>_<token>`) and does not start with an instant time (so it is no
+///   timeline file); Java Hudi and hudi-rs therefore skip it in partition and timeline
+///   listings (hudi-rs logs a warning for an unparsable file in a partition, which it can only
+///   meet while a write of that partition is in progress or after a killed writer).
+///
+///   Temporary files live next to their target, named `<name>#<digits>` (object_store's own
+///   staging convention, hidden from listings); a crash can leave one behind. Keys whose file
+///   name ends in `#<digits>` are therefore rejected.
+///
+///   **Versions.** The local ETag is object_store's `<inode>-<mtime µs>-<size>`. Inodes are
+///   reused quickly on ext4 and mtimes are only as fine as the kernel clock tick, so two writes of
+///   the same size could get the same ETag and a stale compare-and-swap would succeed. To rule
+///   that out, every write sets the new file's mtime explicitly, under the key's lock, to the
+///   clock or, if that is not later, to just after the mtime of the version it replaces: while a
+///   key exists the mtimes of its versions strictly increase. That last stamp lives in the object
+///   itself, inside the storage root, so no other state is needed. A delete holds the key's lock
+///   until the clock has passed the deleted version's mtime (normally at once), so a re-created
+///   object, stamped from the clock, lies above every earlier version too: versions of a key never
+///   repeat, also across delete and re-create (unless the system clock is set back between the
+///   two by more than the time between them, and the inode and size are reused).
 ///
 ///   Like an object store, the local backend has no empty directories: deleting the last object
 ///   of a directory (or failing a write that created it) removes the directory and its empty
@@ -66,8 +107,9 @@ const CREATE_CONFLICT_RETRIES: usize = 5;
 ///   a completed write survives a power failure and a published file is never empty or
 ///   truncated. The stamped mtime is not synced on its own (on ext4 the directory sync in
 ///   practice commits it too); where it is lost, a power failure changes the version of the
-///   object, which only makes a pending compare-and-swap fail. Deletes are not synced: a power
-///   failure can undo a delete.
+///   object, which only makes a pending compare-and-swap fail. Deletes and lock files are not
+///   synced: a power failure can undo a delete, or bring back a lock file, which the next
+///   mutation of its key removes.
 /// - **memory** ([`ObjectStoreStorage::memory`]): object_store's [`InMemory`].
 /// - **S3** (`ObjectStoreStorage::s3`, feature `s3`): object_store's `AmazonS3` with conditional
 ///   put (`If-None-Match: *` / `If-Match: <etag>`). The S3 ETag of a simple put is the MD5 of the
@@ -97,7 +139,13 @@ pub struct ObjectStoreStorage {
 }
 
 impl ObjectStoreStorage {
-    /// A storage rooted at directory `root` of the local file system (created if missing).
+    /// How long a mutation of the local backend waits for the lock of its key unless
+    /// [`with_local_lock_timeout`](Self::with_local_lock_timeout) says otherwise.
+    pub const DEFAULT_LOCAL_LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// A storage rooted at directory `root` of the local file system (created if missing), whose
+    /// mutations wait at most [`DEFAULT_LOCAL_LOCK_TIMEOUT`](Self::DEFAULT_LOCAL_LOCK_TIMEOUT)
+    /// for the lock of their key.
     pub fn local(root: &std::path::Path) -> Result<Self> {
         let invalid = |reason: String| StorageError::InvalidLocation {
             url: root.display().to_string(),
@@ -115,7 +163,11 @@ impl ObjectStoreStorage {
         Ok(Self {
             store: fs.clone(),
             url: url.to_string(),
-            local: Some(Arc::new(LocalFiles::new(canonical, fs))),
+            local: Some(Arc::new(LocalFiles::new(
+                canonical,
+                fs,
+                Self::DEFAULT_LOCAL_LOCK_TIMEOUT,
+            ))),
             sorted_listing: true,
             quote_listed_etags: false,
         })
@@ -150,6 +202,17 @@ impl ObjectStoreStorage {
             sorted_listing: false,
             quote_listed_etags: false,
         })
+    }
+
+    /// Sets how long each mutation of the local backend waits for the lock of its key (held by a
+    /// concurrent mutation of the same key, normally for microseconds) before it fails with
+    /// [`StorageError::LockTimeout`], having changed nothing. `Duration::ZERO` tries once. No
+    /// effect on other backends.
+    pub fn with_local_lock_timeout(mut self, timeout: Duration) -> Self {
+        if let Some(local) = &self.local {
+            self.local = Some(Arc::new(local.with_lock_timeout(timeout)));
+        }
+        self
     }
 
     /// Declares whether the store lists keys in ascending order (S3 and object_store's memory
@@ -589,9 +652,12 @@ impl Storage for ObjectStoreStorage {
             Err(e) => return Err(self.map_err("list_dir", prefix, e)),
         };
         let quote = self.quote_listed_etags;
+        let local = self.local.is_some();
         let mut objects: Vec<ObjectMeta> = res
             .objects
             .into_iter()
+            // The local backend's lock files are no objects.
+            .filter(|m| !(local && m.location.filename().is_some_and(is_hidden_name)))
             .map(|m| listed_meta(m, quote))
             .collect();
         objects.sort_by(|a, b| a.key.cmp(&b.key));

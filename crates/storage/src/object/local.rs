@@ -1,29 +1,30 @@
 //! The local-file-system specifics of `ObjectStoreStorage`: atomic (conditional) writes
-//! under a cross-process lock, versions that never repeat, and listings in key order.
+//! under a per-key cross-process lock (`key_lock`), versions that never repeat (`version`), and
+//! listings in key order (`listing`).
 //!
 //! All functions here block; the caller runs them on tokio's blocking pool.
 
-use std::cmp::Ordering;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Write};
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 
 use crate::durable::sync_dir;
 use crate::error::{Result, StorageError};
-use crate::storage::{ListPage, ObjectMeta, Version};
+use crate::storage::{ListPage, Version};
 
-mod stripe_lock;
+mod key_lock;
+mod listing;
+mod version;
 
-use self::stripe_lock::{micros, StripeLock};
-
-/// Deepest directory nesting a listing follows (guards against symlink loops).
-const MAX_DEPTH: usize = 256;
+use self::key_lock::{is_lock_file_name, AcquireError, KeyLock};
+use self::listing::{is_staging_name, list_sorted};
+use self::version::{e_tag, micros, stamp, wait_until_past};
 
 /// Where the data of a local write comes from.
 pub(super) enum LocalSource {
@@ -56,34 +57,56 @@ impl LocalWriteMode {
 
 /// A local root directory and object_store's view of it (used for the key -> file mapping, so
 /// that files written here are exactly those object_store readers open).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct LocalFiles {
     root: PathBuf,
     fs: Arc<LocalFileSystem>,
+    /// How long a mutation waits for the lock of its key.
+    lock_timeout: Duration,
 }
 
 impl LocalFiles {
-    pub(super) fn new(root: PathBuf, fs: Arc<LocalFileSystem>) -> Self {
-        Self { root, fs }
+    pub(super) fn new(root: PathBuf, fs: Arc<LocalFileSystem>, lock_timeout: Duration) -> Self {
+        Self {
+            root,
+            fs,
+            lock_timeout,
+        }
     }
 
     pub(super) fn root(&self) -> &FsPath {
         &self.root
     }
 
+    /// The same files with another lock timeout.
+    pub(super) fn with_lock_timeout(&self, lock_timeout: Duration) -> Self {
+        Self {
+            lock_timeout,
+            ..self.clone()
+        }
+    }
+
     /// Rejects keys the local backend cannot store: a file name ending in `#<digits>` is
-    /// reserved for temporary files (object_store's convention) and hidden from listings.
+    /// reserved for temporary files (object_store's convention) and one of the form
+    /// `.arbor-lock-<16 hex digits>` for lock files; both are hidden from listings.
     pub(super) fn check_key(&self, key: &str) -> Result<()> {
         let name = key.rsplit('/').next().unwrap_or(key);
-        if is_staging_name(name) {
-            return Err(StorageError::InvalidKey {
-                path: key.to_string(),
-                reason: "the local backend reserves file names ending in '#<digits>' for \
-                         temporary files"
-                    .to_string(),
-            });
-        }
-        Ok(())
+        let reason = if is_staging_name(name) {
+            "the local backend reserves file names ending in '#<digits>' for temporary files"
+        } else if is_lock_file_name(name) {
+            "the local backend reserves file names '.arbor-lock-<16 hex digits>' for lock files"
+        } else {
+            return Ok(());
+        };
+        Err(StorageError::InvalidKey {
+            path: key.to_string(),
+            reason: reason.to_string(),
+        })
+    }
+
+    /// Locks the object at `target` for `operation` on `key` (see `key_lock`).
+    fn lock(&self, operation: &'static str, key: &str, target: &FsPath) -> Result<KeyLock> {
+        KeyLock::acquire(target, self.lock_timeout).map_err(|e| lock_error(operation, key, e))
     }
 
     /// The file of `key` (already validated).
@@ -115,8 +138,8 @@ impl LocalFiles {
     }
 
     /// Writes `key` from `source` if `mode` allows: the data goes to a temporary file next to the
-    /// target, then, under the directory's stripe lock, the version is checked, the file gets a
-    /// fresh mtime and is renamed (or, for `Create`, hard-linked) into place.
+    /// target, then, under the key's lock, the version is checked, the file gets a fresh mtime
+    /// and is renamed (or, for `Create`, hard-linked) into place.
     ///
     /// A write that fails removes the directories it created (if still empty), so that a failed
     /// conditional write leaves no trace in listings.
@@ -173,24 +196,26 @@ impl LocalFiles {
         }
         // The data must be on disk before a name points to it: otherwise a power failure could
         // leave a published (e.g. completed-instant) file empty or truncated. Done before taking
-        // the stripe lock, which thus stays short.
+        // the key's lock, which thus stays short.
         staged.file.sync_data().map_err(io_err)?;
 
-        let mut lock = StripeLock::acquire(parent).map_err(io_err)?;
+        let lock = self.lock(operation, key, target)?;
+        let current = match fs::metadata(target) {
+            Ok(m) if m.is_file() => Some(m),
+            Ok(_) => None,
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err(e)),
+        };
         if let LocalWriteMode::Update(expected) = &mode {
-            let current = match fs::metadata(target) {
-                Ok(m) if m.is_file() => Some(e_tag(&m)),
-                Ok(_) => None,
-                Err(e) if e.kind() == ErrorKind::NotFound => None,
-                Err(e) => return Err(io_err(e)),
-            };
-            if current.is_none() || current != expected.e_tag {
+            let current_tag = current.as_ref().map(e_tag);
+            if current_tag.is_none() || current_tag != expected.e_tag {
                 return Err(StorageError::PreconditionFailed {
                     path: key.to_string(),
                 });
             }
         }
-        lock.stamp(&staged.file).map_err(io_err)?;
+        let previous = current.as_ref().map_or(0, micros);
+        stamp(&staged.file, previous, target).map_err(io_err)?;
         let meta = staged.file.metadata().map_err(io_err)?;
         let version = Version {
             e_tag: Some(e_tag(&meta)),
@@ -210,7 +235,7 @@ impl LocalFiles {
         }
         .map_err(io_err)?;
         drop(lock);
-        // Make the new name durable. Outside the stripe lock: readers never take it, so syncing
+        // Make the new name durable. Outside the key's lock: readers never take it, so syncing
         // under it would protect nobody and only lengthen the critical section.
         self.sync_dirs(parent, staged.created_dirs)
             .map_err(io_err)?;
@@ -238,37 +263,29 @@ impl LocalFiles {
         Ok(())
     }
 
-    /// Deletes `key`; a missing key (or a directory) is not an error.
+    /// Deletes `key`; a missing key (or a directory) is not an error. Under the key's lock, which
+    /// is kept until the clock has passed the deleted version's mtime (see `version`).
     pub(super) fn delete(&self, key: &str) -> Result<()> {
-        let io_err = |e: io::Error| backend("delete", key, e);
         let target = self.file_path(key)?;
         let Some(parent) = target.parent() else {
             return Ok(());
         };
-        let _lock = match StripeLock::acquire(parent) {
+        let lock = match KeyLock::acquire(&target, self.lock_timeout) {
             Ok(lock) => lock,
             // The directory does not exist (or a parent is a file): nothing to delete.
-            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            Err(AcquireError::Io(e))
+                if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) =>
+            {
                 return Ok(())
             }
-            Err(e) => return Err(io_err(e)),
+            Err(e) => return Err(lock_error("delete", key, e)),
         };
-        match fs::symlink_metadata(&target) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-                return Ok(())
-            }
-            Err(e) => return Err(io_err(e)),
-        }
-        match fs::remove_file(&target) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_err(e)),
-        }
-        drop(_lock);
+        let result = delete_locked(key, &target);
+        drop(lock);
+        // Also when nothing was deleted: while it existed, this delete's lock file may have kept
+        // a concurrent delete from removing the directory.
         self.prune_empty_dirs(parent);
-        Ok(())
+        result
     }
 
     /// Removes `dir` and its ancestors below the root while they are empty, so that the
@@ -299,171 +316,49 @@ impl LocalFiles {
         max_keys: usize,
     ) -> Result<ListPage> {
         let dir = self.dir_path(prefix)?;
-        let mut walk = Walk {
-            start_after,
-            limit: max_keys.saturating_add(1),
-            out: Vec::new(),
-            ancestors: Vec::new(),
-        };
-        walk.dir(&dir, prefix, 0)
+        let objects = list_sorted(&dir, prefix, start_after, max_keys.saturating_add(1))
             .map_err(|e| backend("list", prefix, e))?;
-        Ok(ListPage::of_sorted(walk.out, max_keys))
+        Ok(ListPage::of_sorted(objects, max_keys))
     }
 }
 
-/// State of a sorted listing walk.
-struct Walk<'a> {
-    start_after: Option<&'a str>,
-    limit: usize,
-    out: Vec<ObjectMeta>,
-    /// Identities of the directories on the current path (symlink loop guard).
-    ancestors: Vec<(u64, u64)>,
+/// True for the names of files that are not objects (temporary files and lock files), which
+/// listings hide.
+pub(super) fn is_hidden_name(name: &str) -> bool {
+    listing::is_hidden_name(name)
 }
 
-/// One entry of a directory during a walk.
-struct Entry {
-    name: String,
-    /// `name`, plus `/` for a directory: the order of these is the order of the full keys.
-    sort_key: String,
-    path: PathBuf,
-    meta: fs::Metadata,
-}
-
-impl Walk<'_> {
-    fn done(&self) -> bool {
-        self.out.len() >= self.limit
+/// Removes the file of `key` at `target` (the caller holds the key's lock), then waits until
+/// the clock has passed its mtime, so that a re-created object gets a later one.
+fn delete_locked(key: &str, target: &FsPath) -> Result<()> {
+    let io_err = |e: io::Error| backend("delete", key, e);
+    let meta = match fs::symlink_metadata(target) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(m) => m,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(())
+        }
+        Err(e) => return Err(io_err(e)),
+    };
+    match fs::remove_file(target) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(e)),
     }
-
-    fn dir(&mut self, dir: &FsPath, dir_key: &str, depth: usize) -> io::Result<()> {
-        if depth > MAX_DEPTH {
-            return Ok(());
-        }
-        let read = match fs::read_dir(dir) {
-            Ok(r) => r,
-            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-                return Ok(())
-            }
-            Err(e) => return Err(e),
-        };
-        let dir_meta = match fs::metadata(dir) {
-            Ok(m) => m,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let id = file_id(&dir_meta);
-        if id != (0, 0) && self.ancestors.contains(&id) {
-            return Ok(()); // a symlink loop
-        }
-        let mut entries = Vec::new();
-        for entry in read {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
-            let Ok(name) = entry.file_name().into_string() else {
-                continue; // not UTF-8: not a key
-            };
-            if is_staging_name(&name) || name.is_empty() || name == "." || name == ".." {
-                continue;
-            }
-            let path = entry.path();
-            // Follow symlinks, like object_store's listing.
-            let meta = match fs::metadata(&path) {
-                Ok(m) => m,
-                Err(e) if e.kind() == ErrorKind::NotFound => continue, // deleted meanwhile
-                Err(e) => return Err(e),
-            };
-            if !meta.is_dir() && !meta.is_file() {
-                continue;
-            }
-            let sort_key = if meta.is_dir() {
-                format!("{name}/")
-            } else {
-                name.clone()
-            };
-            entries.push(Entry {
-                name,
-                sort_key,
-                path,
-                meta,
-            });
-        }
-        entries.sort_by(|a, b| a.sort_key.cmp(&b.sort_key));
-
-        self.ancestors.push(id);
-        for e in entries {
-            if self.done() {
-                break;
-            }
-            let key = if dir_key.is_empty() {
-                e.name.clone()
-            } else {
-                format!("{dir_key}/{}", e.name)
-            };
-            if e.meta.is_dir() {
-                let sub_prefix = format!("{key}/");
-                let skip = match self.start_after {
-                    // Every key below starts with `sub_prefix`: all of them are <= start_after
-                    // iff start_after is greater and does not itself lie below.
-                    Some(after) => {
-                        after.cmp(sub_prefix.as_str()) == Ordering::Greater
-                            && !after.starts_with(&sub_prefix)
-                    }
-                    None => false,
-                };
-                if !skip {
-                    self.dir(&e.path, &key, depth + 1)?;
-                }
-            } else if self.start_after.is_none_or(|after| key.as_str() > after) {
-                self.out.push(object_meta(key, &e.meta));
-            }
-        }
-        self.ancestors.pop();
-        Ok(())
-    }
+    wait_until_past(micros(&meta), target);
+    Ok(())
 }
 
-/// The metadata of a file as the listing reports it (same ETag as object_store's `head`).
-fn object_meta(key: String, meta: &fs::Metadata) -> ObjectMeta {
-    ObjectMeta {
-        key,
-        size: meta.len(),
-        last_modified: meta
-            .modified()
-            .map(DateTime::<Utc>::from)
-            .unwrap_or_default(),
-        version: Version {
-            e_tag: Some(e_tag(meta)),
-            version: None,
+/// The error of a failed [`KeyLock::acquire`] for `operation` on `key`.
+fn lock_error(operation: &'static str, key: &str, e: AcquireError) -> StorageError {
+    match e {
+        AcquireError::Io(e) => backend(operation, key, e),
+        AcquireError::Timeout { lock_file, waited } => StorageError::LockTimeout {
+            operation,
+            path: key.to_string(),
+            lock_file,
+            waited,
         },
-    }
-}
-
-/// object_store's local ETag: `<inode>-<mtime in µs>-<size>` in hex.
-pub(super) fn e_tag(meta: &fs::Metadata) -> String {
-    let inode = file_id(meta).1;
-    let size = meta.len();
-    let mtime = micros(meta);
-    format!("{inode:x}-{mtime:x}-{size:x}")
-}
-
-#[cfg(unix)]
-fn file_id(meta: &fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
-}
-
-#[cfg(not(unix))]
-fn file_id(_meta: &fs::Metadata) -> (u64, u64) {
-    (0, 0)
-}
-
-/// True for object_store's temporary file names: `<anything>#<digits>`.
-fn is_staging_name(name: &str) -> bool {
-    match name.rsplit_once('#') {
-        Some((_, digits)) => !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
-        None => false,
     }
 }
 
@@ -539,24 +434,39 @@ impl Drop for Staged {
 
 #[cfg(test)]
 mod tests {
-    use super::stripe_lock::MAX_STAMP_AHEAD;
+    use super::key_lock::lock_file_name;
+    use super::version::MAX_STAMP_AHEAD;
     use super::*;
     use object_store::ObjectStoreExt;
+    use std::ffi::OsStr;
     use std::time::{SystemTime, UNIX_EPOCH};
 
     fn files(dir: &FsPath) -> LocalFiles {
         let root = fs::canonicalize(dir).unwrap();
         let fs = Arc::new(LocalFileSystem::new_with_prefix(&root).unwrap());
-        LocalFiles::new(root, fs)
+        LocalFiles::new(root, fs, Duration::from_secs(10))
     }
 
-    #[test]
-    fn test_staging_names() {
-        assert!(is_staging_name("a#1"));
-        assert!(is_staging_name("a.commit#123456789"));
-        assert!(!is_staging_name("a#"));
-        assert!(!is_staging_name("a#1x"));
-        assert!(!is_staging_name("a"));
+    fn now_micros() -> u128 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros()
+    }
+
+    fn bytes(s: &'static str) -> LocalSource {
+        LocalSource::Bytes(Bytes::from_static(s.as_bytes()))
+    }
+
+    /// Sets the mtime of `path` to `micros` µs since the epoch.
+    fn set_mtime(path: &FsPath, micros: u128) {
+        let t = UNIX_EPOCH + Duration::from_micros(u64::try_from(micros).unwrap());
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
     }
 
     #[test]
@@ -689,26 +599,142 @@ mod tests {
         assert_eq!(fs::read_dir(&f.root).unwrap().count(), 1);
     }
 
-    #[tokio::test]
-    async fn test_write_planted_stripe_value_succeeds() {
-        // Plant an absurd stamp in the real stripe file of a directory (under its lock), then
-        // write there: before the fix, `last + 1` overflowed.
+    #[test]
+    fn test_write_over_far_future_mtime_stamps_near_now() {
+        // A version whose mtime was set far ahead by hand must not push every later mtime out of
+        // range (before the guard, `last + 1` overflowed).
         let dir = tempfile::tempdir().unwrap();
         let f = files(dir.path());
-        let mut lock = StripeLock::acquire(&f.root).unwrap();
-        lock.write_last(u128::MAX);
-        drop(lock);
-        let before = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_micros();
-        f.write(
-            "k",
-            LocalSource::Bytes(Bytes::from_static(b"x")),
-            LocalWriteMode::Create,
-        )
-        .unwrap();
+        let v0 = f.write("k", bytes("x"), LocalWriteMode::Create).unwrap();
+        set_mtime(&f.root.join("k"), u128::from(u64::MAX / 2));
+        let before = now_micros();
+        let v1 = f.write("k", bytes("y"), LocalWriteMode::Overwrite).unwrap();
         let stamped = micros(&fs::metadata(f.root.join("k")).unwrap());
-        assert!(stamped < before + MAX_STAMP_AHEAD.as_micros(), "{stamped}");
+        assert!(
+            stamped >= before && stamped < before + MAX_STAMP_AHEAD.as_micros(),
+            "{stamped}"
+        );
+        assert_ne!(v0, v1);
+    }
+
+    #[test]
+    fn test_delete_then_create_gets_a_later_mtime_than_the_deleted_version() {
+        // The deleted version's mtime lies ahead of the clock (many writes within one tick of a
+        // coarse file system): the delete holds the key until the clock has passed it, so the
+        // re-created object, stamped from the clock, cannot repeat it.
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        f.write("d/k", bytes("v1"), LocalWriteMode::Create).unwrap();
+        let ahead = now_micros() + 300_000;
+        set_mtime(&f.root.join("d/k"), ahead);
+        f.delete("d/k").unwrap();
+        assert!(!f.root.join("d").exists(), "the emptied directory stays");
+        f.write("d/k", bytes("v2"), LocalWriteMode::Create).unwrap();
+        let stamped = micros(&fs::metadata(f.root.join("d/k")).unwrap());
+        assert!(stamped > ahead, "{stamped} <= {ahead}");
+    }
+
+    #[test]
+    fn test_overwrite_stamps_above_the_replaced_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        let v0 = f.write("k", bytes("v1"), LocalWriteMode::Create).unwrap();
+        let ahead = now_micros() + 60_000_000;
+        set_mtime(&f.root.join("k"), ahead);
+        let stale = Version {
+            e_tag: Some(e_tag(&fs::metadata(f.root.join("k")).unwrap())),
+            version: None,
+        };
+        assert_ne!(stale, v0);
+        f.write("k", bytes("v2"), LocalWriteMode::Update(stale))
+            .unwrap();
+        assert_eq!(micros(&fs::metadata(f.root.join("k")).unwrap()), ahead + 1);
+    }
+
+    #[test]
+    fn test_lock_files_hidden_from_listing_and_refused_as_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        f.write("a/b", bytes("1"), LocalWriteMode::Create).unwrap();
+        // A lock file left by a holder that was killed.
+        let leftover = lock_file_name(OsStr::new("b"));
+        fs::write(f.root.join("a").join(&leftover), b"").unwrap();
+        let page = f.list_page("", None, 10).unwrap();
+        let keys: Vec<_> = page.objects.iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(keys, ["a/b"]);
+        let err = f.check_key(&format!("a/{leftover}")).unwrap_err();
+        assert!(matches!(err, StorageError::InvalidKey { .. }), "{err}");
+        f.check_key("a/.arbor-lock-x").unwrap();
+        // The next mutation of the key reuses the leftover and removes it.
+        f.delete("a/b").unwrap();
+        assert_eq!(fs::read_dir(&f.root).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn test_held_key_lock_times_out_writes_of_that_key_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path()).with_lock_timeout(Duration::from_millis(100));
+        let v = f.write("d/k", bytes("1"), LocalWriteMode::Create).unwrap();
+        let held = KeyLock::acquire(&f.root.join("d/k"), Duration::ZERO).unwrap();
+        for (op, result) in [
+            (
+                "put_if_match",
+                f.write("d/k", bytes("2"), LocalWriteMode::Update(v.clone())),
+            ),
+            ("put", f.write("d/k", bytes("2"), LocalWriteMode::Overwrite)),
+            ("delete", f.delete("d/k").map(|()| v.clone())),
+        ] {
+            match result {
+                Err(StorageError::LockTimeout {
+                    operation,
+                    path,
+                    lock_file,
+                    waited,
+                }) => {
+                    assert_eq!((operation, path.as_str()), (op, "d/k"));
+                    assert_eq!(lock_file, held.path());
+                    assert!(waited >= Duration::from_millis(100), "{waited:?}");
+                }
+                other => panic!("{op}: expected a lock timeout, got {other:?}"),
+            }
+        }
+        // Another key of the directory is not blocked, and nothing else changed.
+        f.write("d/other", bytes("3"), LocalWriteMode::Create)
+            .unwrap();
+        assert_eq!(fs::read(f.root.join("d/k")).unwrap(), b"1");
+        drop(held);
+        f.write("d/k", bytes("2"), LocalWriteMode::Update(v))
+            .unwrap();
+        let mut names: Vec<_> = fs::read_dir(f.root.join("d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["k", "other"]);
+    }
+
+    #[test]
+    fn test_concurrent_deletes_leave_no_directory() {
+        // Deletes of present and of missing keys race in shared directories: whichever finishes
+        // last must remove the directory, whatever lock files the others held meanwhile.
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let f = Arc::new(files(dir.path()));
+            for i in 0..4 {
+                f.write(&format!("p/d/k{i}"), bytes("x"), LocalWriteMode::Create)
+                    .unwrap();
+            }
+            let threads: Vec<_> = (0..8)
+                .map(|i| {
+                    let f = f.clone();
+                    std::thread::spawn(move || f.delete(&format!("p/d/k{i}")).unwrap())
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            let left: Vec<_> = fs::read_dir(&f.root).unwrap().collect();
+            assert!(left.is_empty(), "round {round}: left {left:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 #![allow(missing_docs)]
 
 mod azure;
+mod local_backend;
 mod locks;
 mod locks_zookeeper;
 mod prefixed;
