@@ -56,7 +56,7 @@ pub use lock::{
     held::{held_leases, release_held_leases, TrackedLockProvider},
     memory::InProcessLockProvider,
     object::ObjectStoreLockProvider,
-    validate_lock_name, Lease, LockProvider, LockState,
+    validate_lock_name, Lease, LockProvider, LockState, TABLE_DURABLE_FENCE_DIR,
 };
 pub use object::ObjectStoreStorage;
 pub use options::{normalize_key, OptionSpec, StorageOptions};

@@ -9,7 +9,6 @@ use std::time::Duration;
 use arbor_storage::{
     lock_provider_from_hudi_config, lock_provider_from_url, release_held_leases, Lease,
     LockProvider, LockResult, ObjectStoreLockProvider, Storage, TrackedLockProvider,
-    TABLE_LOCK_DIR,
 };
 use arbor_table::Table;
 use arbor_timeline::TableConfig;
@@ -37,7 +36,7 @@ pub fn set_lock_url(url: Option<String>) {
 /// The default table lock, as `Table` would make it, but tracked so an interrupt releases it.
 fn storage_default(view_storage: &Arc<dyn Storage>) -> Arc<dyn LockProvider> {
     Arc::new(TrackedLockProvider::new(Arc::new(
-        ObjectStoreLockProvider::new(view_storage.clone(), TABLE_LOCK_DIR),
+        ObjectStoreLockProvider::for_table(view_storage.clone()),
     )))
 }
 

@@ -13,9 +13,7 @@ use super::LockProvider;
 use crate::error::{LockError, LockResult};
 use crate::storage::Storage;
 
-/// Where a table keeps its locks: the object-store provider's prefix under the table base (and
-/// the directory of `file` locks of a local table).
-pub const TABLE_LOCK_DIR: &str = ".hoodie/.locks";
+pub use super::TABLE_LOCK_DIR;
 
 /// The lock URLs [`lock_provider_from_url`] accepts, for error messages.
 pub const ACCEPTED_LOCK_URLS: &str = "storage (the default: an object in the table's storage \
@@ -209,10 +207,9 @@ pub async fn lock_provider_from_url(
 ) -> LockResult<Arc<dyn LockProvider>> {
     let url = url.trim();
     let provider: Arc<dyn LockProvider> = match url {
-        "storage" | "storage:" => Arc::new(ObjectStoreLockProvider::new(
-            table_storage.clone(),
-            TABLE_LOCK_DIR,
-        )),
+        "storage" | "storage:" => {
+            Arc::new(ObjectStoreLockProvider::for_table(table_storage.clone()))
+        }
         "file" | "file:" => {
             let dir = local_dir(table_storage).ok_or_else(|| {
                 invalid(

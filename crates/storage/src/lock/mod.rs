@@ -22,6 +22,16 @@ pub mod zookeeper;
 
 pub use state::LockState;
 
+/// Where the default table lock keeps its state and fencing mark, relative to the table
+/// (Hudi's `FileSystemBasedLockProvider` uses the same directory).
+pub const TABLE_LOCK_DIR: &str = ".hoodie/.locks";
+
+/// Where the default table lock keeps the durable copy of its fencing mark, relative to the
+/// table: beside the table's commit record, outside the lock directory, so that deleting the
+/// lock directory never lowers the tokens
+/// ([`ObjectStoreLockProvider::with_durable_fence`](object::ObjectStoreLockProvider::with_durable_fence)).
+pub const TABLE_DURABLE_FENCE_DIR: &str = ".hoodie/.commit";
+
 /// Proof that the caller held lock `lock` from the moment of acquisition (or last renewal) until
 /// `expires_at`, unless released earlier.
 #[derive(Debug, Clone, PartialEq, Eq)]

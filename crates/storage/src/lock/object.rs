@@ -10,7 +10,10 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use super::state::{lease_end, not_holder, Grant};
-use super::{backoff, validate_lock_name, Deadline, Lease, LockProvider, LockState};
+use super::{
+    backoff, validate_lock_name, Deadline, Lease, LockProvider, LockState, TABLE_DURABLE_FENCE_DIR,
+    TABLE_LOCK_DIR,
+};
 use crate::error::{LockError, LockResult, StorageError};
 use crate::storage::{Storage, StorageExt, Version};
 
@@ -64,11 +67,22 @@ enum Stored {
 /// object, `<prefix>/<name>.fence`, that only ever grows, before any of them is handed out (the
 /// state records its reservation in [`LockState::reserved`]). When the state object is gone or
 /// unreadable, the next token is one more than that mark, so deleting or corrupting the state
-/// object never lowers the tokens (they may jump ahead by up to a block); deleting both objects
-/// does reset them.
+/// object never lowers the tokens (they may jump ahead by up to a block). With a durable copy
+/// of the mark ([`ObjectStoreLockProvider::with_durable_fence`], as the table lock
+/// [`ObjectStoreLockProvider::for_table`] has), deleting the state, the mark or the whole lock
+/// directory never lowers them either; without one, deleting both objects resets them.
+///
+/// **A state deleted while held.** A missing state whose mark exists means the lock was used
+/// before: an `acquire` waits one lease (the lease it asks for) from the moment it first saw the
+/// state missing before it takes the lock, so a holder whose state was deleted under it meets
+/// `NotHolder` at its next renewal (every third of a lease) before anybody else holds the
+/// lock.
 pub struct ObjectStoreLockProvider {
     storage: Arc<dyn Storage>,
     prefix: String,
+    /// A second copy of the fencing high-water mark, kept where losing the lock directory does
+    /// not lose it: (storage, prefix).
+    durable: Option<(Arc<dyn Storage>, String)>,
 }
 
 impl fmt::Debug for ObjectStoreLockProvider {
@@ -76,6 +90,7 @@ impl fmt::Debug for ObjectStoreLockProvider {
         f.debug_struct("ObjectStoreLockProvider")
             .field("storage", &self.storage.to_string())
             .field("prefix", &self.prefix)
+            .field("durable_fence", &self.durable.as_ref().map(|(_, p)| p))
             .finish()
     }
 }
@@ -88,7 +103,28 @@ impl ObjectStoreLockProvider {
         ObjectStoreLockProvider {
             storage,
             prefix: prefix.trim_matches('/').to_string(),
+            durable: None,
         }
+    }
+
+    /// The table lock of a table stored in `table`: state and fencing mark in
+    /// [`TABLE_LOCK_DIR`], and a durable copy of the mark in
+    /// [`TABLE_DURABLE_FENCE_DIR`] (so that tokens never go back when the lock directory is
+    /// lost).
+    pub fn for_table(table: Arc<dyn Storage>) -> Self {
+        ObjectStoreLockProvider::new(table.clone(), TABLE_LOCK_DIR)
+            .with_durable_fence(table, TABLE_DURABLE_FENCE_DIR)
+    }
+
+    /// Also keeps the fencing high-water mark at `<prefix>/<name>.fence` of `storage`, a place
+    /// whose loss would lose more than the lock (e.g. beside the table's commit record). Tokens
+    /// then stay above every token handed out even when the lock's own state and mark are
+    /// deleted together, and a lock whose state is missing while a mark exists is waited on for
+    /// one lease before it is taken (its holder may still be working; it finds its state gone
+    /// at its next renewal).
+    pub fn with_durable_fence(mut self, storage: Arc<dyn Storage>, prefix: &str) -> Self {
+        self.durable = Some((storage, prefix.trim_matches('/').to_string()));
+        self
     }
 
     /// The key of the object holding the state of `lock`.
@@ -152,14 +188,31 @@ impl ObjectStoreLockProvider {
         }
     }
 
-    /// Reads the fencing high-water mark of `lock` (0 when absent) and its version. An
-    /// unreadable mark counts as 0 (the state's own token still bounds the next token from
-    /// below) and is overwritten by the next acquisition.
-    async fn read_fence(&self, lock: &str) -> LockResult<(u64, Option<Version>)> {
-        let key = self.fence_key(lock);
-        let Some((bytes, meta)) = self
-            .storage
-            .get_opt(&key)
+    /// The fencing marks of `lock`: the lock's own (`<prefix>/<name>.fence`) and the durable
+    /// copy, when configured: (storage, key) of each.
+    fn fence_places(&self, lock: &str) -> Vec<(Arc<dyn Storage>, String)> {
+        let mut places = vec![(self.storage.clone(), self.fence_key(lock))];
+        if let Some((storage, prefix)) = &self.durable {
+            let key = if prefix.is_empty() {
+                format!("{lock}.fence")
+            } else {
+                format!("{prefix}/{lock}.fence")
+            };
+            places.push((storage.clone(), key));
+        }
+        places
+    }
+
+    /// Reads one fencing mark (0 when absent) and its version. An unreadable mark counts as 0
+    /// (the other marks and the state's own token still bound the next token from below) and
+    /// is overwritten by the next reservation.
+    async fn read_mark_at(
+        lock: &str,
+        storage: &Arc<dyn Storage>,
+        key: &str,
+    ) -> LockResult<(u64, Option<Version>)> {
+        let Some((bytes, meta)) = storage
+            .get_opt(key)
             .await
             .map_err(|e| Self::storage_err(lock, e))?
         else {
@@ -178,25 +231,47 @@ impl ObjectStoreLockProvider {
         Ok((mark, Some(meta.version)))
     }
 
-    /// Raises the fencing high-water mark of `lock` to at least `token` (never lowers it).
+    /// The greatest fencing mark of `lock` (0 when there is none).
+    async fn read_fence(&self, lock: &str) -> LockResult<u64> {
+        let mut mark = 0;
+        for (storage, key) in self.fence_places(lock) {
+            mark = mark.max(Self::read_mark_at(lock, &storage, &key).await?.0);
+        }
+        Ok(mark)
+    }
+
+    /// Raises every fencing mark of `lock` to at least `token` (never lowers one), the durable
+    /// copy first.
     async fn raise_fence(&self, lock: &str, token: u64) -> LockResult<()> {
-        let key = self.fence_key(lock);
+        for (storage, key) in self.fence_places(lock).into_iter().rev() {
+            Self::raise_mark_at(lock, &storage, &key, token).await?;
+        }
+        Ok(())
+    }
+
+    /// Raises the mark at `key` of `storage` to at least `token`.
+    async fn raise_mark_at(
+        lock: &str,
+        storage: &Arc<dyn Storage>,
+        key: &str,
+        token: u64,
+    ) -> LockResult<()> {
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let (mark, version) = self.read_fence(lock).await?;
+            let (mark, version) = Self::read_mark_at(lock, storage, key).await?;
             if mark >= token {
                 return Ok(());
             }
             let data = Bytes::from(token.to_string());
             let result = match &version {
-                None => self.storage.put_if_absent(&key, data).await,
-                Some(v) => self.storage.put_if_match(&key, data, v).await,
+                None => storage.put_if_absent(key, data).await,
+                Some(v) => storage.put_if_match(key, data, v).await,
             };
             match result {
                 Ok(_) => return Ok(()),
                 Err(e) if e.is_conflict() => continue,
                 Err(e) => {
                     // Outcome unknown: the next read tells.
-                    if self.read_fence(lock).await?.0 >= token {
+                    if Self::read_mark_at(lock, storage, key).await?.0 >= token {
                         return Ok(());
                     }
                     return Err(Self::storage_err(lock, e));
@@ -278,12 +353,40 @@ impl LockProvider for ObjectStoreLockProvider {
         validate_lock_name(lock)?;
         let deadline = Deadline::after(timeout);
         let mut attempt = 0u32;
+        // When this call first found the state missing although the lock was used before.
+        let mut missing_since: Option<Instant> = None;
         loop {
             let now = Utc::now();
             // `lost`: the state object is gone or unreadable, so its token says nothing about the
             // tokens handed out before; the high-water mark does.
             let (mut state, version, lost) = match self.read_stored(lock).await? {
-                Stored::Absent => (LockState::free(), None, true),
+                Stored::Absent => {
+                    // A missing state with a fencing mark was deleted, perhaps while held: its
+                    // holder may still be working, and finds out at its next renewal. Wait one
+                    // lease from the first sight of the loss before taking the lock.
+                    let mark = self.read_fence(lock).await?;
+                    let waited = missing_since.map(|t| t.elapsed());
+                    if mark > 0 && waited.is_none_or(|w| w < lease) {
+                        if missing_since.is_none() {
+                            tracing::warn!(
+                                lock,
+                                mark,
+                                "the lock's state is missing although tokens up to {mark} were \
+                                 reserved: waiting one lease ({} s) in case a holder is still \
+                                 working, then taking it with a greater token",
+                                lease.as_secs_f64()
+                            );
+                            missing_since = Some(Instant::now());
+                        }
+                        let Some(left) = deadline.remaining(Instant::now()) else {
+                            return Err(deadline.timeout_error(lock, None));
+                        };
+                        tokio::time::sleep(backoff(attempt).min(left)).await;
+                        attempt = attempt.saturating_add(1);
+                        continue;
+                    }
+                    (LockState::free(), None, true)
+                }
                 Stored::Valid(state, version) => (state, Some(version), false),
                 // A corrupt state may hide a live holder: it counts as held by an unknown writer
                 // for one lease after it was last written, then it is repaired by replacing it
@@ -309,7 +412,7 @@ impl LockProvider for ObjectStoreLockProvider {
                 state.holder()
             } else {
                 if lost {
-                    let (mark, _) = self.read_fence(lock).await?;
+                    let mark = self.read_fence(lock).await?;
                     state.token = state.token.max(mark);
                 }
                 // Never hand out a token above the persisted high-water mark: reserve a block of

@@ -10,6 +10,7 @@
 
 mod azure;
 mod local_backend;
+mod lock_state_loss;
 mod locks;
 mod locks_zookeeper;
 mod prefixed;

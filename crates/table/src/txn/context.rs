@@ -17,7 +17,6 @@ use arbor_timeline::{
 use super::writable;
 use crate::error::{Result, TableError};
 use crate::read::{MergeMode, TableReader};
-use crate::write::commit::LOCK_DIR;
 use crate::write::mdt_sync;
 use crate::write::options::WriteOptions;
 use crate::write::schema::DataSchema;
@@ -142,7 +141,7 @@ impl TableContext {
     pub(crate) fn lock_provider(&self) -> Arc<dyn LockProvider> {
         match &self.lock {
             Some(l) => l.clone(),
-            None => Arc::new(ObjectStoreLockProvider::new(self.storage.clone(), LOCK_DIR)),
+            None => Arc::new(ObjectStoreLockProvider::for_table(self.storage.clone())),
         }
     }
 

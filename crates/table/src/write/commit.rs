@@ -25,7 +25,7 @@ use crate::error::{Result, TableError};
 
 /// The table lock's name and directory, writers' heartbeats and the partition marker: paths
 /// of the table layout (`arbor_timeline::layout::paths`).
-pub use arbor_timeline::layout::paths::{LOCK_DIR, LOCK_NAME, PARTITION_MARKER};
+pub use arbor_timeline::layout::paths::{LOCK_NAME, PARTITION_MARKER};
 
 /// How long a lease of the table lock lasts. Short, so that the lock of a writer that died
 /// holding it (killed, crashed, cut off) is free again within seconds; [`with_lock`] renews it
@@ -37,7 +37,10 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// naming the holder, its token and lease end) before waiting.
 pub async fn acquire(lock: &dyn LockProvider, timeout: Duration) -> Result<Lease> {
     match lock.acquire(LOCK_NAME, LEASE, Duration::ZERO).await {
-        Ok(lease) => return Ok(lease),
+        Ok(lease) => {
+            log_lease("granted", &lease, now_us());
+            return Ok(lease);
+        }
         Err(LockError::Timeout { holder, .. }) if !timeout.is_zero() => {
             let holder = holder.map_or_else(|| "an unknown writer".to_string(), |h| h.to_string());
             tracing::warn!(
@@ -47,13 +50,56 @@ pub async fn acquire(lock: &dyn LockProvider, timeout: Duration) -> Result<Lease
         }
         Err(e) => return Err(e.into()),
     }
-    Ok(lock.acquire(LOCK_NAME, LEASE, timeout).await?)
+    let lease = lock.acquire(LOCK_NAME, LEASE, timeout).await?;
+    log_lease("granted", &lease, now_us());
+    Ok(lease)
+}
+
+/// The tracing target of the table lock's holder log: one DEBUG event per grant, renewal,
+/// release and loss of the table lock by this process (`ARBOR_LOG=arbor::lock=debug` shows
+/// them), so that the logs of all writers of a table together show every holder.
+pub const LOCK_LOG_TARGET: &str = "arbor::lock";
+
+/// Logs `event` (`granted`, `renewed`, `released`, `release_failed`, `lost`) of `lease` on
+/// [`LOCK_LOG_TARGET`]. `at_us` is the wall clock in microseconds: taken after the provider
+/// answered for a grant or renewal, and before asking it for a release, so that the interval a
+/// log shows for a holder lies inside the interval it really held the lock.
+fn log_lease(event: &'static str, lease: &Lease, at_us: i64) {
+    tracing::debug!(
+        target: LOCK_LOG_TARGET,
+        event,
+        lock = %lease.lock,
+        owner = %lease.owner,
+        token = lease.token,
+        expires_at_us = lease.expires_at.timestamp_micros(),
+        at_us,
+        pid = std::process::id(),
+        "table lock {event}"
+    );
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 /// Releases the table lock; a failure is logged (the lease expires by itself) unless `result`
 /// is already an error, which is then returned unchanged.
 pub async fn release<T>(lock: &dyn LockProvider, lease: &Lease, result: Result<T>) -> Result<T> {
-    match lock.release(lease).await {
+    let at = now_us();
+    let released = lock.release(lease).await;
+    log_lease(
+        if released.is_ok() {
+            "released"
+        } else {
+            "release_failed"
+        },
+        lease,
+        at,
+    );
+    match released {
         Ok(()) => result,
         Err(e) => match result {
             Ok(v) => {
@@ -342,17 +388,24 @@ impl Fence {
         let held = self.lease();
         match self.lock.renew(&held, LEASE).await {
             Ok(renewed) if renewed.token == held.token => {
+                log_lease("renewed", &renewed, now_us());
                 self.set(renewed);
                 Ok(())
             }
-            Ok(renewed) => Err(TableError::LockLost {
-                token: held.token,
-                reason: format!("the provider renewed it with token {}", renewed.token),
-            }),
-            Err(e) => Err(TableError::LockLost {
-                token: held.token,
-                reason: e.to_string(),
-            }),
+            Ok(renewed) => {
+                log_lease("lost", &held, now_us());
+                Err(TableError::LockLost {
+                    token: held.token,
+                    reason: format!("the provider renewed it with token {}", renewed.token),
+                })
+            }
+            Err(e) => {
+                log_lease("lost", &held, now_us());
+                Err(TableError::LockLost {
+                    token: held.token,
+                    reason: e.to_string(),
+                })
+            }
         }
     }
 }
@@ -376,9 +429,16 @@ where
     let renewals = async {
         loop {
             tokio::time::sleep(LEASE / 3).await;
-            match lock.renew(&fence.lease(), LEASE).await {
-                Ok(l) => fence.set(l),
-                Err(e) => return e,
+            let held = fence.lease();
+            match lock.renew(&held, LEASE).await {
+                Ok(l) => {
+                    log_lease("renewed", &l, now_us());
+                    fence.set(l);
+                }
+                Err(e) => {
+                    log_lease("lost", &held, now_us());
+                    return e;
+                }
             }
         }
     };
