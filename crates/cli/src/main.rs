@@ -23,6 +23,7 @@ use crate::commands::compact::CompactArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
 use crate::commands::demo::DemoArgs;
+use crate::commands::doctor::DoctorArgs;
 use crate::commands::files::FilesArgs;
 use crate::commands::index::IndexArgs;
 use crate::commands::mdt::MdtArgs;
@@ -98,6 +99,9 @@ enum Command {
     Clean(CleanArgs),
     /// Move old completed instants to the archived timeline.
     Archive(ArchiveArgs),
+    /// Show a table's clock, lock state, last commit and pending instants; `--fix` repairs
+    /// what is safe to repair (`arbor doctor <table> [--fix] [--json]`).
+    Doctor(DoctorArgs),
     /// Compact a merge-on-read table: merge each file group's log files into a new base file
     /// (`arbor compact <table> [--branch B]`).
     Compact(CompactArgs),
@@ -162,6 +166,7 @@ fn main() -> ExitCode {
             Command::Savepoint(args) => commands::savepoint::run(args, &options).await,
             Command::Clean(args) => commands::clean::run(args, &options).await,
             Command::Archive(args) => commands::archive::run(args, &options).await,
+            Command::Doctor(args) => commands::doctor::run(args, &options).await,
             Command::Compact(args) => commands::compact::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,

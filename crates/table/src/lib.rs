@@ -15,6 +15,7 @@
 //! [`validate_indexes`] (the indexes checked against the data).
 
 mod error;
+pub mod doctor;
 pub mod keygen;
 pub mod read;
 mod table;

@@ -92,6 +92,7 @@ impl Table {
 
     /// Replaces the write options.
     pub fn with_write_options(mut self, options: WriteOptions) -> Self {
+        self.ctx.generator.set_max_ahead(options.max_clock_ahead);
         self.ctx.options = options;
         self
     }
@@ -100,6 +101,7 @@ impl Table {
     /// The generator follows the table's shared instant clock (unless it already follows one).
     pub fn with_generator(mut self, generator: Arc<InstantTimeGenerator>) -> Self {
         generator.share_clock(self.ctx.storage.clone());
+        generator.set_max_ahead(self.ctx.options.max_clock_ahead);
         self.ctx.generator = generator;
         self
     }

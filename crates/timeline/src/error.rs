@@ -61,6 +61,29 @@ pub enum TimelineError {
         reason: String,
     },
 
+    /// The next instant time would be further ahead of this machine's clock than allowed: the
+    /// table's clock (its shared instant clock or its latest instant) runs ahead, because a
+    /// writer's clock was wrong or the clock file was edited.
+    #[error(
+        "refusing to issue instant time {next}: it is {ahead_s} s ahead of this machine's clock \
+         ({now}), more than the allowed {max_s} s; the table's clock runs ahead (a writer with a \
+         wrong clock, or an edited {clock_key}). Check this machine's clock, then run \
+         `arbor doctor <table>` to see and `arbor doctor <table> --fix` to repair the table's \
+         clock"
+    )]
+    ClockAhead {
+        /// The time that would have been issued.
+        next: String,
+        /// This machine's time, as an instant time.
+        now: String,
+        /// How far ahead, in seconds.
+        ahead_s: i64,
+        /// The allowed skew, in seconds.
+        max_s: i64,
+        /// The shared clock's key.
+        clock_key: String,
+    },
+
     /// A file in the timeline directory has a name that is not an instant file.
     #[error("invalid instant file name {name:?}: {reason}")]
     InvalidInstantName {

@@ -89,6 +89,8 @@ pub struct InstantTimeGenerator {
     clock: Arc<dyn Clock>,
     /// The smallest epoch millisecond the next time may take.
     floor_ms: AtomicI64,
+    /// How far (ms) ahead of the clock [`next_shared`](Self::next_shared) may issue a time.
+    max_ahead_ms: AtomicI64,
     /// The table whose shared instant clock [`next_shared`](Self::next_shared) follows.
     shared: OnceLock<Arc<dyn Storage>>,
 }
@@ -96,6 +98,10 @@ pub struct InstantTimeGenerator {
 /// The object holding the last instant time issued by any writer of the table, on any branch
 /// (shared by every metadata root, like the table lock).
 pub const SHARED_CLOCK_KEY: &str = ".hoodie/.locks/instant_clock";
+
+/// How far ahead of this machine's clock a table's instant times may run by default (5
+/// minutes): instant times further ahead are refused ([`TimelineError::ClockAhead`]).
+pub const DEFAULT_MAX_AHEAD: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How often [`InstantTimeGenerator::next_shared`] retries a lost compare-and-swap.
 const SHARED_CLOCK_TRIES: usize = 32;
@@ -125,8 +131,45 @@ impl InstantTimeGenerator {
         InstantTimeGenerator {
             clock,
             floor_ms: AtomicI64::new(0),
+            max_ahead_ms: AtomicI64::new(
+                i64::try_from(DEFAULT_MAX_AHEAD.as_millis()).unwrap_or(i64::MAX),
+            ),
             shared: OnceLock::new(),
         }
+    }
+
+    /// Sets how far ahead of this machine's clock [`next_shared`](Self::next_shared) may issue
+    /// a time (default [`DEFAULT_MAX_AHEAD`]); beyond it, it fails with
+    /// [`TimelineError::ClockAhead`].
+    pub fn set_max_ahead(&self, max: std::time::Duration) {
+        let ms = i64::try_from(max.as_millis()).unwrap_or(i64::MAX);
+        self.max_ahead_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// The current time of this generator's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Fails with [`TimelineError::ClockAhead`] when `t` is further ahead of the clock than
+    /// allowed.
+    fn check_ahead(&self, t: &InstantTime) -> Result<()> {
+        let now = self.clock.now();
+        let Some(at) = t.to_datetime() else {
+            return Ok(());
+        };
+        let ahead_ms = at.timestamp_millis().saturating_sub(now.timestamp_millis());
+        let max = self.max_ahead_ms.load(Ordering::SeqCst);
+        if ahead_ms <= max {
+            return Ok(());
+        }
+        Err(TimelineError::ClockAhead {
+            next: t.to_string(),
+            now: InstantTime::from_datetime(now).to_string(),
+            ahead_s: ahead_ms / 1000,
+            max_s: max / 1000,
+            clock_key: SHARED_CLOCK_KEY.to_string(),
+        })
     }
 
     /// Makes [`next_shared`](Self::next_shared) follow the shared instant clock of the table
@@ -141,10 +184,14 @@ impl InstantTimeGenerator {
     /// [`SHARED_CLOCK_KEY`]) is observed first, and the new time replaces it by
     /// compare-and-swap, so two writers never issue the same time even on different branches
     /// (whose timelines cannot see each other's instants). Without a shared clock this is
-    /// [`next`](Self::next).
+    /// [`next`](Self::next). Fails with [`TimelineError::ClockAhead`] (issuing nothing) when the
+    /// time would be further ahead of this machine's clock than
+    /// [`set_max_ahead`](Self::set_max_ahead) allows.
     pub async fn next_shared(&self) -> Result<InstantTime> {
         let Some(storage) = self.shared.get() else {
-            return self.next();
+            let t = self.next()?;
+            self.check_ahead(&t)?;
+            return Ok(t);
         };
         for _ in 0..SHARED_CLOCK_TRIES {
             let current = storage.get_opt(SHARED_CLOCK_KEY).await?;
@@ -155,6 +202,8 @@ impl InstantTimeGenerator {
                 }
             }
             let t = self.next()?;
+            // A clock far ahead is refused before it spreads (every later time would follow).
+            self.check_ahead(&t)?;
             let data = Bytes::from(t.to_string());
             let swapped = match &current {
                 Some((_, meta)) => {

@@ -47,6 +47,11 @@ pub struct WriteOptions {
     /// How long to wait for the table lock; default 120 s, longer than a lease of the lock
     /// (`commit::LEASE`, 10 s), so that a waiter outlasts a holder that died holding it.
     pub lock_timeout: std::time::Duration,
+    /// How far ahead of this machine's clock the table's instant times may run (default 5
+    /// minutes, `arbor_timeline::generator::DEFAULT_MAX_AHEAD`): a write that would take an
+    /// instant time further ahead (the table's clock was set ahead by a writer with a wrong
+    /// clock, or by hand) is refused with `ClockAhead` before anything is written.
+    pub max_clock_ahead: std::time::Duration,
     /// A pending write whose writer has not sent a heartbeat for this long is considered failed
     /// and is rolled back by the next writer; default 60 s. `Duration::ZERO` rolls back every
     /// pending write (only safe with a single writer).
@@ -154,6 +159,7 @@ impl Default for WriteOptions {
             small_file_limit: 100 * 1024 * 1024,
             inline_compact_every: None,
             lock_timeout: std::time::Duration::from_secs(120),
+            max_clock_ahead: arbor_timeline::generator::DEFAULT_MAX_AHEAD,
             heartbeat_timeout: std::time::Duration::from_secs(60),
             key_move: KeyMove::default(),
             schema_evolution: true,
