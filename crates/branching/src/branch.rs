@@ -13,7 +13,7 @@ use arbor_storage::{Storage, StorageExt};
 use arbor_table::{Table, Transaction};
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::layout::{PinRecord, DEFAULT_META_DIR};
-use arbor_timeline::metaroot::{validate_branch_name, MAIN};
+use arbor_timeline::metaroot::{normalize_branch_name, same_name, validate_branch_name, MAIN};
 use arbor_timeline::{
     resolve_main, Action, ActiveTimeline, InstantTime, MetaRoot, State, TableConfig, TableLayout,
 };
@@ -28,7 +28,7 @@ use crate::roots::{
     branch_identity, branch_names, data_identity_key, mdt_identity_key, put_once, read_identity,
     remove_root_metadata,
 };
-use crate::tag::{list_tags_at, TagFilter};
+use crate::tag::{list_tags_at, pick_tag, TagFilter};
 
 /// Kept here for the modules that import it from `branch` (it lives in [`crate::pending`]).
 pub(crate) use crate::pending::blocking_pending;
@@ -73,17 +73,22 @@ pub(crate) fn require_mdt(config: &TableConfig, op: &str) -> Result<()> {
 }
 
 /// Creates working branch `name` from main under the table lock (`table` is any handle of the
-/// table; its lock provider is used). Returns the new branch's identity.
+/// table; its lock provider is used). The branch is stored under the NFC form of `name`
+/// ([`normalize_branch_name`]; every spelling with that form names it afterwards). Returns the
+/// new branch's identity.
 ///
-/// Refused (nothing kept) when the name is invalid or taken, main has no metadata table, the
-/// tag is missing or expired, or a pending instant could change the selected state.
+/// Refused (nothing kept) when the name is invalid or taken (by a branch whose name is the same
+/// in NFC, however it is stored), main has no metadata table, the tag (any spelling) is missing
+/// or expired, or a pending instant could change the selected state.
 pub async fn create_branch(
     table: &Table,
     name: &str,
     source: BranchSource<'_>,
 ) -> Result<BranchInfo> {
-    validate_branch_name(name)?;
-    table.transact(|txn| create_locked(txn, name, source)).await
+    let name = normalize_branch_name(name)?;
+    table
+        .transact(|txn| create_locked(txn, &name, source))
+        .await
 }
 
 async fn create_locked(
@@ -94,8 +99,18 @@ async fn create_locked(
     let table = txn.table();
     let storage = table.table_storage().clone();
     let op = format!("create branch {name}");
-    if read_identity(&storage, name).await?.is_some() {
-        return Err(BranchingError::refused(op, "the branch exists"));
+    if let Some(found) = read_identity(&storage, name).await? {
+        return Err(BranchingError::refused(
+            op,
+            if found.name == name {
+                "the branch exists".to_string()
+            } else {
+                format!(
+                    "the branch exists, stored as {:?} (the same name in Unicode NFC)",
+                    found.name
+                )
+            },
+        ));
     }
     let target = MetaRoot::Branch(name.to_string());
     // Leftovers of an interrupted creation or drop of this name.
@@ -152,13 +167,12 @@ async fn create_locked(
             (base, live, savepoints, None)
         }
         BranchSource::Tag(tag_name) => {
-            let tag = tags.iter().find(|t| t.name == tag_name).ok_or_else(|| {
-                BranchingError::TagNotFound {
-                    name: tag_name.to_string(),
-                    branch: "main".to_string(),
-                    reason: "no such tag".to_string(),
-                }
+            let tag = pick_tag(&tags, tag_name)?.ok_or_else(|| BranchingError::TagNotFound {
+                name: tag_name.to_string(),
+                branch: "main".to_string(),
+                reason: "no such tag".to_string(),
             })?;
+            let tag_name = tag.name.as_str();
             if tag.is_expired(now) {
                 return Err(BranchingError::TagNotFound {
                     name: tag_name.to_string(),
@@ -269,26 +283,37 @@ pub async fn list_branches(storage: &Arc<dyn Storage>) -> Result<Vec<BranchStatu
     Ok(out)
 }
 
-/// Drops working branch `name` under the table lock: the data-side `branch.json` goes first
+/// Drops working branch `name` (any Unicode spelling of its name,
+/// [`crate::roots::read_identity`]) under the table lock: the data-side `branch.json` goes first
 /// (the branch stops existing), then both sides' metadata. Shared files stay until a clean
 /// finds that nothing needs them. Refused while the branch has pending instants (failed writes
 /// whose heartbeat expired are rolled back first), and while a clone pin names the branch
 /// ([`BranchingError::PinHeld`]: a clone reads its files). Dropping a name whose drop was interrupted
 /// finishes it; dropping a name that never existed is [`BranchingError::BranchNotFound`].
 pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
-    validate_branch_name(name)?;
+    if validate_branch_name(name).is_err() {
+        normalize_branch_name(name)?;
+    }
     table.with_table_lock(drop_locked(table, name)).await
 }
 
 /// [`drop_branch`] for a caller that already holds the table lock (`table` is any handle of the
 /// table; publication drops the branch it published this way, under its own lock).
-pub(crate) async fn drop_locked(table: &Table, name: &str) -> Result<()> {
+pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
     let storage = table.table_storage().clone();
+    let found = read_identity(&storage, given).await?;
+    let exists = found.is_some();
+    // The stored name; for a branch that is gone, the name its leftovers would be under.
+    let name = match found {
+        Some(info) => info.name,
+        None => normalize_branch_name(given)?,
+    };
+    let name = name.as_str();
     let root = MetaRoot::Branch(name.to_string());
     let pins: Vec<PinRecord> = PinRecord::list(storage.as_ref())
         .await?
         .into_iter()
-        .filter(|p| p.root == name)
+        .filter(|p| same_name(&p.root, name))
         .collect();
     if let Some(first) = pins.first() {
         return Err(BranchingError::PinHeld {
@@ -301,7 +326,6 @@ pub(crate) async fn drop_locked(table: &Table, name: &str) -> Result<()> {
                 .collect(),
         });
     }
-    let exists = read_identity(&storage, name).await?.is_some();
     if exists {
         let branch = table.reopen_at(root.clone()).await?;
         branch.rollback_failed_locked().await?;
@@ -320,7 +344,11 @@ pub(crate) async fn drop_locked(table: &Table, name: &str) -> Result<()> {
         }
         storage.delete(&data_identity_key(name)).await?;
     }
-    let removed = remove_root_metadata(&storage, &root).await?;
+    let mut removed = remove_root_metadata(&storage, &root).await?;
+    if !exists && given != name && validate_branch_name(given).is_ok() {
+        // Leftovers of an interrupted drop of a branch an older arbor stored as spelled.
+        removed += remove_root_metadata(&storage, &MetaRoot::Branch(given.to_string())).await?;
+    }
     if !exists && removed == 0 {
         return Err(BranchingError::BranchNotFound {
             name: name.to_string(),

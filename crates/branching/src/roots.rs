@@ -16,15 +16,18 @@ use crate::identity::BranchInfo;
 
 pub use arbor_timeline::layout::paths::{data_identity_key, mdt_identity_key, BRANCH_JSON};
 
-/// The identity of working branch `name`: `None` when its data-side `branch.json` is absent
-/// (the branch does not exist, or its creation or drop was interrupted). An error when the
-/// data side exists but the MDT side is missing, unreadable or carries another `branchId`
-/// (the branch is then not usable). (`arbor_timeline::layout::branches::read_identity`.)
+/// The identity of the working branch `name` names, whatever its Unicode spelling (every
+/// spelling with the same NFC form names one branch; [`BranchInfo::name`] is the name it is
+/// stored under: `arbor_timeline::layout::branches::find_branch`). `None` when no such branch
+/// exists (or its creation or drop was interrupted). An error when the name is invalid, or the
+/// data side exists but the MDT side is missing, unreadable or carries another `branchId` (the
+/// branch is then not usable).
 pub async fn read_identity(storage: &Arc<dyn Storage>, name: &str) -> Result<Option<BranchInfo>> {
-    Ok(branches::read_identity(storage, name).await?)
+    Ok(branches::find_branch(storage, name).await?)
 }
 
-/// The identity of working branch `name`, or [`BranchingError::BranchNotFound`].
+/// The identity of working branch `name` (any spelling, [`read_identity`]), or
+/// [`BranchingError::BranchNotFound`].
 pub async fn branch_identity(storage: &Arc<dyn Storage>, name: &str) -> Result<BranchInfo> {
     read_identity(storage, name)
         .await?
@@ -38,23 +41,24 @@ pub fn is_main(branch: Option<&str>) -> bool {
     branch.is_none_or(|b| b == MAIN)
 }
 
-/// The root `branch` selects: main (resolved) for `None`/`"main"`, else the working branch,
-/// whose identity must check out.
+/// The root `branch` selects: main (resolved) for `None`/`"main"`, else the working branch
+/// (any Unicode spelling of its name, [`read_identity`]), whose identity must check out. The
+/// root carries the name the branch is stored under.
 pub async fn select_root(storage: &Arc<dyn Storage>, branch: Option<&str>) -> Result<MetaRoot> {
     match branch {
         Some(b) if b != MAIN => {
-            branch_identity(storage, b).await?;
-            Ok(MetaRoot::Branch(b.to_string()))
+            let info = branch_identity(storage, b).await?;
+            Ok(MetaRoot::Branch(info.name))
         }
         _ => Ok(resolve_main(storage.as_ref()).await?),
     }
 }
 
-/// Opens working branch `name` for writing (identity checked). Its writes and table services
-/// land only in the branch's timelines.
+/// Opens working branch `name` (any Unicode spelling, [`read_identity`]) for writing
+/// (identity checked). Its writes and table services land only in the branch's timelines.
 pub async fn open_branch(storage: Arc<dyn Storage>, name: &str) -> Result<Table> {
-    branch_identity(&storage, name).await?;
-    Ok(Table::open_at(storage, MetaRoot::Branch(name.to_string())).await?)
+    let info = branch_identity(&storage, name).await?;
+    Ok(Table::open_at(storage, MetaRoot::Branch(info.name)).await?)
 }
 
 /// Opens `branch` (main for `None`/`"main"`, following publications) for writing.
@@ -72,9 +76,10 @@ pub async fn open_reader(storage: Arc<dyn Storage>, branch: Option<&str>) -> Res
     Ok(TableReader::open_view(root.view(storage)).await?)
 }
 
-/// The names of the working branches whose identity checks out (ascending). Directories
-/// without a data-side `branch.json` (interrupted creations or drops) are skipped; a branch
-/// whose identity files disagree is an error.
+/// The names of the working branches whose identity checks out (ascending), as stored (NFC,
+/// except branches an older arbor created under a name that is not). Directories without a
+/// data-side `branch.json` (interrupted creations or drops) are skipped; a branch whose
+/// identity files disagree is an error.
 pub async fn branch_names(storage: &Arc<dyn Storage>) -> Result<Vec<String>> {
     Ok(branches::branch_names(storage).await?)
 }

@@ -19,7 +19,9 @@ use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
 use arbor_table::Table;
 use arbor_timeline::layout::paths::{self, TAGS_DIR};
-use arbor_timeline::metaroot::{validate_branch_name, MAIN};
+use arbor_timeline::metaroot::{
+    nfc_name, normalize_branch_name, same_name, validate_branch_name, MAIN,
+};
 use arbor_timeline::{Action, ActiveTimeline, InstantTime, MetaRoot};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -91,16 +93,87 @@ pub async fn resolve_tag(
         branch: branch_label(&root),
         reason: reason.to_string(),
     };
-    validate_branch_name(name).map_err(|_| not_found("not a valid tag name"))?;
-    let key = tag_key(name);
-    let Some((bytes, _)) = view.get_opt(&key).await? else {
+    if validate_branch_name(name).is_err() && normalize_branch_name(name).is_err() {
+        return Err(not_found("not a valid tag name"));
+    }
+    let Some(tag) = find_tag(&view, name).await? else {
         return Err(not_found("no such tag"));
     };
-    let tag = TagInfo::parse(&bytes, &key, name)?;
     if tag.is_expired(Utc::now()) {
         return Err(not_found("the tag has expired"));
     }
     Ok((root, tag))
+}
+
+/// The tag of the root `view` shows that `name` names, whatever its Unicode spelling (every
+/// spelling with the same NFC form names one tag; [`TagInfo::name`] is the name its definition
+/// is stored under), expired or not:
+///
+/// 1. the definition stored under exactly `name` (so two tags an older arbor created under two
+///    spellings of one name each stay reachable by their own spelling);
+/// 2. else the one stored under the NFC form of `name` (every tag created since names are
+///    normalised);
+/// 3. else the one tag whose stored name is not NFC but normalises to the same name (created by
+///    an older arbor); several is [`BranchingError::TagNotFound`] naming their spellings.
+///
+/// `None` when no tag matches; an invalid name is the timeline's `InvalidBranchName` error.
+/// Costs one or two reads; step 3 a listing of the root's tags.
+pub async fn find_tag(view: &Arc<dyn Storage>, name: &str) -> Result<Option<TagInfo>> {
+    let nfc = nfc_name(name).into_owned();
+    let exact_valid = validate_branch_name(name).is_ok();
+    let nfc_valid = nfc != name && validate_branch_name(&nfc).is_ok();
+    if !exact_valid && !nfc_valid {
+        normalize_branch_name(name)?;
+    }
+    let spellings = [
+        exact_valid.then_some(name),
+        nfc_valid.then_some(nfc.as_str()),
+    ];
+    for stored in spellings.into_iter().flatten() {
+        let key = tag_key(stored);
+        if let Some((bytes, _)) = view.get_opt(&key).await? {
+            return Ok(Some(TagInfo::parse(&bytes, &key, stored)?));
+        }
+    }
+    let tags = list_tags_at(view, TagFilter::All).await?;
+    let found: Vec<&TagInfo> = tags
+        .iter()
+        .filter(|t| t.name != nfc && same_name(&t.name, &nfc))
+        .collect();
+    if found.len() > 1 {
+        return Err(ambiguous_tag(name, &found));
+    }
+    Ok(found.first().map(|t| (*t).clone()))
+}
+
+/// The tag of `tags` (one root's definitions) that `name` names, by the rules of [`find_tag`].
+pub fn pick_tag<'a>(tags: &'a [TagInfo], name: &str) -> Result<Option<&'a TagInfo>> {
+    if let Some(t) = tags.iter().find(|t| t.name == name) {
+        return Ok(Some(t));
+    }
+    let nfc = nfc_name(name);
+    if let Some(t) = tags.iter().find(|t| t.name == nfc) {
+        return Ok(Some(t));
+    }
+    let found: Vec<&TagInfo> = tags.iter().filter(|t| same_name(&t.name, &nfc)).collect();
+    if found.len() > 1 {
+        return Err(ambiguous_tag(name, &found));
+    }
+    Ok(found.first().copied())
+}
+
+/// Several legacy tags are spelled like `name`.
+fn ambiguous_tag(name: &str, found: &[&TagInfo]) -> BranchingError {
+    let spellings: Vec<String> = found.iter().map(|t| format!("{:?}", t.name)).collect();
+    BranchingError::TagNotFound {
+        name: name.to_string(),
+        branch: "this branch".to_string(),
+        reason: format!(
+            "it names several tags created by an older arbor under different Unicode \
+             spellings ({}); give the exact spelling of one",
+            spellings.join(", ")
+        ),
+    }
 }
 
 /// A reader of `branch` and the instant of its tag `name`: read it as of that instant (time
@@ -116,17 +189,19 @@ pub async fn tag_reader(
 }
 
 /// Creates tag `name` on `table`'s root at completed write `instant` (default: the latest)
-/// under the table lock, expiring at `expires_at` (never when `None`). Expired tags of the root
-/// are processed first. Refused for a taken name, an instant that is not a completed write, or
-/// pending instants that could change its snapshot. Another tag on the same instant is fine:
-/// the savepoints it created are reused.
+/// under the table lock, expiring at `expires_at` (never when `None`). The tag is stored under
+/// the NFC form of `name` ([`normalize_branch_name`]). Expired tags of the root are processed
+/// first. Refused for a taken name (any tag whose name is the same in NFC), an instant that is
+/// not a completed write, or pending instants that could change its snapshot. Another tag on
+/// the same instant is fine: the savepoints it created are reused.
 pub async fn create_tag(
     table: &Table,
     name: &str,
     instant: Option<&InstantTime>,
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<TagInfo> {
-    validate_branch_name(name)?;
+    let nfc = normalize_branch_name(name)?;
+    let name = nfc.as_str();
     table
         .with_table_lock(async {
             let op = format!("create tag {name}");
@@ -139,8 +214,19 @@ pub async fn create_tag(
             expire_locked(table).await?;
             let view = table.view_storage();
             let tags = list_tags_at(view, TagFilter::All).await?;
-            if tags.iter().any(|t| t.name == name) {
-                return Err(BranchingError::refused(op, "a tag of this name exists"));
+            if let Some(t) = tags.iter().find(|t| same_name(&t.name, name)) {
+                return Err(BranchingError::refused(
+                    op,
+                    if t.name == name {
+                        "a tag of this name exists".to_string()
+                    } else {
+                        format!(
+                            "a tag of this name exists, stored as {:?} (the same name in \
+                             Unicode NFC)",
+                            t.name
+                        )
+                    },
+                ));
             }
             let tl = ActiveTimeline::load(view.clone(), table.layout().clone()).await?;
             let writes = tl.completed_writes();
@@ -192,10 +278,11 @@ pub async fn create_tag(
         .await
 }
 
-/// Drops tag `name` of `table`'s root under the table lock: the definition first, then its
-/// savepoints on both timelines unless `retain_savepoint`, another tag definition of the root
-/// (expired ones included) or a clone pin on the root still names the instant. Returns false when the tag was
-/// absent and `if_exists` (a no-op); absent without `if_exists` is
+/// Drops tag `name` (any Unicode spelling, [`find_tag`]) of `table`'s root under the table
+/// lock: the definition first, then its savepoints on both timelines unless
+/// `retain_savepoint`, another tag definition of the root (expired ones included) or a clone
+/// pin on the root still names the instant. Returns false when the tag was absent and
+/// `if_exists` (a no-op); absent without `if_exists` is
 /// [`BranchingError::TagNotFound`]. A crash between the two steps leaves the savepoints as plain
 /// savepoints (never a tag without protection); `arbor_cleaner::delete_savepoint` removes them.
 pub async fn drop_tag(
@@ -204,7 +291,9 @@ pub async fn drop_tag(
     retain_savepoint: bool,
     if_exists: bool,
 ) -> Result<bool> {
-    validate_branch_name(name)?;
+    if validate_branch_name(name).is_err() {
+        normalize_branch_name(name)?;
+    }
     table
         .with_table_lock(drop_locked(table, name, retain_savepoint, if_exists))
         .await
@@ -217,8 +306,7 @@ async fn drop_locked(
     if_exists: bool,
 ) -> Result<bool> {
     let view = table.view_storage();
-    let key = tag_key(name);
-    let Some((bytes, _)) = view.get_opt(&key).await? else {
+    let Some(tag) = find_tag(view, name).await? else {
         if if_exists {
             return Ok(false);
         }
@@ -228,8 +316,7 @@ async fn drop_locked(
             reason: "no such tag".to_string(),
         });
     };
-    let tag = TagInfo::parse(&bytes, &key, name)?;
-    view.delete(&key).await?;
+    view.delete(&tag_key(&tag.name)).await?;
     if !retain_savepoint {
         let t = InstantTime::parse(&tag.instant)?;
         // The savepoints are shared by every tag and clone pin on the instant: the last one

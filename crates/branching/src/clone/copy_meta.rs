@@ -102,7 +102,8 @@ async fn latest_time(storage: &Arc<dyn Storage>) -> Result<Option<InstantTime>> 
 /// Raises the clone's own instant clock (`.hoodie/.locks/instant_clock`) to at least the
 /// greatest time of `source` (its timelines and its clock) and of the clone's copied metadata,
 /// and at least `at`, by compare-and-swap: every instant the clone issues afterwards is later
-/// than its clone point and than every instant it inherited.
+/// than its clone point and than every instant it inherited. `own` is the clone's
+/// `ClonedStorage` (its root config is stored guarded, which only that view reads).
 pub(crate) async fn raise_clock(
     source: &Arc<dyn Storage>,
     own: &Arc<dyn Storage>,

@@ -8,9 +8,11 @@
 //! 3. every table the clone will read files of (its direct source and each farther one) is
 //!    pinned under its own lock: a pin record, then a savepoint pair at the referenced instant;
 //! 4. the source root's metadata cut at the clone point is copied into the target under the
-//!    source's lock, the target's instant clock is raised past the clone point, and a first clean
-//!    of the clone (through its `ClonedStorage`: source files are released, never deleted)
-//!    records that history before the clone point is not retained;
+//!    source's lock, and its root `hoodie.properties` guarded against Hudi readers unaware of
+//!    clones (`arbor_timeline::layout::clone_guard`: they fail instead of reading 0 rows); the
+//!    target's instant clock is raised past the clone point, and a first clean of the clone
+//!    (through its `ClonedStorage`: source files are released, never deleted) records that
+//!    history before the clone point is not retained;
 //! 5. the descriptor is replaced `Creating` -> `Active` (compare-and-swap): the clone opens.
 //!
 //! A crash anywhere leaves the source reading as before (with a pin at most, which `prune`
@@ -23,8 +25,8 @@ use std::sync::Arc;
 
 use arbor_storage::{Storage, StorageError, StorageExt};
 use arbor_timeline::layout::{
-    normalize_location, open_location, pin_key, CloneDescriptor, CloneSource, CloneState,
-    LocationOpener, PinRecord, CLONE_FILE, DEFAULT_META_DIR,
+    guard_location, normalize_location, open_location, pin_key, CloneDescriptor, CloneSource,
+    CloneState, LocationOpener, PinRecord, CLONE_FILE, DEFAULT_META_DIR,
 };
 use arbor_timeline::TimelineError;
 
@@ -36,6 +38,7 @@ use super::deep::{deep_copy, resume_deep};
 use super::pin_ops::{pin_source, unpin_source};
 use super::source::{
     check_cloneable, cloned_storage, names_of, open_root, open_source, resolve_at, root_named,
+    stored_names,
 };
 use super::types::{CloneAt, CloneOutcome, CloneRequest};
 use crate::error::{BranchingError, Result};
@@ -63,7 +66,8 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
     }
     // Step 1: the source.
     let src = open_source(opener, &req.source).await?;
-    let (root_name, reference) = names_of(&req.at, req.tag_branch.as_deref());
+    let (at, tag_branch) = stored_names(&src, &req.at, req.tag_branch.as_deref()).await?;
+    let (root_name, reference) = names_of(&at, tag_branch.as_deref());
     let root = root_named(&src.storage, &root_name).await?;
     check_cloneable(&src, &root, &op).await?;
     let (target, own) = open_target(opener, &req.target).await?;
@@ -115,7 +119,7 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
                         .to_string(),
                 });
             }
-            let resolved = resolve_at(&src, &req.at, req.tag_branch.as_deref(), &op).await?;
+            let resolved = resolve_at(&src, &at, tag_branch.as_deref(), &op).await?;
             let mut sources = vec![CloneSource {
                 location: src.location.clone(),
                 instant: resolved.instant.to_string(),
@@ -178,11 +182,17 @@ pub async fn clone_table(opener: &dyn LocationOpener, req: &CloneRequest) -> Res
         .transact(|txn| async move {
             let table = txn.table();
             clear_own_metadata(&own_for_copy).await?;
-            copy_snapshot_metadata(table.table_storage(), table.root(), &own_for_copy, &at).await
+            let stats =
+                copy_snapshot_metadata(table.table_storage(), table.root(), &own_for_copy, &at)
+                    .await?;
+            // Hudi readers unaware of clones refuse the clone from its first config on.
+            guard_location(own_for_copy.as_ref()).await?;
+            Ok::<_, BranchingError>(stats)
         })
         .await?;
-    raise_clock(&src.storage, &own, &instant).await?;
+    // Through the clone's view: its own root config is guarded on storage.
     let cloned = cloned_storage(opener, &own, &descriptor)?;
+    raise_clock(&src.storage, &cloned, &instant).await?;
     start_at_clone_point(cloned.clone()).await?;
     let data_files = snapshot_data_files(cloned).await?;
 

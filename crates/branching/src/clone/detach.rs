@@ -1,27 +1,31 @@
 //! Detaching a clone: making it self-contained, then releasing its pins (`docs/clones.md`).
 //!
 //! The order, every prefix safe:
-//! 1. the clone's descriptor must be `Active` (`Detached`: only step 4 is left; `Creating`:
+//! 1. the clone's descriptor must be `Active` (`Detached`: only steps 3 and 5 are left; `Creating`:
 //!    refused, the creation must finish first);
 //! 2. every file the clone still reads from a source (`detach_files`) is copied into
 //!    its own location (`copy_files`: server-side where the backend allows); files
 //!    already there with the source's size are skipped, so a rerun resumes. A listed file its
 //!    source no longer holds is an error ([`BranchingError::DetachMissing`]) when a snapshot
 //!    the clone keeps reads it, else it was released by the source's clean and is counted;
-//! 3. the descriptor is swapped `Active` -> `Detached` (compare-and-swap): from here every
+//! 3. the guard against Hudi readers unaware of clones is removed from the clone's root
+//!    `hoodie.properties` (`arbor_timeline::layout::clone_guard`): the clone's own location
+//!    now holds every file it reads, so those readers read it whole;
+//! 4. the descriptor is swapped `Active` -> `Detached` (compare-and-swap): from here every
 //!    reader, hudi-rs included, reads the clone from its own location alone;
-//! 4. the clone's pins are removed from every source (`detach_pins`, with `pin_ops`).
+//! 5. the clone's pins are removed from every source (`detach_pins`, with `pin_ops`).
 //!
-//! Until step 3 the clone is an intact shallow clone (it only gained copies of files it reads
-//! from its sources, which the rule still reads from the sources); the sources keep their pins
-//! until step 4.
+//! Until step 4 the clone is an intact shallow clone (it only gained copies of files it reads
+//! from its sources, which the rule still reads from the sources, and lost the guard once
+//! those copies made it readable without them); the sources keep their pins until step 5.
 
 use std::sync::Arc;
 
 use arbor_storage::{Storage, StorageError};
 use arbor_timeline::layout::paths::PARTITION_MARKER;
 use arbor_timeline::layout::{
-    normalize_location, CloneDescriptor, CloneState, ClonedStorage, Home, LocationOpener,
+    normalize_location, unguard_location, CloneDescriptor, CloneState, ClonedStorage, Home,
+    LocationOpener,
 };
 use arbor_timeline::TimelineError;
 
@@ -80,12 +84,14 @@ pub(crate) async fn detach_at(
         }
         CloneState::Detached => {
             out.already_detached = true;
+            unguard_location(own.as_ref()).await?;
             out.pins_removed = remove_pins(opener, location, &descriptor).await?;
             return Ok(out);
         }
         CloneState::Active => {}
     }
     copy_referenced(opener, location, own.clone(), &descriptor, &mut out).await?;
+    unguard_location(own.as_ref()).await?;
     let mut detached = descriptor.clone();
     detached.state = CloneState::Detached;
     match detached.replace(own.as_ref(), &version).await {

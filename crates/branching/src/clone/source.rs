@@ -17,8 +17,8 @@ use arbor_timeline::{
 
 use super::types::CloneAt;
 use crate::error::{BranchingError, Result};
-use crate::roots::{open_table, select_root};
-use crate::tag::resolve_tag;
+use crate::roots::{branch_identity, is_main, open_table, select_root};
+use crate::tag::{find_tag, resolve_tag};
 
 /// A table location opened as a clone source.
 #[derive(Debug, Clone)]
@@ -111,6 +111,35 @@ pub(crate) async fn check_cloneable(
         ));
     }
     Ok(config)
+}
+
+/// `at` and `tag_branch` with every branch and tag name replaced by the name it is stored
+/// under in `src` (a user may spell a name in any Unicode form with the same NFC form), so that
+/// pins, descriptors and the resumption of an unfinished clone compare stored names. A tag
+/// that does not exist is left as given (resolving it reports the error).
+pub(crate) async fn stored_names(
+    src: &OpenedSource,
+    at: &CloneAt,
+    tag_branch: Option<&str>,
+) -> Result<(CloneAt, Option<String>)> {
+    let tag_branch = match tag_branch {
+        Some(b) if !is_main(Some(b)) => Some(branch_identity(&src.storage, b).await?.name),
+        other => other.map(str::to_string),
+    };
+    let at = match at {
+        CloneAt::Branch(b) if !is_main(Some(b)) => {
+            CloneAt::Branch(branch_identity(&src.storage, b).await?.name)
+        }
+        CloneAt::Tag(t) => {
+            let root = select_root(&src.storage, tag_branch.as_deref()).await?;
+            match find_tag(&root.view(src.storage.clone()), t).await? {
+                Some(tag) => CloneAt::Tag(tag.name),
+                None => at.clone(),
+            }
+        }
+        other => other.clone(),
+    };
+    Ok((at, tag_branch))
 }
 
 /// The root name and the reference a clone at `at` records (`tag_branch`: the working branch

@@ -210,13 +210,19 @@ async fn test_clone_of_a_branch_tag_issues_instants_only_after_its_clone_point()
     let mut bad = request(&t.base, &dir.path().join("x"), CloneAt::Main);
     bad.tag_branch = Some("dev".into());
     assert!(clone_table(&opener(), &bad).await.is_err());
-    // The clone's own instants all come after its clone point, even on a clock behind it.
+    // The clone's own instants all come after its clone point, even on a clock behind it (a
+    // year behind: beyond the default bound of how far the table's clock may run ahead of the
+    // writer's, which this writer widens).
     let past = chrono::Utc::now() - chrono::Duration::days(365);
     let generator = std::sync::Arc::new(arbor_timeline::InstantTimeGenerator::with_clock(
         std::sync::Arc::new(arbor_timeline::generator::ManualClock::new(past)),
     ));
     let clone = crate::clone_support::table_at(&target)
         .await
+        .with_write_options(arbor_table::WriteOptions {
+            max_clock_ahead: std::time::Duration::from_secs(400 * 24 * 3600),
+            ..arbor_table::WriteOptions::default()
+        })
         .with_generator(generator);
     let w = clone
         .write(

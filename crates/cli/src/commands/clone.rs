@@ -30,7 +30,12 @@ use crate::output::{print_json, print_table, print_text};
     arbor clone ./trips ./trips-copy --deep           # self-contained copy of main's head\n  \
     arbor clone list ./trips                          # the clones pinning ./trips\n  \
     arbor clone detach ./trips-exp                    # copy what it reads, drop its pins\n  \
-    arbor clone prune ./trips                         # drop pins of clones that are gone"
+    arbor clone prune ./trips                         # drop pins of clones that are gone\n\n\
+A shallow clone is read and written by arbor only: its data files stay in the source. Until\n\
+`arbor clone detach`, Hudi readers that do not know clones (hudi-rs, Spark and other Java\n\
+engines) refuse it: its hoodie.properties has hoodie.table.type=\n\
+ARBOR_SHALLOW_CLONE__READ_WITH_ARBOR_OR_RUN_ARBOR_CLONE_DETACH (the real type is kept in\n\
+arbor.clone.table.type). After detach, or with --deep, every engine reads it."
 )]
 pub struct CloneArgs {
     /// A lifecycle subcommand (without one: make a clone).
@@ -72,7 +77,8 @@ pub enum CloneCommand {
         json: bool,
     },
     /// Make a shallow clone self-contained: copy the files it still reads from its sources,
-    /// then drop its source references and its pins.
+    /// make it readable by every Hudi engine again, then drop its source references and its
+    /// pins.
     Detach {
         /// The clone's base path or URL.
         clone: String,
@@ -366,7 +372,9 @@ fn print_clone(out: &CloneOutcome, sources: &[CloneSource], json: bool) -> CliRe
     }
     if !out.deep {
         text.push_str(
-            "\n  arbor reads and writes it; `arbor clone detach` makes it readable by every Hudi reader",
+            "\n  arbor reads and writes it; hudi-rs, Spark and other Hudi engines refuse it \
+             (hoodie.table.type=ARBOR_SHALLOW_CLONE__...) until `arbor clone detach` makes it \
+             self-contained",
         );
     }
     print_text(&text)
@@ -400,7 +408,8 @@ fn print_detach(clone: &str, out: &DetachOutcome, json: bool) -> CliResult<()> {
         format!("{clone}: clone {} was already detached", out.id)
     } else {
         format!(
-            "{clone}: clone {} detached: {} files copied ({}{}); it no longer reads any other location",
+            "{clone}: clone {} detached: {} files copied ({}{}); it no longer reads any other \
+             location, and every Hudi engine reads it",
             out.id,
             out.files_copied,
             human_bytes(out.bytes_copied),

@@ -3,7 +3,7 @@
 
 use arbor_branching::{create_tag, drop_tag, expire_tags, list_tags, TagFilter, TagInfo};
 use arbor_storage::StorageOptions;
-use arbor_timeline::metaroot::validate_branch_name;
+use arbor_timeline::metaroot::{normalize_branch_name, validate_branch_name};
 use arbor_timeline::TimelineError;
 use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
@@ -132,10 +132,15 @@ pub fn parse_duration(s: &str) -> CliResult<TimeDelta> {
 
 /// Checks a tag name (the rules of branch names: no `/` or `\\`, no leading dot or `..`, no
 /// whitespace or control characters, not `main` or `publications`, at most 128 bytes) before
-/// anything is opened; the error calls it a tag.
+/// anything is opened; the error calls it a tag. The rules apply to the name's Unicode NFC form,
+/// the form the library stores and compares tags in; the name is passed on as typed (so that a
+/// tag an older arbor stored under another spelling is still found by its exact spelling).
 pub fn check_tag_name(name: &str) -> CliResult<()> {
-    match validate_branch_name(name) {
-        Ok(()) => Ok(()),
+    if validate_branch_name(name).is_ok() {
+        return Ok(());
+    }
+    match normalize_branch_name(name) {
+        Ok(_) => Ok(()),
         Err(TimelineError::InvalidBranchName { reason, .. }) => Err(CliError::Usage(format!(
             "invalid tag name {name:?}: {reason}"
         ))),

@@ -598,3 +598,40 @@ fn test_missing_branch_is_an_error_and_never_created() {
     assert!(err.contains("created on main only"), "{err}");
     assert!(!fresh.exists());
 }
+
+/// Branch and tag names are Unicode NFC: `--branch`, `--tag`, `branch create|drop|publish` and
+/// `tag create|drop` take either spelling of `café` (precomposed U+00E9, or `e` + U+0301) for
+/// one branch or tag, stored and listed under the precomposed (NFC) form.
+#[test]
+fn test_branch_and_tag_names_spelled_two_ways_are_one() {
+    const NFC: &str = "caf\u{e9}";
+    const NFD: &str = "cafe\u{301}";
+    let (dir, table) = setup("cow");
+    let created = json(&["branch", "create", s(&table), NFD, "--json"]);
+    assert_eq!(created["branch"], NFC);
+    let err = fails(&["branch", "create", s(&table), NFC]);
+    assert!(err.contains("exists"), "{err}");
+    upsert_on(dir.path(), &table, NFC, "a", "sf", 9.5);
+    assert_eq!(rows_on(&table, NFD), rows_on(&table, NFC));
+    assert!(rows_on(&table, NFD).contains(&pair("a", 9.5)));
+    let list = branches(&table);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["name"], NFC);
+
+    let tag = json(&["tag", "create", s(&table), NFD, "--branch", NFD, "--json"]);
+    assert_eq!(tag["tag"]["name"], NFC);
+    let err = fails(&["tag", "create", s(&table), NFC, "--branch", NFC]);
+    assert!(err.contains("exists"), "{err}");
+    let listed = tags(&table, &["--branch", NFC]);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let at_tag = id_fares(&read_jsonl(&table, &["--branch", NFC, "--tag", NFD]));
+    assert_eq!(at_tag, rows_on(&table, NFC));
+    ok(&["tag", "drop", s(&table), NFC, "--branch", NFD]);
+    assert!(tags(&table, &["--branch", NFC]).is_empty());
+
+    let published = json(&["branch", "publish", s(&table), NFD, "--json"]);
+    assert_eq!(published["publication"], 1);
+    ok(&["branch", "drop", s(&table), NFC]);
+    assert!(branches(&table).is_empty());
+    assert!(!table.join(".hoodie/branches").join(NFC).exists());
+}

@@ -14,6 +14,7 @@ use arbor_storage::{
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::clone_guard::{guard, is_guarded_key, is_properties_key, unguard, unguard_location};
 use super::clone_records::{CloneDescriptor, CloneSource, CloneState};
 use super::clone_rule::{is_mdt_file, CloneRule, Home};
 use super::paths::{DEFAULT_META_DIR, MDT_BASE, MDT_META_DIR};
@@ -74,7 +75,8 @@ pub fn normalize_location(location: &str) -> Result<String> {
 }
 
 /// The storage of the table at `own`: `own` itself for a table that is not a clone (or a
-/// detached clone), a [`ClonedStorage`] over its sources for an active shallow clone.
+/// detached clone, whose root config is freed of a leftover legacy-reader guard first,
+/// [`super::clone_guard`]), a [`ClonedStorage`] over its sources for an active shallow clone.
 ///
 /// Errors: a clone still being created ([`TimelineError::CloneIncomplete`]), an unreadable
 /// descriptor, a source that cannot be opened ([`TimelineError::CloneSource`]).
@@ -87,7 +89,13 @@ pub async fn open_cloned(
         return Ok(own);
     };
     match descriptor.state {
-        CloneState::Detached => Ok(own),
+        CloneState::Detached => {
+            // Detach removes the guard before the switch; a writer that still held the clone's
+            // `ClonedStorage` may have stored it again since. arbor reads a detached clone
+            // raw, so the guard must not be there.
+            unguard_location(own.as_ref()).await?;
+            Ok(own)
+        }
         CloneState::Creating => Err(TimelineError::CloneIncomplete {
             location: location.to_string(),
             id: descriptor.id,
@@ -131,7 +139,12 @@ pub async fn open_location(
 /// - listings below the metadata table's partitions (`.hoodie/metadata/<partition>/`, and the
 ///   prefixes above them) show the clone's own keys and each source's keys that live there by
 ///   the rule, once each, in ascending order; every other listing (data partitions, metadata)
-///   shows the clone's own keys only (data files are found through the metadata table).
+///   shows the clone's own keys only (data files are found through the metadata table);
+/// - the legacy-reader guard ([`super::clone_guard`]) is invisible: every `hoodie.properties`
+///   (or backup) read has it removed (the content, and the size `get` and `head` report, are
+///   the unguarded config's; the version is the stored object's, so compare-and-swap works),
+///   and every write of the root config (`.hoodie/hoodie.properties` or its backup, including
+///   as the target of `copy`) stores it guarded.
 #[derive(Clone)]
 pub struct ClonedStorage {
     own: Arc<dyn Storage>,
@@ -292,14 +305,28 @@ impl ClonedStorage {
 impl Storage for ClonedStorage {
     async fn get(&self, key: &str) -> SResult<(Bytes, ObjectMeta)> {
         let k = key.to_string();
-        self.read(key, |s| {
-            let k = k.clone();
-            async move { s.get(&k).await }
-        })
-        .await
+        let (bytes, mut meta) = self
+            .read(key, |s| {
+                let k = k.clone();
+                async move { s.get(&k).await }
+            })
+            .await?;
+        if is_properties_key(key) {
+            if let Some(plain) = unguard(&bytes) {
+                meta.size = plain.len() as u64;
+                return Ok((plain, meta));
+            }
+        }
+        Ok((bytes, meta))
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> SResult<Bytes> {
+        if is_properties_key(key) {
+            let (bytes, _) = self.get(key).await?;
+            let len = bytes.len() as u64;
+            let (start, end) = (range.start.min(len), range.end.min(len));
+            return Ok(bytes.slice(start as usize..end.max(start) as usize));
+        }
         let k = key.to_string();
         self.read(key, |s| {
             let (k, r) = (k.clone(), range.clone());
@@ -309,6 +336,9 @@ impl Storage for ClonedStorage {
     }
 
     async fn head(&self, key: &str) -> SResult<ObjectMeta> {
+        if is_properties_key(key) {
+            return self.get(key).await.map(|(_, meta)| meta);
+        }
         let k = key.to_string();
         self.read(key, |s| {
             let k = k.clone();
@@ -318,15 +348,17 @@ impl Storage for ClonedStorage {
     }
 
     async fn put(&self, key: &str, data: Bytes) -> SResult<Version> {
-        self.own.put(key, data).await
+        self.own.put(key, guarded(key, data)).await
     }
 
     async fn put_if_absent(&self, key: &str, data: Bytes) -> SResult<Version> {
-        self.own.put_if_absent(key, data).await
+        self.own.put_if_absent(key, guarded(key, data)).await
     }
 
     async fn put_if_match(&self, key: &str, data: Bytes, expected: &Version) -> SResult<Version> {
-        self.own.put_if_match(key, data, expected).await
+        self.own
+            .put_if_match(key, guarded(key, data), expected)
+            .await
     }
 
     async fn list_page(
@@ -405,11 +437,20 @@ impl Storage for ClonedStorage {
 
     async fn copy(&self, from: &str, to: &str) -> SResult<()> {
         validate_key(to, false)?;
-        if self.rule.home(from) == Home::Own {
+        if self.rule.home(from) == Home::Own && !is_properties_key(from) && !is_guarded_key(to) {
             return self.own.copy(from, to).await;
         }
         let (data, _) = self.get(from).await?;
-        self.own.put(to, data).await.map(|_| ())
+        self.put(to, data).await.map(|_| ())
+    }
+}
+
+/// `data` as the clone stores it at `key`: guarded when `key` is the root config or its backup.
+fn guarded(key: &str, data: Bytes) -> Bytes {
+    if is_guarded_key(key) {
+        guard(&data).unwrap_or(data)
+    } else {
+        data
     }
 }
 
@@ -617,5 +658,51 @@ mod tests {
         assert_eq!(normalize_location("s3://b/t/").unwrap(), "s3://b/t");
         assert!(normalize_location("rel/dir").unwrap().starts_with('/'));
         assert_eq!(normalize_location("file:///x/y").unwrap(), "/x/y");
+    }
+
+    #[tokio::test]
+    async fn test_the_legacy_reader_guard_is_stored_but_never_seen() {
+        use crate::config::{TableConfig, TableType};
+        use crate::layout::clone_guard::is_guarded;
+
+        let (cloned, own, _, _) = chain().await;
+        let config = TableConfig::new_v8("t", TableType::MergeOnRead).unwrap();
+        TableConfig::create(&cloned, DEFAULT_META_DIR, &config)
+            .await
+            .unwrap();
+        let key = ".hoodie/hoodie.properties";
+        let (raw, _) = own.get(key).await.unwrap();
+        assert!(is_guarded(&raw), "stored guarded");
+        let (seen, meta) = cloned.get(key).await.unwrap();
+        assert!(!is_guarded(&seen));
+        assert_eq!(meta.size, seen.len() as u64);
+        assert_eq!(cloned.head(key).await.unwrap().size, seen.len() as u64);
+        assert_eq!(
+            cloned.get_range(key, 0..10).await.unwrap(),
+            seen.slice(0..10)
+        );
+        let loaded = TableConfig::load(&cloned, DEFAULT_META_DIR).await.unwrap();
+        assert_eq!(loaded.table_type(), TableType::MergeOnRead);
+        // An update (backup, compare-and-swap, read-back) through the clone keeps it guarded.
+        TableConfig::update(&cloned, DEFAULT_META_DIR, |c| c.set("x.y", "1"))
+            .await
+            .unwrap();
+        let (raw, _) = own.get(key).await.unwrap();
+        assert!(is_guarded(&raw));
+        assert_eq!(
+            TableConfig::load(&cloned, DEFAULT_META_DIR)
+                .await
+                .unwrap()
+                .get("x.y"),
+            Some("1")
+        );
+        // A copy to a branch's meta directory stores the plain config; a copy onto the root
+        // config stores it guarded.
+        let branch = ".hoodie/branches/b/hoodie.properties";
+        cloned.copy(key, branch).await.unwrap();
+        assert!(!is_guarded(&own.get(branch).await.unwrap().0));
+        own.delete(key).await.unwrap();
+        cloned.copy(branch, key).await.unwrap();
+        assert!(is_guarded(&own.get(key).await.unwrap().0));
     }
 }

@@ -8,9 +8,11 @@
 //! exists. Preparations without `_SUCCESS` never change the selection, and missing or
 //! unreadable selected metadata is an error, never a fallback to an older main.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use arbor_storage::{Storage, StorageExt};
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 use super::paths::{BRANCHES_SUBDIR, DEFAULT_META_DIR};
 use crate::config::TableConfig;
@@ -64,20 +66,59 @@ impl MetaRoot {
         }
     }
 
-    /// A working branch root, after validating `name` ([`validate_branch_name`]).
+    /// The root of working branch `name` as a new branch is stored: `name` in Unicode NFC,
+    /// validated ([`normalize_branch_name`]). A branch stored under a name that is not NFC (made
+    /// by an arbor before names were normalised) is found by
+    /// [`super::branches::find_branch`], which returns its stored name.
     pub fn branch(name: &str) -> Result<MetaRoot> {
-        validate_branch_name(name)?;
-        Ok(MetaRoot::Branch(name.to_string()))
+        Ok(MetaRoot::Branch(normalize_branch_name(name)?))
     }
 }
 
-/// Checks a working-branch name: non-empty, at most [`MAX_BRANCH_NAME_LEN`] bytes, no `/` or
-/// `\`, not `.` / `..` or anything with a leading dot, no control characters or whitespace,
-/// and not the reserved `main` or `publications`.
+/// `name` in Unicode Normalization Form C: the form every branch and tag name is stored and
+/// compared in, so that spellings that look the same (`é` as U+00E9, or `e` + U+0301) name the
+/// same branch or tag. Borrows `name` when it is already NFC.
+pub fn nfc_name(name: &str) -> Cow<'_, str> {
+    match is_nfc_quick(name.chars()) {
+        IsNormalized::Yes => Cow::Borrowed(name),
+        _ => {
+            let nfc: String = name.nfc().collect();
+            if nfc == name {
+                Cow::Borrowed(name)
+            } else {
+                Cow::Owned(nfc)
+            }
+        }
+    }
+}
+
+/// True when `a` and `b` are the same name once normalised ([`nfc_name`]).
+pub fn same_name(a: &str, b: &str) -> bool {
+    a == b || nfc_name(a) == nfc_name(b)
+}
+
+/// The name a branch or tag spelled `name` is created under: its NFC form ([`nfc_name`]),
+/// which must pass [`validate_branch_name`]. An invalid name is reported as given.
+pub fn normalize_branch_name(name: &str) -> Result<String> {
+    let nfc = nfc_name(name);
+    check_name(name, &nfc)?;
+    Ok(nfc.into_owned())
+}
+
+/// Checks a working-branch (or tag) name as stored: non-empty, at most [`MAX_BRANCH_NAME_LEN`]
+/// bytes, no `/` or `\`, not `.` / `..` or anything with a leading dot, no control characters
+/// or whitespace, and not the reserved `main` or `publications`. It does not normalise: a
+/// stored name that is not NFC (made by an older arbor) still passes, so that it stays
+/// readable; names given by users go through [`normalize_branch_name`].
 pub fn validate_branch_name(name: &str) -> Result<()> {
+    check_name(name, name)
+}
+
+/// [`validate_branch_name`] of `name`, reporting `given` (the spelling a caller passed).
+fn check_name(given: &str, name: &str) -> Result<()> {
     let bad = |reason: &str| {
         Err(TimelineError::InvalidBranchName {
-            name: name.to_string(),
+            name: given.to_string(),
             reason: reason.to_string(),
         })
     };
@@ -213,6 +254,32 @@ mod tests {
         }
         let err = validate_branch_name("../x").unwrap_err().to_string();
         assert!(err.contains("\"../x\""), "{err}");
+    }
+
+    #[test]
+    fn test_normalize_branch_name_nfc_spellings_become_one() {
+        let composed = "caf\u{e9}";
+        let decomposed = "cafe\u{301}";
+        assert_ne!(composed, decomposed);
+        assert_eq!(normalize_branch_name(decomposed).unwrap(), composed);
+        assert_eq!(normalize_branch_name(composed).unwrap(), composed);
+        assert!(matches!(nfc_name(composed), Cow::Borrowed(_)));
+        assert!(same_name(composed, decomposed));
+        assert!(!same_name(composed, "cafe"));
+        assert_eq!(
+            MetaRoot::branch(decomposed).unwrap(),
+            MetaRoot::Branch(composed.to_string())
+        );
+        // Angstrom sign (U+212B) is a singleton: NFC maps it to U+00C5.
+        assert_eq!(normalize_branch_name("\u{212b}").unwrap(), "\u{c5}");
+        // Validation runs on the NFC form, and the error names the spelling given.
+        let err = normalize_branch_name("a/e\u{301}").unwrap_err();
+        assert!(
+            matches!(&err, TimelineError::InvalidBranchName { name, .. } if name == "a/e\u{301}"),
+            "{err}"
+        );
+        // A stored legacy (non-NFC) name stays valid.
+        assert!(validate_branch_name(decomposed).is_ok());
     }
 
     #[test]

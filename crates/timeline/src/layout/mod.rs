@@ -12,11 +12,13 @@
 //!   where main's root metadata would be, the shared files where [`FileLocations`] says
 //!   ([`location`]: the table's own location; a shallow clone's table storage is a
 //!   [`ClonedStorage`], which reads the files it did not write from its sources).
-//! - [`clone_records`], [`clone_rule`], [`clone_storage`]: shallow clones: the descriptor and
-//!   pins, the rule that puts each file in one location, and [`ClonedStorage`] applying it
+//! - [`clone_records`], [`clone_rule`], [`clone_storage`], [`clone_guard`]: shallow clones: the
+//!   descriptor and pins, the rule that puts each file in one location, [`ClonedStorage`]
+//!   applying it, and the guard that makes Hudi readers unaware of clones refuse an active one
 //!   (`docs/clones.md`).
 
 pub mod branches;
+pub mod clone_guard;
 pub mod clone_records;
 pub mod clone_rule;
 pub mod clone_storage;
@@ -26,7 +28,8 @@ pub mod paths;
 pub mod rooted;
 pub mod timeline_dirs;
 
-pub use branches::{live_roots, BranchInfo};
+pub use branches::{find_branch, live_roots, BranchInfo};
+pub use clone_guard::{guard_location, unguard_location, GUARDED_TABLE_TYPE};
 pub use clone_records::{
     pin_key, CloneDescriptor, CloneSource, CloneState, PinRecord, CLONE_FILE, PINS_DIR,
 };
