@@ -50,8 +50,11 @@ impl Table {
     /// data schema is the latest completed write's `extraMetadata.schema`, else
     /// `hoodie.table.create.schema`, else what readers resolve.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Table> {
+        roll_forward_on_open(&storage).await;
         let root = resolve_main(storage.as_ref()).await?;
-        let mut table = Self::open_at(storage, root).await?;
+        let mut table = Table {
+            ctx: TableContext::open_at(storage, root).await?,
+        };
         table.ctx.follows_main = true;
         Ok(table)
     }
@@ -60,6 +63,7 @@ impl Table {
     /// working branch: `arbor-branching` checks a branch's identity before calling this).
     /// Writes and table services of the returned handle land only in that root's timelines.
     pub async fn open_at(table_storage: Arc<dyn Storage>, root: MetaRoot) -> Result<Table> {
+        roll_forward_on_open(&table_storage).await;
         Ok(Table {
             ctx: TableContext::open_at(table_storage, root).await?,
         })
@@ -404,5 +408,15 @@ impl Table {
     /// A reader of the state of this handle's metadata root.
     pub async fn reader(&self) -> Result<TableReader> {
         TableReader::open_view(self.ctx.storage.clone()).await
+    }
+}
+
+/// A commit whose writer stopped between its commit point and its completed file (or
+/// publication `_SUCCESS`) is finished by the next opener, before main is resolved. Best effort:
+/// an opener that cannot write leaves it to the next writer, whose locked step rolls it forward
+/// first.
+async fn roll_forward_on_open(storage: &Arc<dyn Storage>) {
+    if let Err(e) = arbor_timeline::commit_point::roll_forward(storage).await {
+        tracing::warn!(error = %e, "could not roll the last commit forward");
     }
 }

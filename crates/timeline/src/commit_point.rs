@@ -158,7 +158,7 @@ async fn roll_forward_record(
             Some(p) => table.exists(p).await?,
             None => true,
         };
-        if !alive {
+        if !alive || superseded(table, &record.target).await? {
             return Ok(RollForward::Stale {
                 target: record.target.clone(),
             });
@@ -180,6 +180,29 @@ async fn roll_forward_record(
         let _ = table.delete(staged).await;
     }
     Ok(outcome)
+}
+
+/// True when an instant of `target`'s timeline directory was requested after `target`'s
+/// completion time (`<requested>_<completion>.<action>`): a later state change (a rollback or a
+/// restore removing it) happened since, so a missing target must not come back. Every locked
+/// step rolls the last commit forward before it starts an instant, so a crash between a commit
+/// point and its file is never followed by a later instant.
+async fn superseded(table: &Arc<dyn Storage>, target: &str) -> Result<bool> {
+    let (dir, name) = target.rsplit_once('/').unwrap_or(("", target));
+    let Some(completion) = name
+        .split_once('_')
+        .and_then(|(_, rest)| rest.get(..17))
+        .filter(|t| t.bytes().all(|b| b.is_ascii_digit()))
+    else {
+        return Ok(false);
+    };
+    let (objects, _) = table.list_dir(dir).await?;
+    Ok(objects.iter().any(|m| {
+        let file = m.key.rsplit('/').next().unwrap_or(&m.key);
+        file.get(..17)
+            .filter(|t| t.bytes().all(|b| b.is_ascii_digit()))
+            .is_some_and(|t| t > completion)
+    }))
 }
 
 /// One locked step's view of the commit record: the version it read when the step began, and

@@ -406,7 +406,8 @@ async fn test_write_during_pending_restore_is_refused_until_restore_finishes() {
     create_savepoint(&t.table, Some(&first), "").await.unwrap();
     let later = t.write(WriteOperation::Upsert, &rows(0..4, 2, "b")).await;
     // A restore that stopped after writing its plan.
-    let time: InstantTime = "20991231000000000".parse().unwrap();
+    // Later than every instant, not beyond how far the table's clock may run ahead.
+    let time = InstantTime::from_datetime(chrono::Utc::now() + chrono::TimeDelta::seconds(60));
     let requested = Instant::requested(time.clone(), Action::Restore);
     let plan = arbor_timeline::avro::HoodieRestorePlan {
         instants_to_rollback: vec![arbor_timeline::avro::HoodieInstantInfo {
