@@ -164,11 +164,16 @@ pub(crate) async fn commit(table: &Table, prepared: PreparedWrite) -> Result<Com
 /// lock (its lease lapsed, or another writer committed since its locked step began): the
 /// write's instant did not complete and never will.
 pub(crate) fn lost_the_table(e: &TableError) -> bool {
-    matches!(
-        e,
-        TableError::LockLost { .. }
-            | TableError::Timeline(arbor_timeline::TimelineError::CommitPointLost { .. })
-    )
+    use arbor_timeline::TimelineError::CommitPointLost;
+    match e {
+        TableError::LockLost { .. } | TableError::Timeline(CommitPointLost { .. }) => true,
+        // The metadata table's deltacommit, completed first, passes the same gate.
+        TableError::Mdt(m) => matches!(
+            m.as_ref(),
+            arbor_mdt::MdtError::Timeline(CommitPointLost { .. })
+        ),
+        _ => false,
+    }
 }
 
 /// The commit point, under the lock (entered as [`Entry::Resume`]): ownership, conflict

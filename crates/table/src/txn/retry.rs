@@ -102,6 +102,15 @@ mod tests {
             instant: "1".into(),
             reason: "x".into(),
         }));
+        // A commit point lost by this writer, at the data or the metadata-table timeline.
+        let lost = || arbor_timeline::TimelineError::CommitPointLost {
+            target: "t".into(),
+            reason: "r".into(),
+        };
+        assert!(is_retryable(&TableError::Timeline(lost())));
+        assert!(is_retryable(&TableError::Mdt(Box::new(
+            arbor_mdt::MdtError::Timeline(lost())
+        ))));
         assert!(!is_retryable(&TableError::InvalidInput {
             column: None,
             row: None,
