@@ -5,7 +5,7 @@
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
-/// A hash of every file under `base` (relative path and content), locks and heartbeats
+/// A hash of every file under `base` (relative path and content), lock state and heartbeats
 /// excepted: two crash points with the same fingerprint left the same storage.
 pub fn fingerprint(base: &Path) -> u64 {
     fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
@@ -17,7 +17,12 @@ pub fn fingerprint(base: &Path) -> u64 {
                 .unwrap()
                 .to_string_lossy()
                 .to_string();
-            if rel.starts_with(".hoodie/.locks") || rel.starts_with(".hoodie/.heartbeat") {
+            // Lock state (also the durable copy of the lock's fencing mark) and heartbeats
+            // change whenever the lock is taken, even by a refused operation.
+            if rel.starts_with(".hoodie/.locks")
+                || rel.starts_with(".hoodie/.heartbeat")
+                || rel.starts_with(".hoodie/.commit/table_lock")
+            {
                 continue;
             }
             if e.file_type().unwrap().is_dir() {

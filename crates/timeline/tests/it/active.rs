@@ -375,6 +375,9 @@ async fn test_next_instant_time_steps_past_existing_times_with_clock_behind() {
         t("20250101000000000").to_datetime().unwrap(),
     ));
     let generator = InstantTimeGenerator::with_clock(clock);
+    // Five years behind the timeline: far beyond the default bound of how far a table's clock
+    // may run ahead of a writer's, which this one widens.
+    generator.set_max_ahead(std::time::Duration::from_secs(10 * 365 * 24 * 3600));
     let next = stale.next_instant_time(&generator).await.unwrap();
     assert!(next > t("20300101000000000"), "{next}");
     stale
