@@ -91,6 +91,12 @@ impl TableReader {
 
     /// Opens main (resolved as [`TableReader::open`] does) listing files from `source`.
     pub async fn open_with(storage: Arc<dyn Storage>, source: ListingSource) -> Result<Self> {
+        // A commit whose writer stopped between its commit point and its file took effect: the
+        // opener finishes it first (best effort; a reader that cannot write leaves it to the
+        // next writer).
+        if let Err(e) = arbor_timeline::commit_point::roll_forward(&storage).await {
+            tracing::warn!(error = %e, "could not roll the last commit forward");
+        }
         let root = resolve_main(storage.as_ref()).await?;
         Self::open_view_with(root.view(storage), source).await
     }
