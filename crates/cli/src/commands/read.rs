@@ -37,7 +37,7 @@ use crate::output::print_text;
     (+02:00). A time without zone is read on the clock of the table's instant times \
     (hoodie.table.timeline.timezone: UTC for tables arbor creates, else this machine's local \
     time, as Hudi's LOCAL); one with a zone is converted to it. Before the first commit is an \
-    error.\n\n\
+    error, and so is a time after now (unless the table has a commit after it).\n\n\
     --where takes any column: values are typed by the column (integers, floating-point and \
     decimal numbers, booleans, strings, dates, timestamps); a value that does not convert \
     exactly is an error. Nulls match no comparison (use IS NULL). On partition fields it works \
@@ -162,7 +162,7 @@ async fn prepare(
             None => match args.as_of.as_deref() {
                 Some(t) => {
                     let instant = parse_time("--as-of", t, zone)?;
-                    check_not_before_first(&reader, &args.table, t, &instant)?;
+                    check_as_of(&reader, &args.table, t, &instant)?;
                     Some(instant)
                 }
                 None => None,
@@ -218,16 +218,18 @@ pub async fn query(args: &ReadArgs, options: &StorageOptions) -> CliResult<Sorte
     ))
 }
 
-/// An `--as-of` before the first completed write of the table would read nothing: an error
-/// naming the first commit (a table without any write reads empty at any time).
-fn check_not_before_first(
+/// An `--as-of` before the first completed write of the table would read nothing, one in the
+/// future the latest state: a usage error naming the first commit, or the current time and
+/// the latest commit ([`TableReader::check_as_of`]; a table without any write reads empty at
+/// any time up to now).
+fn check_as_of(
     reader: &TableReader,
     table: &str,
     given: &str,
     instant: &InstantTime,
 ) -> CliResult<()> {
     reader
-        .check_not_before_first(instant)
+        .check_as_of(instant)
         .map_err(|e| CliError::at(table, CliError::Usage(format!("--as-of {given}: {e}"))))
 }
 

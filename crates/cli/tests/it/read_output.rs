@@ -1,5 +1,6 @@
 //! `arbor read` output: the table format fits the terminal (fixed `COLUMNS`), `--wide`, named
-//! time zones in every format, jsonl nulls, ISO `--as-of` and `--as-of` before the first commit.
+//! time zones in every format, jsonl nulls, ISO `--as-of`, and `--as-of` before the first commit
+//! or in the future.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -196,7 +197,7 @@ fn test_read_named_time_zones_print_in_every_format_and_jsonl_keeps_nulls() {
 }
 
 #[test]
-fn test_read_as_of_iso_times_and_before_first_commit_is_an_error() {
+fn test_read_as_of_iso_times_and_before_first_commit_or_future_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let table = crate::create_write::trips_table(dir.path(), "cow");
     let changes = file(dir.path(), "changes.csv", "id,city,fare,n\na,sf,10.0,5\n");
@@ -247,8 +248,21 @@ fn test_read_as_of_iso_times_and_before_first_commit_is_an_error() {
     assert!(err.contains("before the table's first commit"), "{err}");
     let err = fails(&["read", s(&table), "--as-of", "2026-13-45"]);
     assert!(err.contains("ISO"), "{err}");
-    // Far in the future: the latest state.
-    assert_eq!(fare_a(&["--as-of", "9999-01-01"]), 10.0);
+    // In the future: an error naming the time asked, the current time and the latest commit.
+    for future in ["9999-01-01", "99990101000000000"] {
+        let err = fails(&["read", s(&table), "--as-of", future]);
+        assert!(err.contains("--as-of") && err.contains(future), "{err}");
+        assert!(err.contains("99990101000000000"), "{err}");
+        assert!(
+            err.contains("in the future") && err.contains("it is now"),
+            "{err}"
+        );
+        assert!(err.contains(&second), "{err}");
+    }
+    // The latest commit, and now, read the latest state.
+    assert_eq!(fare_a(&["--as-of", &second]), 10.0);
+    let now = chrono::Utc::now().format("%Y%m%d%H%M%S%3f").to_string();
+    assert_eq!(fare_a(&["--as-of", &now]), 10.0);
     // `arbor files --as-of` takes the same forms.
     let files: serde_json::Value = serde_json::from_str(&ok(&[
         "files",

@@ -1,5 +1,6 @@
 //! `arbor read --where` on any column (typed values, IS [NOT] NULL, repeated filters ANDed),
-//! files skipped by a secondary index, `--explain`, and usage errors naming column and value.
+//! files skipped by a secondary index, `--explain`, usage errors naming column and value, and
+//! `IN` lists of thousands of values.
 
 use std::path::{Path, PathBuf};
 
@@ -147,4 +148,38 @@ fn test_read_where_fixture_columns_with_stats() {
     let got: Vec<&str> = out.lines().skip(1).collect();
     assert_eq!(got, want);
     assert!(!got.is_empty());
+}
+
+/// `--where "FIELD IN (...)"` with thousands of values, most absent: exactly the rows whose
+/// value is listed (typed for numbers, exact for strings, nulls never), on a key, an indexed
+/// column, a number column and the partition column.
+#[test]
+fn test_read_where_in_with_thousands_of_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = indexed_table(dir.path());
+    let list = |present: &[&str], absent: &dyn Fn(usize) -> String| {
+        let mut values: Vec<String> = (0..3000).map(absent).collect();
+        values.splice(1500..1500, present.iter().map(|v| v.to_string()));
+        values.join(",")
+    };
+    let ids = list(&["e", "b"], &|i| format!("x{i}"));
+    assert_eq!(ids_where(&table, &[&format!("id IN ({ids})")]), ["b", "e"]);
+    let cities = list(&["nyc"], &|i| format!("nyc{i}"));
+    assert_eq!(
+        ids_where(&table, &[&format!("city in ({cities})")]),
+        ["b", "d"]
+    );
+    let ns = list(&["+3", "05"], &|i| (i + 100).to_string());
+    assert_eq!(ids_where(&table, &[&format!("n IN {ns}")]), ["c", "e"]);
+    // fare is null for b: a null is in no list.
+    let fares = list(&["1.5", "10.0"], &|i| format!("{i}.125"));
+    assert_eq!(
+        ids_where(&table, &[&format!("fare IN ({fares})")]),
+        ["a", "d"]
+    );
+    let regions = list(&["eu"], &|i| format!("r{i}"));
+    assert_eq!(
+        ids_where(&table, &[&format!("region IN ({regions})")]),
+        ["c", "d"]
+    );
 }

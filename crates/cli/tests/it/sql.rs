@@ -62,6 +62,30 @@ fn test_sql_aggregate_and_filter_print_like_read() {
 }
 
 #[test]
+fn test_sql_as_of_in_the_future_is_an_error_naming_now_and_the_latest_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "cow");
+    let latest = instants(&table)[0]["timestamp"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let spec = format!("t={}", s(&table));
+    let q = "SELECT id FROM t";
+    let err = fails(&["sql", q, "--table", &spec, "--as-of", "9999-01-01"]);
+    assert!(err.contains("99990101000000000"), "{err}");
+    assert!(
+        err.contains("in the future") && err.contains("it is now"),
+        "{err}"
+    );
+    assert!(err.contains(&latest), "{err}");
+    // The latest commit itself reads the latest rows.
+    assert_eq!(
+        sql_jsonl(q, &["--table", &spec, "--as-of", &latest]).len(),
+        3
+    );
+}
+
+#[test]
 fn test_sql_on_branch_tag_and_as_of_equals_read() {
     let dir = tempfile::tempdir().unwrap();
     let table = trips_table(dir.path(), "cow");

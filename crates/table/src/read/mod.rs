@@ -16,6 +16,7 @@
 //! match are listed (snapshot and read-optimized queries) and only their slices are read;
 //! they are then applied to the rows read (see [`PartitionPruner`]).
 
+mod as_of;
 pub mod cache;
 mod datetime;
 mod filter;
@@ -325,6 +326,21 @@ impl TableReader {
         Ok(())
     }
 
+    /// Checks a time-travel instant a user gave: [`TableReader::check_not_before_first`],
+    /// and not after the current time. An instant after this machine's current time (read on
+    /// the table's instant-time clock, `hoodie.table.timeline.timezone`) and after the
+    /// table's latest completed write would silently read the latest state: it is
+    /// [`TableError::InvalidInput`] naming the instant, the current time and the latest
+    /// commit. [`TableReader::plan`] refuses such an instant too.
+    pub fn check_as_of(&self, instant: &InstantTime) -> Result<()> {
+        self.check_not_before_first(instant)?;
+        as_of::check_not_future(
+            self.slices.view.history(),
+            self.config.timeline_timezone(),
+            instant,
+        )
+    }
+
     /// The file-system view the reader plans with.
     pub fn view(&self) -> &FileSystemView {
         &self.slices.view
@@ -340,7 +356,8 @@ impl TableReader {
     /// Plans the query `options` describe without reading any data file: the file slices
     /// per partition (partitions pruned by the filters), the merge mode, schemas, projection,
     /// predicate, as-of instant, incremental range and read-optimized flag
-    /// ([`ScanPlan`]). Errors are those [`TableReader::read`] reports before reading.
+    /// ([`ScanPlan`]). Errors are those [`TableReader::read`] reports before reading; an
+    /// as-of instant in the future is one ([`TableReader::check_as_of`]).
     pub async fn plan(&self, options: &ReadOptions) -> Result<ScanPlan> {
         plan::plan(&self.config, &self.slices, options).await
     }

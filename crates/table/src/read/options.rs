@@ -59,7 +59,9 @@ impl ReadOptions {
         Self::default()
     }
 
-    /// Time travel: the state as of `instant` (instants requested at or before it).
+    /// Time travel: the state as of `instant` (instants requested at or before it). An
+    /// instant in the future is refused when the query is planned
+    /// ([`TableReader::check_as_of`](crate::read::TableReader::check_as_of)).
     pub fn as_of(mut self, instant: InstantTime) -> Self {
         self.as_of = Some(instant);
         self

@@ -283,6 +283,7 @@ pub(crate) async fn plan(
         }
         None => {
             if let Some(t) = options.get_as_of() {
+                super::as_of::check_not_future(view.history(), config.timeline_timezone(), t)?;
                 super::retained::check_retained(view, t).await?;
             }
             let latest = options.get_as_of().is_none();

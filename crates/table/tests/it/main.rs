@@ -15,6 +15,7 @@ mod data_skipping;
 mod data_skipping_props;
 mod fixture_key_layouts;
 mod fixtures_read;
+mod in_filters;
 mod keygen;
 mod lock_fencing;
 mod mdt;

@@ -1,4 +1,5 @@
-//! `TableReader::plan` / `execute`: the scan plan apart from its execution.
+//! `TableReader::plan` / `execute`: the scan plan apart from its execution; time travel to
+//! the future refused.
 
 use arbor_table::read::{PartitionFilter, ReadOptions, ScanPlan};
 use arbor_table::WriteOperation;
@@ -110,5 +111,51 @@ async fn test_scan_plan_errors_are_the_reads_errors() {
         let planned = reader.plan(&options).await.unwrap_err().to_string();
         let read = reader.read(options).await.unwrap_err().to_string();
         assert_eq!(planned, read);
+    }
+}
+
+/// A time-travel instant after the current time would read the latest state: the library
+/// refuses it (`check_as_of`, and `plan`/`read`/`snapshot` themselves), naming the time asked,
+/// the current time and the latest commit; the latest commit and now are read.
+#[tokio::test]
+async fn test_as_of_in_the_future_is_refused_naming_now_and_the_latest_commit() {
+    let t = written(TableType::CopyOnWrite).await;
+    let reader = t.reader().await;
+    let completed = t.completed().await;
+    let latest = completed.last().unwrap().requested_time.clone();
+    let future = arbor_timeline::InstantTime::parse("99990101000000000").unwrap();
+    let err = reader.check_as_of(&future).unwrap_err().to_string();
+    for part in [
+        "99990101000000000",
+        "in the future",
+        "it is now",
+        latest.as_str(),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    // Before the first commit stays an error of its own.
+    let early = arbor_timeline::InstantTime::parse("20000101000000000").unwrap();
+    let err = reader.check_as_of(&early).unwrap_err().to_string();
+    assert!(err.contains("before the table's first commit"), "{err}");
+    // The read paths refuse it too.
+    let err = reader
+        .plan(&ReadOptions::new().as_of(future.clone()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("in the future"), "{err}");
+    assert!(reader.snapshot(Some(&future)).await.is_err());
+    assert!(reader.read_optimized(Some(&future)).await.is_err());
+    // The latest commit, and now, read the latest state.
+    let now = arbor_timeline::InstantTime::from_datetime(chrono::Utc::now());
+    let all = rows_of(&reader.snapshot(None).await.unwrap());
+    assert_eq!(all.len(), 40);
+    for ok in [&latest, &now] {
+        reader.check_as_of(ok).unwrap();
+        assert_eq!(
+            rows_of(&reader.snapshot(Some(ok)).await.unwrap()),
+            all,
+            "{ok}"
+        );
     }
 }

@@ -35,6 +35,8 @@
 pub(crate) mod compiled;
 mod pruner;
 mod spec;
+pub(crate) mod value;
+mod value_set;
 
 pub use pruner::PartitionPruner;
 pub use spec::{FilterOp, PartitionFilter};

@@ -8,10 +8,10 @@ use arrow::datatypes::SchemaRef;
 
 use super::compiled::paths_hold_values;
 use super::compiled::Compiled;
-use super::compiled::Kind;
 use super::compiled::Source;
 use super::spec::FilterOp;
 use super::spec::PartitionFilter;
+use super::value::Kind;
 use crate::error::{Result, TableError};
 
 /// Filters compiled against a table's partition fields and read schema; answers whether a
@@ -139,15 +139,15 @@ impl PartitionPruner {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            compiled.push(Compiled {
+            compiled.push(Compiled::new(
                 source,
-                name: f.field.clone(),
+                f.field.clone(),
                 kind,
-                op: f.op,
+                f.op,
                 values,
                 column,
                 prunes,
-            });
+            ));
         }
         Ok(PartitionPruner {
             fields,

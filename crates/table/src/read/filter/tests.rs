@@ -467,3 +467,172 @@ fn test_string_values_compare_exactly_and_the_default_partition_holds_empty_stri
         .matches(default)
         .unwrap());
 }
+
+fn in_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("f", DataType::Float64, true),
+        Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        Field::new("d", DataType::Date32, true),
+        Field::new("big", DataType::LargeUtf8, true),
+        Field::new(
+            "dict",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            true,
+        ),
+        Field::new("amount", DataType::Decimal128(10, 2), true),
+        Field::new("n", DataType::Int32, true),
+    ]))
+}
+
+fn in_batch() -> RecordBatch {
+    let dict: arrow::array::DictionaryArray<arrow::datatypes::Int32Type> =
+        vec![Some("x"), Some("x "), None, Some("y"), Some("")]
+            .into_iter()
+            .collect();
+    RecordBatch::try_new(
+        in_schema(),
+        vec![
+            Arc::new(arrow::array::StringArray::from(vec![
+                "a", "b", "c", "d", "e",
+            ])),
+            Arc::new(arrow::array::Float64Array::from(vec![
+                Some(0.0),
+                Some(-0.0),
+                Some(f64::NAN),
+                None,
+                Some(1.5),
+            ])),
+            Arc::new(arrow::array::TimestampMillisecondArray::from(vec![
+                Some(0),
+                Some(1_000),
+                None,
+                Some(86_400_000),
+                Some(1),
+            ])),
+            Arc::new(arrow::array::Date32Array::from(vec![
+                Some(0),
+                Some(1),
+                None,
+                Some(20_000),
+                Some(-1),
+            ])),
+            Arc::new(arrow::array::LargeStringArray::from(vec![
+                Some("p"),
+                Some(" p"),
+                Some("P"),
+                None,
+                Some("p "),
+            ])),
+            Arc::new(dict),
+            Arc::new(
+                arrow::array::Decimal128Array::from(vec![
+                    Some(1050),
+                    Some(-5),
+                    None,
+                    Some(100),
+                    Some(0),
+                ])
+                .with_precision_and_scale(10, 2)
+                .unwrap(),
+            ),
+            Arc::new(arrow::array::Int32Array::from(vec![
+                Some(1),
+                Some(-1),
+                None,
+                Some(i32::MAX),
+                Some(0),
+            ])),
+        ],
+    )
+    .unwrap()
+}
+
+fn in_kept(filters: &[PartitionFilter]) -> Vec<String> {
+    let c = config(&[], false, false);
+    let p = PartitionPruner::new(&c, &in_schema(), filters).unwrap();
+    let out = p.filter_rows(in_batch()).unwrap();
+    let ids = out
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow::array::StringArray>()
+        .unwrap();
+    ids.iter().map(|v| v.unwrap().to_string()).collect()
+}
+
+/// `IN` (hashed once) keeps exactly the rows some `=` of its values keeps, for every type and
+/// for a long list of mostly absent values; nulls and NaN match nothing.
+#[test]
+fn test_in_with_many_values_keeps_the_rows_of_its_equalities() {
+    let cases: [(&str, Vec<&str>, Vec<&str>); 8] = [
+        ("f", vec!["0", "1.5", "7.25"], vec!["a", "b", "e"]),
+        (
+            "t",
+            vec!["1970-01-01T00:00:01Z", "1970-01-02", "1999-01-01T00:00:00"],
+            vec!["b", "d"],
+        ),
+        (
+            "d",
+            vec!["1970-01-02", "1969-12-31", "2000-01-01"],
+            vec!["b", "e"],
+        ),
+        ("big", vec!["p", "p ", "q"], vec!["a", "e"]),
+        ("dict", vec!["x ", "", "z"], vec!["b", "e"]),
+        (
+            "amount",
+            vec!["10.5", "1", "0.00", "3"],
+            vec!["a", "d", "e"],
+        ),
+        ("n", vec!["-1", " 2147483647", "5"], vec!["b", "d"]),
+        ("id", vec!["e", "a", "zz"], vec!["a", "e"]),
+    ];
+    for (column, present, want) in cases {
+        // Absent values around the present ones, so the list is long.
+        let mut values: Vec<String> = present.iter().map(|v| v.to_string()).collect();
+        let absent: Vec<String> = match column {
+            "f" => (2..3000).map(|i| format!("{i}.5")).collect(),
+            "t" | "d" => (0..3000)
+                .map(|i| format!("2001-01-01T00:00:{:02}", i % 60))
+                .collect(),
+            "amount" | "n" => (1000..4000).map(|i| i.to_string()).collect(),
+            _ => (0..3000).map(|i| format!("v{i}")).collect(),
+        };
+        let absent: Vec<String> = match column {
+            "d" => (0..3000)
+                .map(|i| format!("2001-{:02}-01", i % 12 + 1))
+                .collect(),
+            _ => absent,
+        };
+        values.extend(absent);
+        let got = in_kept(&[PartitionFilter::is_in(column, values.clone())]);
+        assert_eq!(got, want, "{column}");
+        let mut by_eq: Vec<String> = present
+            .iter()
+            .flat_map(|v| in_kept(&[PartitionFilter::eq(column, *v)]))
+            .collect();
+        by_eq.sort();
+        by_eq.dedup();
+        assert_eq!(got, by_eq, "{column}: IN differs from its equalities");
+    }
+}
+
+/// A partition field `IN` a long list prunes like its equalities, default partition included.
+#[test]
+fn test_in_with_many_values_matches_partition_paths() {
+    let c = config(&["year", "city"], true, false);
+    let mut cities: Vec<String> = (0..5000).map(|i| format!("c{i}")).collect();
+    cities.push("".into());
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::is_in("city", cities)]).unwrap();
+    assert!(p.matches("year=1/city=c4999").unwrap());
+    assert!(!p.matches("year=1/city=c5000").unwrap());
+    assert!(!p.matches("year=1/city=C1").unwrap());
+    // The default partition holds the empty strings, which are listed.
+    assert!(p.matches("year=1/city=__HIVE_DEFAULT_PARTITION__").unwrap());
+    let mut years: Vec<String> = (2000..7000).map(|i| i.to_string()).collect();
+    years.push("+1999".into());
+    let p = PartitionPruner::new(&c, &schema(), &[PartitionFilter::is_in("year", years)]).unwrap();
+    assert!(p.matches("year=1999/city=x").unwrap(), "+1999 is 1999");
+    assert!(p.matches("year=6999/city=x").unwrap());
+    assert!(!p.matches("year=7000/city=x").unwrap());
+    assert!(!p.matches("year=__HIVE_DEFAULT_PARTITION__/city=x").unwrap());
+}

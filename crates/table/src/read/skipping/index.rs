@@ -25,7 +25,13 @@ use arrow::datatypes::SchemaRef;
 use super::keys::{equality_values, wanted_keys, MAX_LOOKUP_KEYS};
 use super::unique_keys::duplicate_risk;
 use crate::error::Result;
-use crate::read::filter::compiled::{Compiled, Kind, Value};
+use crate::read::filter::compiled::Compiled;
+use crate::read::filter::value::{Kind, Value};
+
+/// Most values of one filter looked up in a secondary index: each lookup reads at least one
+/// of the index's file groups, so a longer `IN` list would read the index over and over for
+/// a scan it may not save; the index is not used for it.
+const MAX_SECONDARY_LOOKUPS: usize = 8;
 
 /// A data file group: (partition path, file id).
 pub(crate) type GroupId = (String, String);
@@ -117,6 +123,13 @@ pub(crate) async fn prune_by_indexes(
         let Some(values) = equality_values(f) else {
             continue;
         };
+        if values.len() > MAX_SECONDARY_LOOKUPS {
+            out.notes.push(format!(
+                "{partition}: {} values to look up (more than {MAX_SECONDARY_LOOKUPS}): not used",
+                values.len()
+            ));
+            continue;
+        }
         let mut record_keys = BTreeSet::new();
         for v in values {
             if let Value::Str(s) = v {

@@ -11,7 +11,8 @@ use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use crate::keygen::KeyGenerator;
-use crate::read::filter::compiled::{Compiled, Kind, Value};
+use crate::read::filter::compiled::Compiled;
+use crate::read::filter::value::{Kind, Value};
 use crate::read::filter::FilterOp;
 
 /// Most keys looked up in the record index for one read; more (a long `IN` list) read the
@@ -21,7 +22,7 @@ pub(crate) const MAX_LOOKUP_KEYS: usize = 4096;
 /// The equality values of a filter (`=` one, `IN` several), `None` for other operators.
 pub(crate) fn equality_values(f: &Compiled) -> Option<&[Value]> {
     match f.op {
-        FilterOp::Eq | FilterOp::In => Some(&f.values),
+        FilterOp::Eq | FilterOp::In => Some(f.values()),
         _ => None,
     }
 }

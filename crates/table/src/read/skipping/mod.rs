@@ -13,8 +13,8 @@
 //! - the record index: key-equality filters (`_hoodie_record_key`, or the record key field of a
 //!   single-field key) keep only the file groups the keys live in, when the timeline shows the
 //!   keys unique (no insert after the first write, see `unique_keys`);
-//! - secondary indexes: equality on a string column with a secondary index keeps only the file
-//!   groups of the record keys holding the value.
+//! - secondary indexes: equality on a string column with a secondary index (or `IN` of at
+//!   most 8 values) keeps only the file groups of the record keys holding the values.
 //!
 //! The metadata table is opened with the plan's own data timeline, so its valid records
 //! describe the same committed instants as the slices planned. Statistics and indexes describe

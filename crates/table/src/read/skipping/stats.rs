@@ -15,7 +15,8 @@ use arbor_format::hfile::mdt_column_stats::value_type;
 use arbor_format::hfile::mdt_column_stats::ColumnStatsRecord;
 use arbor_mdt::column_stats::{StatValue, ValueTypeInfo};
 
-use crate::read::filter::compiled::{Compiled, Kind, Value};
+use crate::read::filter::compiled::Compiled;
+use crate::read::filter::value::{Kind, Value};
 use crate::read::filter::FilterOp;
 
 /// True when the rows `record` describes may hold a value `f` holds for; `false` only when
@@ -51,7 +52,11 @@ pub(crate) fn may_match(record: Option<&ColumnStatsRecord>, f: &Compiled) -> boo
     ) else {
         return true;
     };
-    if f.values.iter().any(|v| !comparable(v)) || !comparable(&min) || !comparable(&max) {
+    let values_order_like_java = match f.in_set() {
+        Some(set) => set.orders_like_java(),
+        None => f.values().iter().all(Value::orders_like_java),
+    };
+    if !values_order_like_java || !min.orders_like_java() || !max.orders_like_java() {
         return true;
     }
     // Each test is false only when the ordering is known and rules the value out.
@@ -59,12 +64,16 @@ pub(crate) fn may_match(record: Option<&ColumnStatsRecord>, f: &Compiled) -> boo
     let within = |v: &Value| {
         may(&min, v, |o| o != Ordering::Greater) && may(&max, v, |o| o != Ordering::Less)
     };
-    let Some(first) = f.values.first() else {
+    let Some(first) = f.values().first() else {
         return true;
     };
     match f.op {
         FilterOp::Eq => within(first),
-        FilterOp::In => f.values.iter().any(within),
+        // A binary search in the sorted list, not a pass over it per file.
+        FilterOp::In => match f.in_set() {
+            Some(set) => set.any_within(&min, &max),
+            None => f.values().iter().any(within),
+        },
         FilterOp::Ne => {
             !(min.compare(first) == Some(Ordering::Equal)
                 && max.compare(first) == Some(Ordering::Equal))
@@ -74,15 +83,6 @@ pub(crate) fn may_match(record: Option<&ColumnStatsRecord>, f: &Compiled) -> boo
         FilterOp::Gt => may(&max, first, |o| o == Ordering::Greater),
         FilterOp::Ge => may(&max, first, |o| o != Ordering::Less),
         FilterOp::IsNull | FilterOp::IsNotNull => true,
-    }
-}
-
-/// Whether `v` compares the same in Rust's and Java's order (see the module doc).
-fn comparable(v: &Value) -> bool {
-    match v {
-        Value::Str(s) => s.chars().all(|c| u32::from(c) < 0xD800),
-        Value::Float(f) => !f.is_nan(),
-        _ => true,
     }
 }
 
@@ -199,15 +199,15 @@ mod tests {
     }
 
     fn filter(kind: Kind, op: FilterOp, values: &[&str]) -> Compiled {
-        Compiled {
-            source: Source::Column,
-            name: "c".into(),
+        Compiled::new(
+            Source::Column,
+            "c".into(),
             kind,
             op,
-            values: values.iter().map(|v| kind.parse(v).unwrap()).collect(),
-            column: Some("c".into()),
-            prunes: false,
-        }
+            values.iter().map(|v| kind.parse(v).unwrap()).collect(),
+            Some("c".into()),
+            false,
+        )
     }
 
     #[test]
@@ -258,6 +258,39 @@ mod tests {
             Some(&r),
             &filter(Kind::Int, FilterOp::In, &["1", "25"])
         ));
+    }
+
+    #[test]
+    fn test_long_in_lists_rule_out_by_range_like_a_pass_over_them() {
+        let texts: Vec<String> = (0..5000).map(|i| (i * 10).to_string()).collect();
+        let list: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let f = filter(Kind::Int, FilterOp::In, &list);
+        for (min, max) in [
+            (1, 9),
+            (1, 10),
+            (49_990, 60_000),
+            (49_991, 60_000),
+            (-5, -1),
+        ] {
+            let r = rec(StatValue::Long(min), StatValue::Long(max), 5, 0);
+            let linear = (0..5000).any(|i| (min..=max).contains(&(i * 10)));
+            assert_eq!(may_match(Some(&r), &f), linear, "[{min}, {max}]");
+        }
+        let words: Vec<String> = (0..3000).map(|i| format!("w{i:05}")).collect();
+        let mut list: Vec<&str> = words.iter().map(String::as_str).collect();
+        let s = rec(
+            StatValue::String("a".into()),
+            StatValue::String("c".into()),
+            2,
+            0,
+        );
+        assert!(!may_match(
+            Some(&s),
+            &filter(Kind::Str, FilterOp::In, &list)
+        ));
+        // One value Java orders differently: nothing is proven.
+        list.push("\u{E000}");
+        assert!(may_match(Some(&s), &filter(Kind::Str, FilterOp::In, &list)));
     }
 
     #[test]
