@@ -14,8 +14,8 @@
 //! [`keygen`] (record keys and partition paths, as Java's key generators) and
 //! [`validate_indexes`] (the indexes checked against the data).
 
-mod error;
 pub mod doctor;
+mod error;
 pub mod keygen;
 pub mod read;
 mod table;
