@@ -25,11 +25,12 @@ use arbor_table::{RetryPolicy, Table, WriteOperation, WriteOptions};
 use arbor_testkit_tables::{batch, rows, rows_of, Row};
 use arbor_timeline::config::{RecordMergeMode, TableType};
 use arbor_timeline::layout::clone_records::{CloneDescriptor, CloneState, PinRecord};
-use arbor_timeline::layout::clone_storage::LocationOpener;
 use arbor_timeline::layout::paths::{LOCK_DIR, LOCK_NAME};
 use arbor_timeline::{resolve_main, Action, MetaRoot};
 use bytes::Bytes;
 use futures::future::BoxFuture;
+
+use crate::clone_detach_support::MapOpener;
 use tokio::sync::watch;
 
 /// A lock whose renewals can be held back (a stopped process renews nothing).
@@ -188,22 +189,6 @@ fn b_rows() -> Vec<Row> {
     ]
 }
 
-/// Opens the clone's locations: the source through the stalling storage.
-#[derive(Debug)]
-struct Opener(Vec<(String, Arc<dyn Storage>)>);
-
-impl LocationOpener for Opener {
-    fn open(&self, location: &str) -> arbor_storage::Result<Arc<dyn Storage>> {
-        self.0
-            .iter()
-            .find(|(l, _)| l == location)
-            .map(|(_, s)| s.clone())
-            .ok_or_else(|| arbor_storage::StorageError::NotFound {
-                path: location.to_string(),
-            })
-    }
-}
-
 /// Runs the stalled operation on `storage` (the stalling view of the table) with `lock`.
 /// Returns whether it reported success.
 async fn run(
@@ -258,7 +243,7 @@ async fn run(
             Err(_) => false,
         },
         Op::Clone => {
-            let opener = Opener(vec![
+            let opener = MapOpener(vec![
                 (SOURCE.to_string(), storage.clone()),
                 (TARGET.to_string(), clone.clone()),
             ]);
