@@ -56,6 +56,7 @@ pub struct ArborTableProvider {
     store: Arc<StorageObjectStore>,
     statistics: Option<Statistics>,
     lock: Option<Arc<dyn LockProvider>>,
+    warnings: Vec<String>,
 }
 
 impl ArborTableProvider {
@@ -96,6 +97,14 @@ impl ArborTableProvider {
             .get("hoodie.datasource.write.drop.partition.columns")
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let statistics = table_statistics(&reader, &read_options, &schema).await;
+        let warnings = match (&options.as_of, read_options.get_as_of()) {
+            (Some(given), Some(instant)) => reader
+                .as_of_clock_note(instant)
+                .map(|note| format!("as_of {given}: {note}"))
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        };
         let n = NEXT_STORE.fetch_add(1, Ordering::Relaxed);
         let store_url = ObjectStoreUrl::parse(format!("arbor://table-{n}"))?;
         Ok(ArborTableProvider {
@@ -109,6 +118,7 @@ impl ArborTableProvider {
             store_url,
             statistics,
             lock: None,
+            warnings,
         })
     }
 
@@ -122,6 +132,13 @@ impl ArborTableProvider {
     /// The table location as given.
     pub fn location(&self) -> &str {
         &self.location
+    }
+
+    /// What a user should know about the state the provider reads, one sentence each: an
+    /// `as_of` time before the latest commit of a table whose clock runs ahead of this
+    /// machine ([`TableReader::as_of_clock_note`]). Empty for most tables.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The options the provider was opened with.

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::txn::context::Table;
+use crate::txn::transaction::{Entry, Transaction};
 use crate::write::commit::{self, LOCK_NAME};
 
 /// The table's clock against this machine's.
@@ -257,7 +258,9 @@ pub type Repairs = Vec<String>;
 /// Repairs what is always safe to repair: a shared clock file ahead of this machine while the
 /// timeline is not is set back to the timeline's latest time; the last commit is rolled
 /// forward; a missing or corrupt lock state is rebuilt (by taking and releasing the lock, with
-/// a greater token); failed writes are rolled back (one locked step). A timeline whose instants
+/// a greater token); failed writes are rolled back (one locked step). This handle's instant
+/// time generator forgets the far time; other processes that saw it refuse writes (with
+/// `ClockAhead`) until they reopen the table. A timeline whose instants
 /// themselves are ahead cannot be set back: that is reported as an error-free note.
 pub async fn repair(table: &Table) -> Result<Repairs> {
     let ctx = &table.ctx;
@@ -284,6 +287,11 @@ pub async fn repair(table: &Table) -> Result<Repairs> {
                 ctx.root_storage
                     .put_if_match(SHARED_CLOCK_KEY, Bytes::from(back.clone()), &meta.version)
                     .await?;
+                // This handle observed the far time: forget it too (other processes that saw
+                // it refuse writes until they reopen the table).
+                if let Ok(t) = InstantTime::parse(&back) {
+                    ctx.generator.reset_floor(&t);
+                }
                 done.push(format!(
                     "set the table's clock back from {} to {back} (the timeline's latest time)",
                     before.clock.shared_clock.unwrap_or_default()
@@ -315,9 +323,11 @@ pub async fn repair(table: &Table) -> Result<Repairs> {
         ));
     }
     if before.pending.iter().any(|p| p.orphaned) && !diagnose(table).await?.clock.is_ahead() {
-        let rolled = table
-            .transact(|txn| async move { txn.rollback_failed().await })
-            .await?;
+        // A service step: `Entry::Begin` would roll them back before `work` could say which.
+        let rolled = Transaction::run(table, Entry::Service, |txn| async move {
+            txn.rollback_failed().await
+        })
+        .await?;
         for t in rolled {
             done.push(format!("rolled back failed write {t}"));
         }

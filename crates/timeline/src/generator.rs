@@ -229,6 +229,17 @@ impl InstantTimeGenerator {
         })
     }
 
+    /// Sets the floor back so that the next [`next`](Self::next) is the greater of the clock
+    /// and `t` + 1 ms, forgetting every time observed or issued after `t`. Only for repairing
+    /// a table whose clock ran ahead (`arbor doctor --fix`), after its shared clock was set back
+    /// to `t`: times issued by this generator after `t` are no longer guaranteed to be exceeded.
+    pub fn reset_floor(&self, t: &InstantTime) {
+        let ms = t
+            .to_datetime()
+            .map_or(0, |dt| dt.timestamp_millis().saturating_add(1));
+        self.floor_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// Raises the floor so that every later [`next`](Self::next) is greater than `t`. Reserved
     /// all-zero times (and anything before 1970) are below every generated time already.
     pub fn observe(&self, t: &InstantTime) {

@@ -163,6 +163,9 @@ async fn prepare(
                 Some(t) => {
                     let instant = parse_time("--as-of", t, zone)?;
                     check_as_of(&reader, &args.table, t, &instant)?;
+                    if let Some(note) = reader.as_of_clock_note(&instant) {
+                        eprintln!("warning: --as-of {t}: {note}");
+                    }
                     Some(instant)
                 }
                 None => None,

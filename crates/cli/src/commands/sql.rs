@@ -127,6 +127,9 @@ async fn register_tables(
         let mut provider = ArborTableProvider::try_new(location, options)
             .await
             .map_err(|e| CliError::Sql(e.to_string()))?;
+        for w in provider.warnings() {
+            eprintln!("warning: {name}: {w}");
+        }
         if writable {
             // Writes take the lock `arbor write` would: --lock, the table's Hudi lock
             // properties, else the storage lock (released on SIGINT/SIGTERM).

@@ -13,6 +13,7 @@ mod compact;
 mod concurrent_writers;
 mod create_write;
 mod demo;
+mod doctor;
 mod holder_log;
 mod index;
 mod locks;

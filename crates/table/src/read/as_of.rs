@@ -38,6 +38,48 @@ pub(crate) fn check_not_future(
     refuse_after(instant, &now_on(zone), latest.as_ref(), zone)
 }
 
+/// A note when the table's clock runs ahead of this machine and `instant` is before the
+/// table's latest completed write: its latest write (requested or completed) is more than a
+/// second after "now", so writes made before the wall-clock time `instant` may carry later
+/// times and be left out of a read as of it. `None` otherwise.
+pub(crate) fn clock_ahead_note(
+    history: &TimelineHistory,
+    zone: TimelineTimezone,
+    instant: &InstantTime,
+) -> Option<String> {
+    let latest = history
+        .completed_writes()
+        .into_iter()
+        .flat_map(|i| [Some(i.requested_time), i.completion_time])
+        .flatten()
+        .filter_map(|t| t.to_datetime().map(|d| (d, t)))
+        .max_by_key(|(d, _)| *d)?;
+    ahead_note(instant, &now_on(zone), &latest.1)
+}
+
+/// [`clock_ahead_note`] with `now` and the table's latest time `latest` given.
+pub(crate) fn ahead_note(
+    instant: &InstantTime,
+    now: &InstantTime,
+    latest: &InstantTime,
+) -> Option<String> {
+    let (asked, current, last) = (
+        instant.to_datetime()?,
+        now.to_datetime()?,
+        latest.to_datetime()?,
+    );
+    let ahead_s = (last - current).num_seconds();
+    if ahead_s < 1 || asked >= last {
+        return None;
+    }
+    Some(format!(
+        "the table's clock runs {ahead_s} s ahead of this machine: its latest commit time \
+         {latest} is after now ({now}), so writes made before {instant} may carry later times \
+         and be missing from a read as of it; read as of an instant listed by `arbor timeline`, \
+         and run `arbor doctor <table>` to see the clocks"
+    ))
+}
+
 /// [`check_not_future`] with the current time `now` and the latest completed write `latest`
 /// given: [`TableError::InvalidInput`] naming the time asked, `now` and `latest` when
 /// `instant` is after both. Reserved all-zero times are never in the future.
@@ -135,6 +177,20 @@ mod tests {
         assert!(refuse_after(&t("20260101124500000"), &now, Some(&ahead), UTC).is_ok());
         assert!(refuse_after(&ahead, &now, Some(&ahead), UTC).is_ok());
         assert!(refuse_after(&t("20260101130000001"), &now, Some(&ahead), UTC).is_err());
+    }
+
+    #[test]
+    fn test_ahead_note_only_when_the_table_clock_runs_ahead_and_the_time_is_before_it() {
+        let now = t("20260101120000000");
+        let ahead = t("20260101130000000");
+        let note = ahead_note(&t("20260101115000000"), &now, &ahead).unwrap();
+        for part in ["3600 s ahead", "20260101130000000", "arbor doctor"] {
+            assert!(note.contains(part), "{part}: {note}");
+        }
+        // At or after the latest time, or with a table clock not ahead: nothing to say.
+        assert!(ahead_note(&ahead, &now, &ahead).is_none());
+        assert!(ahead_note(&t("20260101110000000"), &now, &t("20260101115959000")).is_none());
+        assert!(ahead_note(&t("20260101110000000"), &now, &t("20260101120000500")).is_none());
     }
 
     #[test]

@@ -341,6 +341,19 @@ impl TableReader {
         )
     }
 
+    /// A warning for a read as of `instant` when the table's clock runs ahead of this
+    /// machine (its latest commit time is after now) and `instant` is before that time: writes
+    /// made before `instant` by the wall clock may carry later instant times and be left out.
+    /// `None` when there is nothing to warn about. [`TableReader::plan`] logs the same note
+    /// (target `arbor::as_of`, level WARN).
+    pub fn as_of_clock_note(&self, instant: &InstantTime) -> Option<String> {
+        as_of::clock_ahead_note(
+            self.slices.view.history(),
+            self.config.timeline_timezone(),
+            instant,
+        )
+    }
+
     /// The file-system view the reader plans with.
     pub fn view(&self) -> &FileSystemView {
         &self.slices.view

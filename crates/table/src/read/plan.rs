@@ -284,6 +284,11 @@ pub(crate) async fn plan(
         None => {
             if let Some(t) = options.get_as_of() {
                 super::as_of::check_not_future(view.history(), config.timeline_timezone(), t)?;
+                if let Some(note) =
+                    super::as_of::clock_ahead_note(view.history(), config.timeline_timezone(), t)
+                {
+                    tracing::warn!(target: "arbor::as_of", "as of {t}: {note}");
+                }
                 super::retained::check_retained(view, t).await?;
             }
             let latest = options.get_as_of().is_none();

@@ -13,6 +13,7 @@ mod contention;
 mod crash_sweep;
 mod data_skipping;
 mod data_skipping_props;
+mod doctor;
 mod fixture_key_layouts;
 mod fixtures_read;
 mod in_filters;
