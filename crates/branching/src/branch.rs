@@ -286,7 +286,9 @@ pub async fn list_branches(storage: &Arc<dyn Storage>) -> Result<Vec<BranchStatu
 /// Drops working branch `name` (any Unicode spelling of its name,
 /// [`crate::roots::read_identity`]) under the table lock: the data-side `branch.json` goes first
 /// (the branch stops existing), then both sides' metadata. Shared files stay until a clean
-/// finds that nothing needs them. Refused while the branch has pending instants (failed writes
+/// finds that nothing needs them; the files the branch listed are recorded first
+/// (`arbor_cleaner::reclaim`), so the next clean of any root deletes those nothing else
+/// references. Refused while the branch has pending instants (failed writes
 /// whose heartbeat expired are rolled back first), and while a clone pin names the branch
 /// ([`BranchingError::PinHeld`]: a clone reads its files). Dropping a name whose drop was interrupted
 /// finishes it; dropping a name that never existed is [`BranchingError::BranchNotFound`].
@@ -301,11 +303,11 @@ pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
 /// table; publication drops the branch it published this way, under its own lock).
 pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
     let storage = table.table_storage().clone();
-    let found = read_identity(&storage, given).await?;
-    let exists = found.is_some();
+    let found_info = read_identity(&storage, given).await?;
+    let exists = found_info.is_some();
     // The stored name; for a branch that is gone, the name its leftovers would be under.
-    let name = match found {
-        Some(info) => info.name,
+    let name = match &found_info {
+        Some(info) => info.name.clone(),
         None => normalize_branch_name(given)?,
     };
     let name = name.as_str();
@@ -326,7 +328,7 @@ pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
                 .collect(),
         });
     }
-    if exists {
+    if let Some(info) = found_info {
         let branch = table.reopen_at(root.clone()).await?;
         branch.rollback_failed_locked().await?;
         let view = branch.view_storage().clone();
@@ -342,6 +344,12 @@ pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
                 ),
             ));
         }
+        // What the branch listed, for the next clean to reclaim once nothing references it;
+        // recorded before the branch stops existing (a retried drop records it again).
+        let files =
+            arbor_cleaner::reclaim::record_dropped(&storage, view.clone(), name, &info.branch_id)
+                .await?;
+        tracing::debug!(branch = name, files, "recorded the dropped branch's files");
         storage.delete(&data_identity_key(name)).await?;
     }
     let mut removed = remove_root_metadata(&storage, &root).await?;

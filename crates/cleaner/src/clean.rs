@@ -23,6 +23,9 @@
 //!    removed partition): the commit point.
 //! 7. Optionally the timeline is archived (within the archiver's rules).
 //!
+//! Before planning (step 2), the files of dropped branches that nothing references any more
+//! are deleted ([`crate::reclaim`]: no timeline record, as no root ever listed them).
+//!
 //! A crash at any step leaves either no clean instant (nothing deleted) or a pending clean that
 //! the next clean finishes; the deleted files were needed by no query the policy keeps, and a
 //! removed partition had no file left in any snapshot anybody keeps, so a pending clean's
@@ -53,6 +56,7 @@ use crate::protection::{
     PendingProtection, ProtectionContext, ProtectionSource, RetentionProtection,
     SavepointProtection,
 };
+use crate::reclaim::{reclaim_dropped, ReclaimOutcome};
 use crate::roots::discovered_sources;
 
 /// The clean plan's version (Java 1.x writes 2).
@@ -93,6 +97,9 @@ pub struct CleanOutcome {
     /// Deleted partitions the clean removed (marker, directory, metadata-table listing; for a
     /// dry run: would remove), those of pending cleans it finished included.
     pub partitions_deleted: BTreeSet<String>,
+    /// The files of dropped branches nothing references any more, deleted first (for a dry
+    /// run: would delete; [`crate::reclaim`]).
+    pub reclaimed: ReclaimOutcome,
 }
 
 impl CleanOutcome {
@@ -449,6 +456,8 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
                 .push(pending.requested_time.clone());
         }
     }
+    // Dropped branches' files first, so that partitions they alone kept can be removed below.
+    outcome.reclaimed = reclaim_dropped(table.table_storage(), options.dry_run).await?;
     let reader = open_view(table).await?;
     let (plan, earliest, protected) =
         plan_with_protected(storage, reader.view(), options.policy, &extra).await?;

@@ -21,6 +21,7 @@ pub mod holders;
 pub mod partitions;
 pub mod policy;
 pub mod protection;
+pub mod reclaim;
 pub mod restore;
 pub mod roots;
 pub mod savepoint;

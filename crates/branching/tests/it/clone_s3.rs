@@ -29,7 +29,7 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 /// The opener with the test S3's options and the bucket, or `None` after a visible skip.
-fn s3() -> Option<(RegistryOpener, String)> {
+pub(crate) fn s3() -> Option<(RegistryOpener, String)> {
     let Some(endpoint) = std::env::var("ARBOR_TEST_S3_ENDPOINT")
         .ok()
         .filter(|e| !e.is_empty())
@@ -85,7 +85,7 @@ fn create_bucket(endpoint: &str, bucket: &str) {
 }
 
 /// A fresh prefix of the bucket.
-fn prefix(what: &str) -> String {
+pub(crate) fn prefix(what: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -94,7 +94,7 @@ fn prefix(what: &str) -> String {
 }
 
 /// The test table (as `arbor_testkit_tables::create` makes it) in `storage`.
-async fn create_in(storage: Arc<dyn Storage>, tt: TableType) -> Table {
+pub(crate) async fn create_in(storage: Arc<dyn Storage>, tt: TableType) -> Table {
     Table::create(
         storage,
         CreateOptions {

@@ -29,6 +29,7 @@ mod mdt_clean;
 mod model;
 mod model_clones;
 mod names;
+mod reclaim;
 mod schema;
 mod stall;
 mod ttl_branch;

@@ -1,5 +1,6 @@
 //! `arbor clean <table> [--branch B] [--policy commits|versions|hours] [--retain N]
-//! [--dry-run] [--no-archive] [--json]`.
+//! [--dry-run] [--no-archive] [--json]`, and `arbor clean <table> --orphans [--older-than AGE]
+//! [--dry-run] [--json]`.
 //!
 //! Every clean goes through `arbor_branching::clean`: data files are shared by branches, so a
 //! file another branch (or its tags, pending services or retention window) needs is kept.
@@ -9,7 +10,8 @@ use arbor_fsview::slice::join;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::context::{branching_error, label, open_table_on, Progress};
+use crate::commands::clone::human_bytes;
+use crate::context::{branching_error, cleaner_error, label, open_table_on, Progress};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_text};
 
@@ -19,7 +21,9 @@ use crate::output::{print_json, print_text};
     arbor clean ./trips --dry-run                       # what KEEP_LATEST_COMMITS 10 would delete\n  \
     arbor clean ./trips --policy versions --retain 1    # keep one slice per file group\n  \
     arbor clean ./trips --policy hours --retain 48\n  \
-    arbor clean ./trips --branch audit                 # files other branches need are kept")]
+    arbor clean ./trips --branch audit                 # files other branches need are kept\n  \
+    arbor clean ./trips --orphans --dry-run            # data files nothing references, with sizes\n  \
+    arbor clean ./trips --orphans --older-than 1d")]
 pub struct CleanArgs {
     /// The table's base path or URL.
     pub table: String,
@@ -40,9 +44,102 @@ pub struct CleanArgs {
     /// Do not archive the timeline after cleaning.
     #[arg(long)]
     pub no_archive: bool,
+    /// Instead of a policy clean, delete the data files nothing references: no root (main,
+    /// branches), tag, savepoint, clone pin or instant of any timeline (pending ones included)
+    /// names them; e.g. files of dropped branches or of writers that died before recording
+    /// anything. Files under `.hoodie/` and of tables nested in the directory are never touched.
+    #[arg(long, conflicts_with_all = ["policy", "retain", "no_archive"])]
+    pub orphans: bool,
+    /// With `--orphans`: only files last modified longer ago than AGE (a whole number followed
+    /// by d, h, m or s; default 1h), so writers that do not share arbor's lock are safe.
+    #[arg(long, value_name = "AGE", requires = "orphans")]
+    pub older_than: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses an `--older-than` age: a whole number (0 allowed) followed by d, h, m or s.
+fn parse_age(s: &str) -> CliResult<std::time::Duration> {
+    let bad = || {
+        CliError::Usage(format!(
+            "--older-than expects a whole number followed by d, h, m or s (1d, 12h, 30m, 0s), \
+             got {s:?}"
+        ))
+    };
+    let t = s.trim();
+    let unit = t.chars().last().ok_or_else(bad)?;
+    let digits = t.strip_suffix(unit).ok_or_else(bad)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let per_unit: u64 = match unit {
+        'd' => 86_400,
+        'h' => 3_600,
+        'm' => 60,
+        's' => 1,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(per_unit)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| CliError::Usage(format!("--older-than {s:?} is too long")))
+}
+
+/// `arbor clean --orphans`.
+async fn run_orphans(args: &CleanArgs, options: &StorageOptions) -> CliResult<()> {
+    let min_age = match &args.older_than {
+        Some(a) => parse_age(a).map_err(|e| CliError::at(&args.table, e))?,
+        None => arbor_cleaner::reclaim::DEFAULT_ORPHAN_MIN_AGE,
+    };
+    let table = open_table_on(&args.table, options, &args.branch).await?;
+    let progress = Progress::start(if args.dry_run {
+        "looking for unreferenced files"
+    } else {
+        "deleting unreferenced files"
+    });
+    let outcome = arbor_cleaner::reclaim::clean_orphans(&table, min_age, args.dry_run)
+        .await
+        .map_err(|e| cleaner_error(&args.table, e))?;
+    progress.finish();
+    if args.json {
+        return print_json(&serde_json::json!({
+            "table": args.table,
+            "dry_run": args.dry_run,
+            "older_than_s": min_age.as_secs(),
+            "files": outcome.files,
+            "bytes": outcome.bytes(),
+            "too_young": outcome.too_young,
+            "dropped_branch_ledgers": outcome.ledgers,
+        }));
+    }
+    let mut lines: Vec<String> = Vec::new();
+    if args.dry_run {
+        for f in &outcome.files {
+            lines.push(format!("{}\t{}", f.key, human_bytes(f.size)));
+        }
+    }
+    let verb = if args.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
+    lines.push(format!(
+        "{}: {verb} {} unreferenced file(s), {}{}",
+        args.table,
+        outcome.files.len(),
+        human_bytes(outcome.bytes()),
+        if outcome.too_young > 0 {
+            format!(
+                "; {} more modified within the last {} s are left (--older-than)",
+                outcome.too_young,
+                min_age.as_secs()
+            )
+        } else {
+            String::new()
+        }
+    ));
+    print_text(&lines.join("\n"))
 }
 
 /// The policy the arguments name.
@@ -84,6 +181,9 @@ fn planned_files(outcome: &CleanOutcome) -> Vec<String> {
 
 /// Runs the command.
 pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
+    if args.orphans {
+        return run_orphans(&args, options).await;
+    }
     let policy = policy(&args).map_err(|e| CliError::at(&args.table, e))?;
     let table = open_table_on(&args.table, options, &args.branch).await?;
     let progress = Progress::start(if args.dry_run {
@@ -122,9 +222,23 @@ pub async fn run(args: CleanArgs, options: &StorageOptions) -> CliResult<()> {
             "files": files,
             "partitions_removed": outcome.partitions_deleted.iter().collect::<Vec<_>>(),
             "archived": outcome.archived,
+            "reclaimed_files": outcome.reclaimed.files.len(),
+            "reclaimed_bytes": outcome.reclaimed.bytes(),
         }));
     }
     let table = &label(&args.table, &args.branch);
+    if !outcome.reclaimed.files.is_empty() {
+        print_text(&format!(
+            "{table}: {} {} file(s) ({}) of dropped branches that nothing references",
+            if args.dry_run {
+                "would reclaim"
+            } else {
+                "reclaimed"
+            },
+            outcome.reclaimed.files.len(),
+            human_bytes(outcome.reclaimed.bytes())
+        ))?;
+    }
     for t in &outcome.finished_pending {
         print_text(&format!("{table}: finished pending clean {t}"))?;
     }

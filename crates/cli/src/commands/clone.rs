@@ -468,7 +468,7 @@ fn print_prune(source: &str, out: &PruneOutcome, json: bool) -> CliResult<()> {
     print_text(&text)
 }
 
-fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
     let mut unit = 0;
