@@ -23,6 +23,7 @@ mod read_output;
 mod read_predicates;
 mod read_streamed;
 mod read_where;
+mod reclaim;
 mod restore;
 mod sql;
 mod stalled_writer;
