@@ -1,6 +1,7 @@
 //! `arbor read --where` on every partition layout: multi-level plain and hive-style paths,
 //! values holding `/` with and without URL encoding, date and timestamp partition columns, and
-//! Spark's timestamp-based key generator (fixture).
+//! Spark's timestamp-based key generator (fixture); the predicate grammar (quoted values, `==`,
+//! `IN (...)`, struct columns and nested fields by dot path, malformed predicates).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Date32Array, StringArray, TimestampMicrosecondArray};
 
-use crate::create_write::{file, ok, read_jsonl, s};
+use crate::create_write::{fails, file, ok, read_jsonl, s, trips_table};
 use crate::read_output::parquet_file;
 
 /// The sorted ids `arbor read --where ...` returns.
@@ -223,4 +224,135 @@ fn test_read_where_fixture_timestamp_based_key_generator() {
         .filter(|r| r["ts_str"] == "2024-01-15T10:30:00.000Z")
         .count();
     assert_eq!(rows.len(), want);
+}
+
+/// SQL-style quotes, `==`, `<>` and `IN (...)` with quoted values.
+#[test]
+fn test_read_where_sql_quoting_and_operators() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "cow");
+    assert_eq!(ids_where(&table, &["city='sf'"]), ["a", "b"]);
+    assert_eq!(ids_where(&table, &["city = 'sf'"]), ["a", "b"]);
+    assert_eq!(ids_where(&table, &["city = \"sf\""]), ["a", "b"]);
+    assert_eq!(ids_where(&table, &["city == sf"]), ["a", "b"]);
+    assert_eq!(ids_where(&table, &["city==sf"]), ["a", "b"]);
+    assert_eq!(ids_where(&table, &["city <> 'sf'"]), ["c"]);
+    assert_eq!(ids_where(&table, &["id IN ('a','b')"]), ["a", "b"]);
+    assert_eq!(ids_where(&table, &["id in ( 'a' , 'c' )"]), ["a", "c"]);
+    assert_eq!(ids_where(&table, &["id NOT IN ('a')"]), ["b", "c"]);
+    assert_eq!(ids_where(&table, &["fare > '2'", "n <= 2"]), ["b"]);
+    assert_eq!(ids_where(&table, &["`fare` >= 3.5"]), ["c"]);
+}
+
+/// A table with a struct column `rider` (a null rider for `b`, a null rating for `e`).
+fn riders_table(dir: &Path, kind: &str) -> PathBuf {
+    let input = file(
+        dir,
+        "riders.jsonl",
+        "{\"id\":\"a\",\"city\":\"sf\",\"rider\":{\"name\":\"ann\",\"rating\":4.5}}\n\
+         {\"id\":\"b\",\"city\":\"sf\",\"rider\":null}\n\
+         {\"id\":\"c\",\"city\":\"nyc\",\"rider\":{\"name\":\"cy\",\"rating\":3.0}}\n\
+         {\"id\":\"d\",\"city\":\"nyc\",\"rider\":{\"name\":\"O'Brien\",\"rating\":4.9}}\n\
+         {\"id\":\"e\",\"city\":\"nyc\",\"rider\":{\"name\":\"eve\",\"rating\":null}}\n",
+    );
+    let table = dir.join(format!("riders_{kind}"));
+    ok(&[
+        "write",
+        s(&table),
+        s(&input),
+        "--op",
+        "insert",
+        "--type",
+        kind,
+        "--key",
+        "id",
+        "--partition-by",
+        "city",
+    ]);
+    table
+}
+
+/// `IS [NOT] NULL` on a struct column and comparisons on its fields by dot path; the struct
+/// is read for the filter even when it is not output.
+#[test]
+fn test_read_where_struct_columns_and_nested_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["cow", "mor"] {
+        let table = riders_table(dir.path(), kind);
+        assert_eq!(
+            ids_where(&table, &["rider IS NOT NULL"]),
+            ["a", "c", "d", "e"]
+        );
+        assert_eq!(ids_where(&table, &["rider is null"]), ["b"]);
+        assert_eq!(ids_where(&table, &["rider.rating > 4"]), ["a", "d"]);
+        assert_eq!(ids_where(&table, &["rider.rating <= 4.5"]), ["a", "c"]);
+        assert_eq!(ids_where(&table, &["rider.name = 'O''Brien'"]), ["d"]);
+        assert_eq!(
+            ids_where(&table, &["rider.name IN ('ann', 'eve')"]),
+            ["a", "e"]
+        );
+        assert_eq!(
+            ids_where(&table, &["rider.rating IS NULL"]),
+            ["b", "e"],
+            "a null rider has a null rating"
+        );
+        assert_eq!(
+            ids_where(&table, &["rider.rating > 4", "city = nyc"]),
+            ["d"],
+            "{kind}"
+        );
+        let rows = read_jsonl(&table, &["--where", "rider.rating > 4", "--columns", "id"]);
+        assert_eq!(rows.len(), 2);
+        assert!(
+            rows.iter().all(|r| r.as_object().unwrap().len() == 1),
+            "{rows:?}"
+        );
+    }
+    // Statistics do not prune by nested fields, and the answer stays the same with them.
+    let table = dir.path().join("riders_mor");
+    ok(&[
+        "index",
+        "create",
+        s(&table),
+        "--column-stats",
+        "--partition-stats",
+    ]);
+    assert_eq!(ids_where(&table, &["rider.rating > 4"]), ["a", "d"]);
+    assert_eq!(ids_where(&table, &["rider IS NULL"]), ["b"]);
+}
+
+/// A malformed predicate fails with exit 1, one line quoting it and naming the position; so
+/// does a missing struct field or a value of the wrong type.
+#[test]
+fn test_read_where_errors_name_the_position_or_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = riders_table(dir.path(), "cow");
+    let read = |w: &str| fails(&["read", s(&table), "--where", w]);
+    for (w, says) in [
+        ("city = 'austin", "unterminated quote at character 8"),
+        ("city === a", "unknown operator \"===\" "),
+        ("city IN ('a' 'b')", "expected ',' or ')' at character 14"),
+        ("city IS NULLX", "at character 9"),
+        ("rider. = 1", "at character 7"),
+        ("city", "at character 5"),
+        ("", "empty filter"),
+    ] {
+        let line = read(w);
+        assert!(line.contains(says), "{w:?}: {line}");
+        assert!(line.contains("--where"), "{w:?}: {line}");
+    }
+    let line = read("rider.nope = 1");
+    assert!(
+        line.contains("struct \"rider\" has no field \"nope\""),
+        "{line}"
+    );
+    let line = read("rider.rating > high");
+    assert!(line.contains("\"high\""), "{line}");
+    let line = read("nope IS NULL");
+    assert!(line.contains("unknown column \"nope\""), "{line}");
+    let line = read("rider > 1");
+    assert!(
+        line.contains("cannot be filtered by a comparison"),
+        "{line}"
+    );
 }

@@ -44,6 +44,11 @@ pub(crate) struct Compiled {
     pub(crate) column: Option<String>,
     /// Whether partition paths hold the field's values as its column renders them.
     pub(crate) prunes: bool,
+    /// The struct fields from `column` down to the filtered field (empty: the column itself).
+    path: Vec<String>,
+    /// Whether statistics of `column` describe the filtered values (not for a field inside a
+    /// struct, nor for a column of a type filters do not compare).
+    stats: bool,
 }
 
 impl Compiled {
@@ -58,7 +63,7 @@ impl Compiled {
         column: Option<String>,
         prunes: bool,
     ) -> Compiled {
-        let set = (op == FilterOp::In).then(|| ValueSet::new(&values));
+        let set = matches!(op, FilterOp::In | FilterOp::NotIn).then(|| ValueSet::new(&values));
         Compiled {
             source,
             name,
@@ -68,7 +73,24 @@ impl Compiled {
             set,
             column,
             prunes,
+            path: Vec::new(),
+            stats: true,
         }
+    }
+
+    /// This filter on the field at `path` (struct field names) below its column, with the
+    /// column's statistics usable (`stats`) or not. A non-empty path never uses statistics.
+    pub(crate) fn at(mut self, path: Vec<String>, stats: bool) -> Compiled {
+        self.stats = stats && path.is_empty();
+        self.path = path;
+        self
+    }
+
+    /// The column whose statistics (column stats, partition stats) describe the filtered
+    /// values; `None` when none do (no column, a field inside a struct, a struct or list
+    /// column): such a filter prunes no file by statistics.
+    pub(crate) fn stats_column(&self) -> Option<&str> {
+        self.column.as_deref().filter(|_| self.stats)
     }
 
     /// The values compared with, as given (one for a comparison, the list for `IN`, none for
@@ -106,6 +128,11 @@ impl Compiled {
                 .values
                 .iter()
                 .any(|x| v.compare(x) == Some(Ordering::Equal)),
+            (FilterOp::NotIn, Some(set)) => !set.contains(v),
+            (FilterOp::NotIn, None) => !self
+                .values
+                .iter()
+                .any(|x| v.compare(x) == Some(Ordering::Equal)),
             (op, _) => self
                 .values
                 .first()
@@ -124,6 +151,11 @@ impl Compiled {
                 .values
                 .iter()
                 .any(|x| matches!(x, Value::Str(t) if t == s)),
+            (FilterOp::NotIn, Some(set)) => !set.contains_str(s),
+            (FilterOp::NotIn, None) => !self
+                .values
+                .iter()
+                .any(|x| matches!(x, Value::Str(t) if t == s)),
             (op, _) => match self.values.first() {
                 Some(Value::Str(x)) => order_holds(op, s.cmp(x.as_str())),
                 _ => false,
@@ -131,9 +163,56 @@ impl Compiled {
         }
     }
 
-    /// Whether each row of `column` satisfies the filter (SQL: a comparison with null is not
-    /// true; `IS NULL` holds for nulls only).
+    /// Whether each row of `column` (the filter's column) satisfies the filter (SQL: a
+    /// comparison with null is not true; `IS NULL` holds for nulls only). For a field inside
+    /// structs, a row whose struct (at any level) is null has a null field.
     pub(crate) fn row_mask(&self, column: &ArrayRef) -> Result<BooleanArray> {
+        if self.path.is_empty() {
+            return self.leaf_mask(column);
+        }
+        let err = |e: arrow::error::ArrowError| TableError::InvalidInput {
+            column: Some(self.name.clone()),
+            row: None,
+            reason: format!("cannot filter the field's values: {e}"),
+        };
+        let mut present: Option<BooleanArray> = None;
+        let mut current = column.clone();
+        for name in &self.path {
+            let valid = arrow::compute::is_not_null(&current).map_err(err)?;
+            present = Some(match present {
+                None => valid,
+                Some(p) => arrow::compute::and(&p, &valid).map_err(err)?,
+            });
+            let child = current
+                .as_struct_opt()
+                .and_then(|s| s.column_by_name(name))
+                .cloned();
+            let Some(child) = child else {
+                return Err(TableError::InvalidInput {
+                    column: Some(self.name.clone()),
+                    row: None,
+                    reason: format!(
+                        "the rows read have no struct field {name:?} on the way to the field \
+                         (type {})",
+                        current.data_type()
+                    ),
+                });
+            };
+            current = child;
+        }
+        let leaf = self.leaf_mask(&current)?;
+        match present {
+            None => Ok(leaf),
+            Some(p) if self.op == FilterOp::IsNull => {
+                let absent = arrow::compute::not(&p).map_err(err)?;
+                arrow::compute::or(&leaf, &absent).map_err(err)
+            }
+            Some(p) => arrow::compute::and(&leaf, &p).map_err(err),
+        }
+    }
+
+    /// [`Compiled::row_mask`] of the filtered values themselves.
+    fn leaf_mask(&self, column: &ArrayRef) -> Result<BooleanArray> {
         let err = |e: arrow::error::ArrowError| TableError::InvalidInput {
             column: Some(self.name.clone()),
             row: None,
@@ -240,7 +319,7 @@ fn order_holds(op: FilterOp, o: Ordering) -> bool {
         FilterOp::Le => o != Ordering::Greater,
         FilterOp::Gt => o == Ordering::Greater,
         FilterOp::Ge => o != Ordering::Less,
-        FilterOp::In | FilterOp::IsNull | FilterOp::IsNotNull => false,
+        FilterOp::In | FilterOp::NotIn | FilterOp::IsNull | FilterOp::IsNotNull => false,
     }
 }
 

@@ -2,8 +2,15 @@
 //! before any file of a partition is listed or read (partition pruning, for partition
 //! fields), and on the rows read, after the merge of each file slice (every filter on a
 //! column). The scan plan also prunes files by statistics and indexes for them
-//! (`crate::read::skipping`). Operators: `=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `IS NULL`,
-//! `IS NOT NULL`; several filters all must hold.
+//! (`crate::read::skipping`). Operators: `=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `NOT IN`,
+//! `IS NULL`, `IS NOT NULL`; several filters all must hold. The text form and its grammar:
+//! [`PartitionFilter::parse`].
+//!
+//! Fields inside struct columns are named by dot path (`rider.rating`): a name is first looked
+//! up whole among the columns, then split at its dots. A field under a null struct is null.
+//! `IS [NOT] NULL` takes a column of any type (structs and lists included); comparisons take
+//! the comparable types below. Statistics prune no file for a field inside a struct (nor for
+//! `IS [NOT] NULL` on a struct or list column); the rows are still filtered.
 //!
 //! Pruning: a partition path is split into one value per partition field. Hive-style paths
 //! (`a=1/b=x`) are split at the segments that start with the next field's `name=`, so a value
@@ -33,6 +40,7 @@
 //! compare exactly at the column's scale, booleans as `false < true`.
 
 pub(crate) mod compiled;
+mod grammar;
 mod pruner;
 mod spec;
 pub(crate) mod value;
@@ -41,5 +49,7 @@ mod value_set;
 pub use pruner::PartitionPruner;
 pub use spec::{FilterOp, PartitionFilter};
 
+#[cfg(test)]
+mod grammar_tests;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@ use arbor_format::meta;
 use arbor_timeline::config::keys;
 use arbor_timeline::TableConfig;
 use arrow::array::{BooleanArray, RecordBatch};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::compiled::paths_hold_values;
 use super::compiled::Compiled;
@@ -27,12 +27,15 @@ pub struct PartitionPruner {
 }
 
 impl PartitionPruner {
-    /// Compiles `filters` for the table of `config` with read schema `schema`. A filter on a
-    /// field that is neither a column of `schema`, a partition field nor
-    /// `_hoodie_partition_path`, on a column of a type filters cannot compare (binary,
-    /// nested), with the wrong number of values for its operator, or with a value that does
-    /// not convert exactly to the column's type (e.g. `1.005` for a decimal of scale 2) is
-    /// [`TableError::InvalidInput`] naming the field and the value.
+    /// Compiles `filters` for the table of `config` with read schema `schema`. A field is a
+    /// column of `schema` (its whole name), else a dot path from a column down struct fields
+    /// (`rider.rating`), a partition field or `_hoodie_partition_path`. A filter on a field
+    /// that is none of these (an unknown column, or a path naming a missing struct field or
+    /// going through a non-struct), comparing a field of a type filters cannot compare
+    /// (binary, struct, list, ...; `IS [NOT] NULL` takes any type), with the wrong number of
+    /// values for its operator, or with a value that does not convert exactly to the field's
+    /// type (e.g. `1.005` for a decimal of scale 2) is [`TableError::InvalidInput`] naming
+    /// the field and the value.
     pub fn new(
         config: &TableConfig,
         schema: &SchemaRef,
@@ -54,46 +57,63 @@ impl PartitionPruner {
                 reason,
             };
             let partition_index = fields.iter().position(|x| x == &f.field);
-            let field_type = schema.field_with_name(&f.field).ok();
-            let kind_of = |field: &arrow::datatypes::Field| {
-                Kind::of(field.data_type()).ok_or_else(|| {
-                    invalid(format!(
-                        "column {:?} of type {} cannot be filtered (filters compare numbers, \
-                         decimals, booleans, strings, dates and timestamps)",
-                        f.field,
-                        field.data_type()
-                    ))
-                })
+            let located = locate(schema, &f.field).map_err(invalid)?;
+            let null_test = matches!(f.op, FilterOp::IsNull | FilterOp::IsNotNull);
+            // `IS [NOT] NULL` takes any type; its kind is never used to compare.
+            let kind_of = |l: &Located<'_>| match Kind::of(l.leaf.data_type()) {
+                Some(k) => Ok((k, true)),
+                None if null_test => Ok((Kind::Str, false)),
+                None => Err(invalid(format!(
+                    "{} {:?} of type {} cannot be filtered by a comparison (comparisons \
+                     take numbers, decimals, booleans, strings, dates and timestamps; \
+                     IS [NOT] NULL takes any column)",
+                    if l.path.is_empty() { "column" } else { "field" },
+                    f.field,
+                    l.leaf.data_type()
+                ))),
             };
-            let (source, kind, column, prunes) = if f.field == meta::PARTITION_PATH {
-                (Source::PartitionPath, Kind::Str, None, true)
+            let (source, kind, column, prunes, path, stats) = if f.field == meta::PARTITION_PATH {
+                (
+                    Source::PartitionPath,
+                    Kind::Str,
+                    None,
+                    true,
+                    Vec::new(),
+                    true,
+                )
             } else if let Some(index) = partition_index {
-                let kind = match field_type {
-                    Some(x) => kind_of(x)?,
-                    None => Kind::Str,
+                let (kind, stats) = match &located {
+                    Some(l) => kind_of(l)?,
+                    None => (Kind::Str, true),
                 };
                 // With the partition columns dropped from the data files, the rows hold no
                 // values to filter (the read fills nulls): paths alone decide.
-                let column = field_type.filter(|_| !dropped_columns);
+                let located = located.filter(|_| !dropped_columns);
                 let prunes = kind != Kind::Timestamp
                     && specs
                         .get(index)
                         .is_some_and(|spec| paths_hold_values(config, spec));
-                if column.is_none() && !prunes {
+                if located.is_none() && !prunes {
                     return Err(invalid(format!(
                         "the partition paths do not hold the field's values (a key generator \
                          formats them) and the data files have no {:?} column",
                         f.field
                     )));
                 }
+                let (column, path) = match located {
+                    Some(l) => (Some(l.column.name().clone()), l.path),
+                    None => (None, Vec::new()),
+                };
                 (
                     Source::PartitionField(index),
                     kind,
-                    column.map(|c| c.name().clone()),
+                    column,
                     prunes,
+                    path,
+                    stats,
                 )
             } else {
-                let Some(field) = field_type else {
+                let Some(l) = located else {
                     let known: Vec<&str> =
                         schema.fields().iter().map(|x| x.name().as_str()).collect();
                     return Err(invalid(format!(
@@ -102,15 +122,18 @@ impl PartitionPruner {
                         known.join(", ")
                     )));
                 };
+                let (kind, stats) = kind_of(&l)?;
                 (
                     Source::Column,
-                    kind_of(field)?,
-                    Some(field.name().clone()),
+                    kind,
+                    Some(l.column.name().clone()),
                     false,
+                    l.path,
+                    stats,
                 )
             };
             let arity_ok = match f.op {
-                FilterOp::In => !f.values.is_empty(),
+                FilterOp::In | FilterOp::NotIn => !f.values.is_empty(),
                 FilterOp::IsNull | FilterOp::IsNotNull => f.values.is_empty(),
                 _ => f.values.len() == 1,
             };
@@ -119,7 +142,7 @@ impl PartitionPruner {
                     "operator {} takes {} value(s), got {}",
                     f.op.symbol(),
                     match f.op {
-                        FilterOp::In => "one or more",
+                        FilterOp::In | FilterOp::NotIn => "one or more",
                         FilterOp::IsNull | FilterOp::IsNotNull => "no",
                         _ => "one",
                     },
@@ -139,15 +162,10 @@ impl PartitionPruner {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            compiled.push(Compiled::new(
-                source,
-                f.field.clone(),
-                kind,
-                f.op,
-                values,
-                column,
-                prunes,
-            ));
+            compiled.push(
+                Compiled::new(source, f.field.clone(), kind, f.op, values, column, prunes)
+                    .at(path, stats),
+            );
         }
         Ok(PartitionPruner {
             fields,
@@ -335,6 +353,61 @@ impl PartitionPruner {
             }),
         }
     }
+}
+
+/// A filter's field in the read schema: its top-level column, the struct fields below it, and
+/// the field itself.
+struct Located<'a> {
+    column: &'a Field,
+    path: Vec<String>,
+    leaf: &'a Field,
+}
+
+/// Where `name` is in `schema`: the column of that whole name, else the longest leading
+/// dot-separated run of `name` that is a column, followed down struct fields by the other
+/// parts. `Ok(None)` when no column starts `name`; a path that goes through a non-struct or
+/// names a missing struct field is an error (the reason).
+fn locate<'a>(schema: &'a Schema, name: &str) -> std::result::Result<Option<Located<'a>>, String> {
+    if let Ok(column) = schema.field_with_name(name) {
+        return Ok(Some(Located {
+            column,
+            path: Vec::new(),
+            leaf: column,
+        }));
+    }
+    let parts: Vec<&str> = name.split('.').collect();
+    for split in (1..parts.len()).rev() {
+        let (head, tail) = parts.split_at(split);
+        let Ok(column) = schema.field_with_name(&head.join(".")) else {
+            continue;
+        };
+        let mut leaf = column;
+        let mut walked = head.join(".");
+        for part in tail {
+            let DataType::Struct(children) = leaf.data_type() else {
+                return Err(format!(
+                    "{walked:?} is of type {}, not a struct: it has no field {part:?} (dot \
+                     paths reach fields of structs only)",
+                    leaf.data_type()
+                ));
+            };
+            let Some(child) = children.iter().find(|c| c.name() == part) else {
+                let known: Vec<&str> = children.iter().map(|c| c.name().as_str()).collect();
+                return Err(format!(
+                    "struct {walked:?} has no field {part:?} (fields: {})",
+                    known.join(", ")
+                ));
+            };
+            leaf = child;
+            walked = format!("{walked}.{part}");
+        }
+        return Ok(Some(Located {
+            column,
+            path: tail.iter().map(|p| (*p).to_string()).collect(),
+            leaf,
+        }));
+    }
+    Ok(None)
 }
 
 /// Decodes `%XX` escapes (invalid escapes stay as they are; invalid UTF-8 is replaced).

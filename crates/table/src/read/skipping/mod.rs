@@ -84,7 +84,7 @@ impl<'a> Skipper<'a> {
         };
         let partitions = config.metadata_partitions();
         let listed = |p: &str| partitions.iter().any(|x| x == p);
-        let wants_stats = filters.iter().any(|f| f.column.is_some());
+        let wants_stats = filters.iter().any(|f| f.stats_column().is_some());
         let useful = (wants_stats
             && (listed(COLUMN_STATS_PARTITION) || listed(PARTITION_STATS_PARTITION)))
             || listed(RECORD_INDEX_PARTITION);
@@ -108,7 +108,7 @@ impl<'a> Skipper<'a> {
             }
         };
         // Only the filtered columns' records are read.
-        let mut columns: Vec<&str> = filters.iter().filter_map(|f| f.column.as_deref()).collect();
+        let mut columns: Vec<&str> = filters.iter().filter_map(Compiled::stats_column).collect();
         columns.sort_unstable();
         columns.dedup();
         if wants_stats && listed(PARTITION_STATS_PARTITION) {
@@ -143,8 +143,7 @@ impl<'a> Skipper<'a> {
             return false;
         };
         self.filters.iter().any(|f| {
-            f.column
-                .as_deref()
+            f.stats_column()
                 .is_some_and(|c| !may_match(stats.partition_column(partition, c), f))
         })
     }
@@ -163,7 +162,7 @@ impl<'a> Skipper<'a> {
             return false;
         }
         self.filters.iter().any(|f| {
-            f.column.as_deref().is_some_and(|c| {
+            f.stats_column().is_some_and(|c| {
                 files
                     .iter()
                     .all(|file| !may_match(stats.file_column(&slice.partition, file, c), f))

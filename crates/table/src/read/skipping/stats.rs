@@ -82,7 +82,8 @@ pub(crate) fn may_match(record: Option<&ColumnStatsRecord>, f: &Compiled) -> boo
         FilterOp::Le => may(&min, first, |o| o != Ordering::Greater),
         FilterOp::Gt => may(&max, first, |o| o == Ordering::Greater),
         FilterOp::Ge => may(&max, first, |o| o != Ordering::Less),
-        FilterOp::IsNull | FilterOp::IsNotNull => true,
+        // Conservative: bounds rarely prove every value listed.
+        FilterOp::NotIn | FilterOp::IsNull | FilterOp::IsNotNull => true,
     }
 }
 
@@ -230,6 +231,15 @@ mod tests {
         assert!(may_match(
             Some(&r),
             &filter(Kind::Int, FilterOp::IsNull, &[])
+        ));
+        // NOT IN is never pruned by bounds (conservative), not even when they pin the value.
+        assert!(may_match(
+            Some(&same),
+            &filter(Kind::Int, FilterOp::NotIn, &["7"])
+        ));
+        assert!(may_match(
+            Some(&r),
+            &filter(Kind::Int, FilterOp::NotIn, &["10", "15", "20"])
         ));
         assert!(
             may_match(None, &filter(Kind::Int, FilterOp::Eq, &["99"])),
