@@ -4,8 +4,12 @@
 //! Two modes: [`read_inferred`] infers the column types (arrow-csv / arrow-json inference, the
 //! parquet file's own schema) for a new table; [`read_for_schema`] reads an input for an
 //! existing table and converts every column, by name, to the table's type. Text inputs are
-//! read as strings and parsed straight into the table's types, so `"007"` stays `"007"` in a
-//! string column. Hudi's `_hoodie_*` meta columns in an input (for example an
+//! read as strings (JSON numbers as their original text) and parsed straight into the table's
+//! types by the one exact parser per type that SQL literals use too
+//! ([`arbor_table::cast_text_exact`]): `"007"` stays `"007"` in a string column, and a value
+//! the type cannot hold exactly (`1.005` into `decimal(10,2)`, `1e400` into a double, `300`
+//! into a byte, nanoseconds into a microsecond column) is refused like the same value in a
+//! parquet input. Hudi's `_hoodie_*` meta columns in an input (for example an
 //! `arbor read --meta` export) are ignored: the writer sets them.
 //!
 //! Errors name the file and, where one is at fault, the column and the row (counted from 0
@@ -101,7 +105,8 @@ pub fn infer_schema(path: &Path) -> CliResult<SchemaRef> {
 }
 
 /// Reads an input file, inferring its column types: the parquet schema, or arrow-csv /
-/// arrow-json inference over the whole file. A column whose type cannot be inferred (only
+/// arrow-json inference over the whole file, the text then parsed into the inferred types
+/// exactly as [`read_for_schema`] parses it. A column whose type cannot be inferred (only
 /// nulls) is an error naming it.
 pub fn read_inferred(path: &Path) -> CliResult<Input> {
     let input = match InputFormat::from_path(path)? {
@@ -112,21 +117,22 @@ pub fn read_inferred(path: &Path) -> CliResult<Input> {
             let (schema, _) = format
                 .infer_schema(&mut file, None)
                 .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
-            rewind(path, &mut file)?;
             // Text has no types: timestamps without an offset are UTC instants (`text_zone`).
             let fields: Vec<Field> = schema
                 .fields()
                 .iter()
                 .map(|f| Field::new(f.name(), text_zone(f.data_type()), f.is_nullable()))
                 .collect();
-            read_csv(path, file, Arc::new(Schema::new(fields)))?
+            // The values are parsed into the inferred types exactly, as for a table's types.
+            let inferred = check_inferred(path, data_only(&Schema::new(fields)))?;
+            read_for_schema(path, &inferred)?
         }
         InputFormat::Jsonl => {
             let mut file = BufReader::new(open(path)?);
             let (schema, _) = arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
                 .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
-            rewind(path, &mut file)?;
-            read_json(path, file, Arc::new(schema))?
+            let inferred = check_inferred(path, data_only(&schema))?;
+            read_for_schema(path, &inferred)?
         }
     };
     let schema = check_inferred(path, data_only(&input.schema))?;
@@ -185,7 +191,7 @@ pub fn read_for_schema(path: &Path, target: &SchemaRef) -> CliResult<Input> {
                 arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
                     .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
             rewind(path, &mut file)?;
-            read_json(path, file, nested_as_table(&inferred, target))?
+            read_json_exact(path, file, &inferred, target)?
         }
     };
     conform(path, &input, target, format != InputFormat::Parquet)
@@ -206,6 +212,98 @@ fn nested_as_table(inferred: &Schema, target: &SchemaRef) -> SchemaRef {
         })
         .collect();
     Arc::new(Schema::new(fields))
+}
+
+/// Whether a table column of type `dt` takes JSON numbers as their text, to parse exactly.
+fn takes_number_text(dt: &DataType) -> bool {
+    dt.is_numeric() && arbor_table::parses_text_into(dt)
+}
+
+/// Reads a JSON-lines input for a table whose data schema is `target`: a column of JSON
+/// numbers (inferred `Int64` or `Float64`) that the table holds as a number is read as the
+/// numbers' original text (arrow-json would round `1.005`, read `1e400` as infinity and fail
+/// on `9223372036854775808` without naming it), for [`conform`] to parse exactly; every other
+/// column is decoded as [`nested_as_table`] says.
+fn read_json_exact<R: BufRead + Seek>(
+    path: &Path,
+    mut file: R,
+    inferred: &Schema,
+    target: &SchemaRef,
+) -> CliResult<Input> {
+    let decoded = nested_as_table(inferred, target);
+    let is_number_text = |f: &Field| {
+        matches!(f.data_type(), DataType::Int64 | DataType::Float64)
+            && target
+                .field_with_name(f.name())
+                .is_ok_and(|t| takes_number_text(t.data_type()))
+    };
+    let (numbers, typed): (Vec<&Arc<Field>>, Vec<&Arc<Field>>) =
+        decoded.fields().iter().partition(|f| is_number_text(f));
+    if numbers.is_empty() {
+        return read_json(path, file, decoded);
+    }
+    let texts_schema: SchemaRef = Arc::new(Schema::new(
+        numbers
+            .iter()
+            .map(|f| Field::new(f.name(), DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
+    let reader = arrow::json::ReaderBuilder::new(texts_schema.clone())
+        .with_batch_size(BATCH_ROWS)
+        .with_coerce_primitive(true)
+        .build(&mut file)
+        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+    let texts = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
+    let texts = concat(&texts_schema, &texts)?;
+    let others = if typed.is_empty() {
+        None
+    } else {
+        rewind(path, &mut file)?;
+        let schema: SchemaRef = Arc::new(Schema::new(
+            typed.iter().map(|f| f.as_ref().clone()).collect::<Vec<_>>(),
+        ));
+        let input = read_json(path, file, schema.clone())?;
+        Some(concat(&schema, &input.batches)?)
+    };
+    if let Some(o) = &others {
+        if o.num_rows() != texts.num_rows() {
+            return Err(input_error(
+                path,
+                "not readable as JSON lines: two reads of the file disagree on its rows",
+            ));
+        }
+    }
+    let mut fields = Vec::with_capacity(decoded.fields().len());
+    let mut columns = Vec::with_capacity(decoded.fields().len());
+    for f in decoded.fields() {
+        let from_texts = texts.column_by_name(f.name());
+        let column = match (from_texts, &others) {
+            (Some(c), _) => {
+                fields.push(Field::new(f.name(), DataType::Utf8, true));
+                c.clone()
+            }
+            (None, Some(o)) => {
+                fields.push(f.as_ref().clone());
+                o.column_by_name(f.name())
+                    .cloned()
+                    .ok_or_else(|| input_error(path, format!("column {:?} vanished", f.name())))?
+            }
+            (None, None) => {
+                return Err(input_error(path, format!("column {:?} vanished", f.name())))
+            }
+        };
+        columns.push(column);
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let options = RecordBatchOptions::new().with_row_count(Some(texts.num_rows()));
+    let batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+        .map_err(|e| input_error(path, e.to_string()))?;
+    Ok(Input {
+        schema,
+        batches: vec![batch],
+    })
 }
 
 /// The type a text input's inferred column gets: timestamps without an offset in CSV or
@@ -296,6 +394,10 @@ fn convert_column(
         column.clone()
     } else if is_text(column.data_type()) && crate::input_hex::is_binary(field.data_type()) {
         crate::input_hex::decode_hex_column(path, field, column, offset)?
+    } else if is_text(column.data_type()) && arbor_table::parses_text_into(field.data_type()) {
+        // Numbers, dates and times: one exact parser per type, shared with SQL literals.
+        arbor_table::cast_text_exact(column, field.data_type(), field.name(), offset)
+            .map_err(|e| input_error(path, e.to_string()))?
     } else if !is_text(column.data_type()) || is_text(field.data_type()) {
         arbor_table::cast_exact(column, field.data_type(), field.name(), offset)
             .map_err(|e| input_error(path, e.to_string()))?

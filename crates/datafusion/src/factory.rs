@@ -74,7 +74,9 @@ pub fn arbor_session(config: SessionConfig) -> SessionContext {
     state
         .table_factories_mut()
         .insert(HUDI_FILE_TYPE.to_string(), Arc::new(ArborTableFactory));
-    SessionContext::new_with_state(state)
+    let ctx = SessionContext::new_with_state(state);
+    ctx.register_udf(crate::exact_insert::NumberText::udf());
+    ctx
 }
 
 /// Registers [`ArborTableFactory`] for `STORED AS HUDI` and [`ExactInsertCasts`] in an
@@ -83,6 +85,7 @@ pub fn register_arbor(ctx: &SessionContext) {
     if !crate::insert_rule::is_registered(&ctx.state()) {
         ctx.add_analyzer_rule(Arc::new(ExactInsertCasts));
     }
+    ctx.register_udf(crate::exact_insert::NumberText::udf());
     ctx.state_ref()
         .write()
         .table_factories_mut()

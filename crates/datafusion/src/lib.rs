@@ -33,7 +33,7 @@ pub mod scan;
 mod sink;
 
 pub use error::{ArborSqlError, Result};
-pub use exact_insert::ExactInsertCasts;
+pub use exact_insert::{exact_number_literals, ExactInsertCasts};
 pub use factory::{arbor_session, register_arbor, ArborTableFactory, HUDI_FILE_TYPE};
 pub use filters::to_partition_filters;
 pub use insert_rule::RULE_NAME as EXACT_INSERT_RULE;

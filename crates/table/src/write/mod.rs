@@ -40,6 +40,7 @@ pub mod rollback;
 pub(crate) mod schema;
 pub(crate) mod secondary_index;
 pub(crate) mod stored_keys;
+pub(crate) mod text;
 
 pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};
@@ -51,3 +52,4 @@ pub use planner::Input;
 pub use record_index::RecordIndex;
 pub use schema::{storage_notes, storage_type, ConformOptions, SchemaChange, StorageNote};
 pub use secondary_index::{secondary_lookup, table_entries};
+pub use text::{cast_text_exact, is_number_text, parses_text_into};
