@@ -40,6 +40,12 @@ pub struct BranchStatus {
     pub info: BranchInfo,
     /// Its latest completed write (requested time), if any.
     pub head: Option<InstantTime>,
+    /// The completion time of [`Self::head`] (`None` for table version 6, which records none).
+    pub head_completed: Option<InstantTime>,
+    /// The completion time of the base instant (`info.base_instant`, a requested time), when
+    /// the branch's timeline still has it and records one: the bound an incremental read of
+    /// the branch's own writes starts after.
+    pub base_completed: Option<InstantTime>,
     /// Its pending instants.
     pub pending: usize,
 }
@@ -269,14 +275,21 @@ pub async fn list_branches(storage: &Arc<dyn Storage>) -> Result<Vec<BranchStatu
         let config = TableConfig::load(view.as_ref(), DEFAULT_META_DIR).await?;
         let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
         let history = TimelineHistory::load(view, layout).await?;
-        let head = history
-            .completed_writes()
-            .into_iter()
-            .map(|i| i.requested_time)
-            .max();
+        let writes = history.completed_writes();
+        let head = writes.iter().max_by_key(|i| &i.requested_time);
+        let head_completed = head.and_then(|i| i.completion_time.clone());
+        let head = head.map(|i| i.requested_time.clone());
+        let base_completed = info.base_instant.as_deref().and_then(|b| {
+            writes
+                .iter()
+                .find(|i| i.requested_time.as_str() == b)
+                .and_then(|i| i.completion_time.clone())
+        });
         out.push(BranchStatus {
             info,
             head,
+            head_completed,
+            base_completed,
             pending: history.active().pending().len(),
         });
     }

@@ -23,19 +23,24 @@ use crate::roots::select_root;
 /// Validates the metadata table of `branch` (main for `None`/`"main"`) against storage,
 /// excusing files missing from storage that the root no longer retains (released shared files;
 /// see the module doc).
+///
+/// The root is first opened as a table (its `hoodie.properties` and timeline): a location that
+/// is not a valid Hudi table is an error (e.g. `NotATable` naming the missing
+/// `.hoodie/hoodie.properties`), never an empty report.
 pub async fn validate(
     storage: &Arc<dyn Storage>,
     branch: Option<&str>,
 ) -> Result<ValidationReport> {
     let root = select_root(storage, branch).await?;
     let view = root.view(storage.clone());
+    // Not a table (or a damaged one): fail here rather than report "no metadata table".
+    let reader = TableReader::open_view(view.clone()).await?;
     let mut report = validate_table(view.clone()).await?;
     if report
         .discrepancies
         .iter()
         .any(|d| matches!(d, FilesDiscrepancy::MissingFromStorage { .. }))
     {
-        let reader = TableReader::open_view(view.clone()).await?;
         let ctx = ProtectionContext {
             storage: &view,
             view: reader.view(),

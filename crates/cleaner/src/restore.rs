@@ -154,12 +154,15 @@ pub async fn restore_locked(txn: Transaction<'_>, to: &InstantTime) -> Result<Re
         ));
     }
     let own = TimelineHistory::load(storage.clone(), table.layout().clone()).await?;
+    // Only what the restore rolls back (step 3 of the module doc): a clean, rollback or
+    // savepoint after `to` stays, so another root having it too (a branch inherits main's
+    // timeline, cleans after its base included) is no conflict.
     let rolled: BTreeSet<InstantTime> = own
         .active()
         .instants()
         .into_iter()
+        .filter(|i| i.requested_time > *to && RESTORED_ACTIONS.contains(&i.action))
         .map(|i| i.requested_time)
-        .filter(|t| t > to)
         .collect();
     check_no_shared_instants(table.table_storage(), table.root(), to, &rolled).await?;
     check_clone_point(table.table_storage(), to).await?;

@@ -16,6 +16,7 @@ use arbor_storage::Storage;
 use arbor_table::read::TableReader;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode, HoodieCleanMetadata};
+use arbor_timeline::layout::branches::find_branch;
 pub use arbor_timeline::layout::branches::live_roots;
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{Action, InstantTime, MetaRoot, State, TableConfig, TableLayout};
@@ -173,9 +174,12 @@ pub fn discovered_sources(
 }
 
 /// Refuses (nothing changed) a restore of root `restoring` to `to` when an instant it would roll
-/// back (`rolled`: the root's instants after `to`) is also completed on another live root:
-/// rolling it back would delete files that root reads (for a branch, every instant up to its
-/// base is shared with main).
+/// back (`rolled`: the root's data-changing instants after `to`, the restore plan's) is also
+/// completed on another live root: rolling it back would delete files that root reads. For a
+/// branch, every write up to its base is shared with main: main cannot be restored to before a
+/// branch's base while the branch lives, nor a branch to before its own base. Instants a root
+/// merely inherited that a restore keeps (cleans, rollbacks, savepoints after `to`) never
+/// conflict, since `rolled` holds none.
 pub async fn check_no_shared_instants(
     storage: &Arc<dyn Storage>,
     restoring: &MetaRoot,
@@ -200,12 +204,50 @@ pub async fn check_no_shared_instants(
         if !shared.is_empty() {
             return Err(CleanerError::refused(
                 format!("restore {restoring} to {to} refused"),
-                format!(
-                    "{root} also has instants {}; rolling them back would delete files it reads",
-                    shared.join(", ")
-                ),
+                shared_reason(storage, restoring, &root, to, &shared).await?,
             ));
         }
     }
     Ok(())
+}
+
+/// The base instant of working branch `root` (`None` for main, a branch without a recorded
+/// base, or one whose identity is gone).
+async fn branch_base(storage: &Arc<dyn Storage>, root: &MetaRoot) -> Result<Option<String>> {
+    let MetaRoot::Branch(name) = root else {
+        return Ok(None);
+    };
+    Ok(find_branch(storage, name)
+        .await?
+        .and_then(|info| info.base_instant))
+}
+
+/// Why a restore of `restoring` to `to` conflicts with `other`, which also has the `shared`
+/// instants the restore would roll back: names the branch base at stake and the ways out.
+async fn shared_reason(
+    storage: &Arc<dyn Storage>,
+    restoring: &MetaRoot,
+    other: &MetaRoot,
+    to: &InstantTime,
+    shared: &[String],
+) -> Result<String> {
+    let list = shared.join(", ");
+    if let (Some(base), MetaRoot::Branch(name)) = (branch_base(storage, other).await?, other) {
+        return Ok(format!(
+            "branch {name} was created from main at base instant {base}, after {to}: it reads \
+             the files of instants {list}, which the restore would roll back; restore to {base} \
+             or later, or drop (or publish) branch {name} first"
+        ));
+    }
+    if let (Some(base), MetaRoot::Branch(name)) =
+        (branch_base(storage, restoring).await?, restoring)
+    {
+        return Ok(format!(
+            "instants {list} are main's, inherited by branch {name} at its base instant \
+             {base}: {other} reads their files; a branch restores only to its base or later"
+        ));
+    }
+    Ok(format!(
+        "{other} also has instants {list}; rolling them back would delete files it reads"
+    ))
 }

@@ -57,16 +57,33 @@ pub struct ArborTableProvider {
     statistics: Option<Statistics>,
     lock: Option<Arc<dyn LockProvider>>,
     warnings: Vec<String>,
+    writable_version: bool,
 }
 
 impl ArborTableProvider {
     /// Opens the table at `location` (a local path, `file://`, or any URL of arbor-storage's
     /// registry: `s3://`, `az://`, `gs://`, `memory://`; a shallow clone reads through its
-    /// sources) in the state `options` name. Fails, naming the location, when the options
-    /// contradict each other, the table, branch or tag does not exist, or an as-of time is
-    /// malformed or before the table's first commit.
+    /// sources) in the state `options` name; a local path must be an existing directory (it is
+    /// never created). Fails, naming the location, when the options contradict each other, the
+    /// table, branch or tag does not exist, or an as-of time is malformed or before the table's
+    /// first commit.
     pub async fn try_new(location: &str, options: ArborTableOptions) -> Result<Self> {
         options.validate()?;
+        // Opening local storage creates its directory: a mistyped path must fail, not appear.
+        let local = match location.strip_prefix("file://") {
+            Some(rest) => Some(rest),
+            None if location.contains("://") => None,
+            None => Some(location),
+        };
+        if let Some(path) = local.filter(|p| !std::path::Path::new(p).is_dir()) {
+            return Err(ArborSqlError::storage(
+                location,
+                arbor_storage::StorageError::InvalidLocation {
+                    url: path.to_string(),
+                    reason: "no such directory".to_string(),
+                },
+            ));
+        }
         let own = open_storage(location, &options.storage)
             .map_err(|e| ArborSqlError::storage(location, e))?;
         let opener = RegistryOpener::new(options.storage.clone());
@@ -96,6 +113,7 @@ impl ArborTableProvider {
             .config()
             .get("hoodie.datasource.write.drop.partition.columns")
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let writable_version = reader.config().version().is_writable();
         let statistics = table_statistics(&reader, &read_options, &schema).await;
         let warnings = match (&options.as_of, read_options.get_as_of()) {
             (Some(given), Some(instant)) => reader
@@ -119,6 +137,7 @@ impl ArborTableProvider {
             statistics,
             lock: None,
             warnings,
+            writable_version,
         })
     }
 
@@ -127,6 +146,12 @@ impl ArborTableProvider {
     pub fn with_lock_provider(mut self, lock: Arc<dyn LockProvider>) -> Self {
         self.lock = Some(lock);
         self
+    }
+
+    /// False for a table of a version arbor reads but does not write (6, Hudi 0.x): it reads
+    /// like any other, and `INSERT` fails with the version's error naming `arbor upgrade`.
+    pub fn is_writable_version(&self) -> bool {
+        self.writable_version
     }
 
     /// The table location as given.

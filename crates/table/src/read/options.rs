@@ -110,7 +110,9 @@ impl ReadOptions {
     }
 
     /// An incremental query: the records written by instants that completed in
-    /// `(start, end]` (`None`: open bound), in their latest state as of `end`.
+    /// `(start, end]` (`None`: open bound), in their latest state as of `end`. A bound equal to
+    /// the requested time of a completed write (and to no completion time) stands for that
+    /// write's completion time.
     pub fn incremental(mut self, start: Option<InstantTime>, end: Option<InstantTime>) -> Self {
         self.incremental = Some((start, end));
         self

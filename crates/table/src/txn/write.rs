@@ -101,13 +101,24 @@ pub(super) fn validate_with_schema(
             }
         }
     }
-    let conformed = ctx.schema.conform(
+    let drop = &ctx.options.drop_columns;
+    check_droppable(&ctx.config, drop)?;
+    let (base, dropped) = ctx.schema.without(drop)?;
+    let kept: Vec<RecordBatch>;
+    let batches = if drop.is_empty() {
+        batches
+    } else {
+        kept = without_columns(batches, drop)?;
+        &kept[..]
+    };
+    let mut conformed = base.conform(
         batches,
         ConformOptions {
             allow_missing: is_delete,
             evolve: ctx.options.schema_evolution && !is_delete,
         },
     )?;
+    conformed.changes.splice(0..0, dropped);
     // The rows are copied into one batch while the keys are computed on the other threads.
     let threads = ctx.options.parallelism.get();
     let (batch, keys) = std::thread::scope(|scope| {
@@ -195,9 +206,24 @@ async fn prepare_started(
     let ctx = &table.ctx;
     // The table's schema may have changed since this handle was opened (a write through
     // it or another writer evolved it): the write then records the schema evolved from
-    // the current one, never one that drops a column or narrows a type again.
+    // the current one, never one that drops a column (unless this write drops it,
+    // `WriteOptions::drop_columns`) or narrows a type again.
     let rechecked;
-    let (input, schema, schema_changes) = match latest_written_schema(tl).await? {
+    let latest = match latest_written_schema(tl).await? {
+        // Columns this write drops (those still in the latest schema) are left out of it.
+        Some(latest) => {
+            let drop: Vec<String> = ctx
+                .options
+                .drop_columns
+                .iter()
+                .filter(|c| latest.arrow.field_with_name(c).is_ok())
+                .cloned()
+                .collect();
+            Some(latest.without(&drop)?.0)
+        }
+        None => None,
+    };
+    let (input, schema, schema_changes) = match latest {
         Some(latest) if latest.arrow != schema.arrow => {
             let conformed = latest.conform(
                 std::slice::from_ref(&input.batch),
@@ -215,7 +241,12 @@ async fn prepare_started(
                 },
                 conformed.schema,
             );
-            (&rechecked.0, &rechecked.1, conformed.changes)
+            let mut changes: Vec<SchemaChange> = schema_changes
+                .into_iter()
+                .filter(|c| matches!(c, SchemaChange::Dropped { .. }))
+                .collect();
+            changes.extend(conformed.changes);
+            (&rechecked.0, &rechecked.1, changes)
         }
         _ => (input, schema, schema_changes),
     };
@@ -414,4 +445,48 @@ async fn prepare_started(
         secondary_deltas,
         schema_changes,
     })
+}
+
+/// Refuses dropping a record key, partition or ordering column (`WriteOptions::drop_columns`).
+fn check_droppable(config: &arbor_timeline::TableConfig, drop: &[String]) -> Result<()> {
+    let needed = config
+        .record_key_fields()
+        .into_iter()
+        .chain(config.partition_fields())
+        .chain(config.ordering_fields());
+    for c in needed {
+        let top = c
+            .split(':')
+            .next()
+            .unwrap_or(&c)
+            .split('.')
+            .next()
+            .unwrap_or(&c)
+            .to_string();
+        if drop.contains(&top) {
+            return Err(invalid(
+                Some(&top),
+                "a record key, partition or ordering column cannot be dropped",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `batches` without the columns named in `drop` (those they have).
+fn without_columns(batches: &[RecordBatch], drop: &[String]) -> Result<Vec<RecordBatch>> {
+    batches
+        .iter()
+        .map(|b| {
+            let keep: Vec<usize> = b
+                .schema()
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !drop.iter().any(|d| d == f.name()))
+                .map(|(i, _)| i)
+                .collect();
+            b.project(&keep).map_err(|e| invalid(None, e.to_string()))
+        })
+        .collect()
 }

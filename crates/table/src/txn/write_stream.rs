@@ -122,6 +122,13 @@ pub(crate) async fn refusal(table: &Table, operation: WriteOperation) -> Result<
              or deduplicate keys over the whole input (use Table::write)"
         )));
     }
+    if !ctx.options.drop_columns.is_empty() {
+        return Ok(Some(
+            "a streamed write does not drop columns (WriteOptions::drop_columns): use \
+             Table::write"
+                .into(),
+        ));
+    }
     if has_record_index(&ctx.config)
         || !secondary_index::secondary_indexes(ctx.storage.as_ref(), &ctx.config)
             .await?

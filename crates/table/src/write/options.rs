@@ -65,6 +65,14 @@ pub struct WriteOptions {
     /// on. Off, a new column is `InvalidInput` and values of a wider type must fit the
     /// column's type exactly.
     pub schema_evolution: bool,
+    /// Top-level columns this write drops from the table schema: the schema it records
+    /// (`extraMetadata.schema`) omits them, so readers no longer show them; files written
+    /// before keep their values, unread. Input columns of these names are not written. Record
+    /// key, partition and ordering columns cannot be dropped, nor meta columns; a name the
+    /// table lacks is `InvalidInput`. Default none. (Hudi's equivalent is a write with
+    /// `hoodie.datasource.write.schema.allow.auto.evolution.column.drop=true` whose input
+    /// lacks the columns.)
+    pub drop_columns: Vec<String>,
     /// Partial updates: an upsert whose input lacks some of the table's columns keeps, for
     /// every key already in the table, the stored values of those columns (new keys get
     /// nulls), instead of failing. Costs a snapshot read of the table; default off.
@@ -163,6 +171,7 @@ impl Default for WriteOptions {
             heartbeat_timeout: std::time::Duration::from_secs(60),
             key_move: KeyMove::default(),
             schema_evolution: true,
+            drop_columns: Vec::new(),
             partial_updates: false,
             retry: RetryPolicy::default(),
             mdt_clean: true,

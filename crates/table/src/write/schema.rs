@@ -254,6 +254,64 @@ impl DataSchema {
         Ok((Self::from_avro_json(&avro_json)?, changes))
     }
 
+    /// This schema without the top-level columns `drop` (their Avro fields removed, every other
+    /// field kept byte for byte), with the changes that records. Fails with `InvalidInput`
+    /// naming the column when one is not a column of the schema, is a Hudi meta column, or
+    /// when no column would be left. An empty `drop` returns the schema as it is.
+    pub fn without(&self, drop: &[String]) -> Result<(DataSchema, Vec<SchemaChange>)> {
+        if drop.is_empty() {
+            return Ok((self.clone(), Vec::new()));
+        }
+        for c in drop {
+            if meta::is_meta_column(c) || c.starts_with("_hoodie_") {
+                return Err(invalid(
+                    Some(c),
+                    None,
+                    "Hudi meta columns cannot be dropped",
+                ));
+            }
+            if self.arrow.field_with_name(c).is_err() {
+                return Err(invalid(
+                    Some(c),
+                    None,
+                    "the table has no such column to drop",
+                ));
+            }
+        }
+        if self
+            .arrow
+            .fields()
+            .iter()
+            .all(|f| drop.iter().any(|d| d == f.name()))
+        {
+            return Err(invalid(
+                None,
+                None,
+                "dropping every column leaves no schema",
+            ));
+        }
+        let corrupt =
+            |reason: &str| invalid(None, None, format!("the table's Avro schema {reason}"));
+        let mut root: serde_json::Value = serde_json::from_str(&self.avro_json)
+            .map_err(|e| corrupt(&format!("is not JSON: {e}")))?;
+        let fields = root
+            .get_mut("fields")
+            .and_then(|f| f.as_array_mut())
+            .ok_or_else(|| corrupt("has no fields"))?;
+        fields.retain(|f| {
+            f.get("name")
+                .and_then(|v| v.as_str())
+                .is_none_or(|n| !drop.iter().any(|d| d == n))
+        });
+        let avro_json =
+            serde_json::to_string(&root).map_err(|e| invalid(None, None, e.to_string()))?;
+        let changes = drop
+            .iter()
+            .map(|c| SchemaChange::Dropped { column: c.clone() })
+            .collect();
+        Ok((Self::from_avro_json(&avro_json)?, changes))
+    }
+
     /// This schema's Avro JSON with the types of `promoted` columns replaced and `added`
     /// columns (nullable, default null) appended; every other field is kept byte for byte, so
     /// a Spark-written schema keeps its names, docs and defaults.
@@ -339,6 +397,12 @@ pub enum SchemaChange {
         /// Its type as the table stores it.
         data_type: DataType,
     },
+    /// A column removed from the schema the write records (an explicit drop): readers no
+    /// longer show it; files written before keep its values, unread.
+    Dropped {
+        /// The column.
+        column: String,
+    },
     /// A column's type widened without changing any stored value.
     Promoted {
         /// The column.
@@ -356,6 +420,7 @@ impl std::fmt::Display for SchemaChange {
             SchemaChange::Added { column, data_type } => {
                 write!(f, "added column {column:?} ({data_type}, nullable)")
             }
+            SchemaChange::Dropped { column } => write!(f, "dropped column {column:?}"),
             SchemaChange::Promoted { column, from, to } => {
                 write!(f, "widened column {column:?} from {from} to {to}")
             }
@@ -604,6 +669,26 @@ mod tests {
         .unwrap();
         let out = s.conform(&[input], ConformOptions::default()).unwrap();
         assert_eq!(out.batches[0].schema(), s.arrow);
+    }
+
+    #[test]
+    fn test_without_drops_fields_and_refuses_unknown_meta_and_all() {
+        let s = DataSchema::for_new_table("t", &schema()).unwrap();
+        let names: Vec<String> = s.arrow.fields().iter().map(|f| f.name().clone()).collect();
+        let (dropped, changes) = s.without(&names[1..2]).unwrap();
+        assert_eq!(dropped.arrow.fields().len(), names.len() - 1);
+        assert!(dropped.arrow.field_with_name(&names[1]).is_err());
+        assert!(!dropped.avro_json.contains(&format!("\"{}\"", names[1])));
+        assert_eq!(
+            changes,
+            [SchemaChange::Dropped {
+                column: names[1].clone()
+            }]
+        );
+        assert!(s.without(&["nope".to_string()]).is_err());
+        assert!(s.without(&["_hoodie_record_key".to_string()]).is_err());
+        assert!(s.without(&names).is_err());
+        assert_eq!(s.without(&[]).unwrap().0, s);
     }
 
     #[test]

@@ -167,12 +167,32 @@ impl TableConfig {
     }
 
     /// Parses and validates the bytes of a `hoodie.properties` file; `path` is used in errors.
-    /// Empty input, text that is not UTF-8 and malformed escapes are `InvalidConfig`.
+    /// Empty input, text that is not UTF-8, malformed escapes and a last line without a line
+    /// end (a truncated file) are `InvalidConfig`.
     pub fn parse(bytes: &[u8], path: &str) -> Result<TableConfig> {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| invalid(path, None, format!("not UTF-8 text: {e}")))?;
         if text.trim().is_empty() {
             return Err(invalid(path, None, "the file is empty"));
+        }
+        if !text.ends_with(['\n', '\r']) {
+            // Java's `Properties.store` and arbor end every line: a last line without its end
+            // is what a torn write (or a truncation) leaves, and may have lost keys (the
+            // record key fields, the checksum) that its absence would silently change.
+            let last = text.lines().last().unwrap_or_default();
+            let key = last
+                .split(['=', ':'])
+                .next()
+                .map(str::trim)
+                .filter(|k| !k.is_empty() && !k.starts_with(['#', '!']));
+            return Err(invalid(
+                path,
+                key,
+                format!(
+                    "the file is truncated: its last line {last:?} has no line end (every \
+                     line of a complete file ends with one)"
+                ),
+            ));
         }
         let props = Properties::parse(text).map_err(|e| invalid(path, None, e.to_string()))?;
         TableConfig::validate(props, path)
