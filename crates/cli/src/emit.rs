@@ -5,9 +5,10 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use async_trait::async_trait;
@@ -107,6 +108,7 @@ pub async fn emit(
                 .map_err(|e| CliError::Output(format!("{}: {e}", p.display())))
         }
         (format, None) => {
+            crate::stdio::mark_stdout_written();
             let mut out = std::io::BufWriter::new(PipeOut {
                 inner: std::io::stdout().lock(),
                 broken: false,
@@ -129,7 +131,7 @@ pub enum ReadFormat {
     Table,
     /// One JSON object per line.
     Jsonl,
-    /// CSV with a header row.
+    /// CSV with a header row; a nested value (struct, list, map) is its JSON text in one cell.
     Csv,
     /// A parquet file (needs --output).
     Parquet,
@@ -274,7 +276,88 @@ impl<W: Write> Write for PipeOut<W> {
     }
 }
 
-/// CSV (with a header) or JSON lines (nulls written as `null`) written batch by batch.
+/// True for the types CSV has no cell syntax for: structs, lists, maps, unions.
+fn is_nested(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Struct(_)
+            | DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::ListView(_)
+            | DataType::LargeListView(_)
+            | DataType::Map(..)
+            | DataType::Union(..)
+    )
+}
+
+/// `schema` as CSV writes it: every nested column a text column (of JSON).
+fn csv_schema(schema: &SchemaRef) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            if is_nested(f.data_type()) {
+                Field::new(f.name(), DataType::Utf8, true)
+            } else {
+                f.as_ref().clone()
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// The values of nested column `array` as JSON text, one per row, as `--format jsonl` writes
+/// them (a null stays null: an empty cell).
+fn json_cells(array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
+    let field = Field::new("v", array.data_type().clone(), true);
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(vec![field])), vec![array.clone()])?;
+    let mut buf = Vec::new();
+    {
+        let mut w = arrow::json::WriterBuilder::new()
+            .with_explicit_nulls(true)
+            .build::<_, arrow::json::writer::LineDelimited>(&mut buf);
+        w.write(&batch)?;
+        w.finish()?;
+    }
+    let text = String::from_utf8(buf).map_err(|e| ArrowError::JsonError(e.to_string()))?;
+    // Each line is `{"v":<value>}`: the value's text is kept as written (key order, numbers).
+    let mut cells: Vec<Option<String>> = Vec::with_capacity(array.len());
+    for line in text.lines() {
+        let value = line
+            .strip_prefix("{\"v\":")
+            .and_then(|rest| rest.strip_suffix('}'))
+            .ok_or_else(|| ArrowError::JsonError(format!("unexpected JSON line {line:?}")))?;
+        cells.push((value != "null").then(|| value.to_string()));
+    }
+    if cells.len() != array.len() {
+        return Err(ArrowError::JsonError(format!(
+            "{} JSON cells for {} rows",
+            cells.len(),
+            array.len()
+        )));
+    }
+    Ok(Arc::new(StringArray::from(cells)))
+}
+
+/// `batch` with every nested column as JSON text (`schema`: [`csv_schema`] of its schema).
+fn csv_batch(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| {
+            if is_nested(c.data_type()) {
+                json_cells(c)
+            } else {
+                Ok(c.clone())
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+/// CSV (with a header; nested values as JSON text in their cells) or JSON lines (nulls written
+/// as `null`) written batch by batch.
 enum TextSink<'a> {
     Csv {
         writer: Box<arrow::csv::Writer<&'a mut dyn Write>>,
@@ -293,7 +376,7 @@ impl<'a> TextSink<'a> {
                         .with_header(true)
                         .build(out),
                 ),
-                schema: schema.clone(),
+                schema: csv_schema(schema),
                 wrote: false,
             },
             // Nulls as explicit `null` fields: every line has every column.
@@ -307,9 +390,13 @@ impl<'a> TextSink<'a> {
 
     fn write(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
         match self {
-            TextSink::Csv { writer, wrote, .. } => {
+            TextSink::Csv {
+                writer,
+                schema,
+                wrote,
+            } => {
                 *wrote = true;
-                writer.write(batch)
+                writer.write(&csv_batch(batch, schema)?)
             }
             TextSink::Jsonl(w) => w.write(batch),
         }

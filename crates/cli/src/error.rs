@@ -66,6 +66,26 @@ pub enum CliError {
 pub type CliResult<T> = Result<T, CliError>;
 
 impl CliError {
+    /// A short name of what kind of failure this is, for `--json` errors: `usage`, `storage`,
+    /// `lock`, `timeline`, `table`, `branching`, `input`, `read_only_version`, `sql` or
+    /// `output` (an error about one table has the kind of its cause).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CliError::Usage(_) => "usage",
+            CliError::Storage(_) => "storage",
+            CliError::Lock(_) => "lock",
+            CliError::Timeline(_) => "timeline",
+            CliError::Table(_) => "table",
+            CliError::Branching(_) => "branching",
+            CliError::Input { .. } => "input",
+            CliError::AtTable { source, .. } => source.kind(),
+            CliError::ReadOnlyVersion { .. } => "read_only_version",
+            #[cfg(feature = "sql")]
+            CliError::Sql(_) => "sql",
+            CliError::Output(_) => "output",
+        }
+    }
+
     /// Wraps an error with the table location it concerns.
     pub fn at(location: &str, source: impl Into<CliError>) -> Self {
         let source = source.into();

@@ -1,8 +1,11 @@
 //! `arbor`: a command-line tool for Apache Hudi tables with Git-like branches and tags.
 //!
-//! Every command prints one readable line `error: ...` and exits with code 1 on failure; no
-//! command panics on bad input.
+//! Every command prints one readable line `error: ...` and exits with code 1 on failure (with
+//! `--json`: one JSON object `{"error": ..., "kind": ...}` on stdout instead); no command
+//! panics on bad input, nor on a closed stdout or stderr.
 
+#[macro_use]
+mod stdio;
 mod commands;
 mod context;
 mod emit;
@@ -13,7 +16,9 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::archive::ArchiveArgs;
 use crate::commands::branch::BranchArgs;
@@ -43,11 +48,7 @@ use crate::commands::write::WriteArgs;
 #[derive(Debug, Parser)]
 #[command(name = "arbor", version, about, long_about = None)]
 struct Cli {
-    /// Storage option as KEY=VALUE (repeatable), e.g. s3.endpoint=http://127.0.0.1:5055,
-    /// s3.region=us-east-1, s3.access-key-id=..., s3.secret-access-key=..., s3.allow-http=true,
-    /// azure.account=..., azure.access-key=..., azure.use-emulator=true, gs.service-account-path=...
-    /// (an unknown key is an error listing the accepted ones). Credentials are never read from
-    /// the environment implicitly.
+    /// Storage option KEY=VALUE, repeatable: s3.*, azure.*, gs.* (listed in the README).
     #[arg(
         long = "storage-option",
         short = 'o',
@@ -56,12 +57,7 @@ struct Cli {
     )]
     storage_options: Vec<String>,
 
-    /// The table lock of the commands that change a table: `storage` (the default: an object
-    /// in the table's storage under .hoodie/.locks), `file` (OS-locked files in a local table's
-    /// .hoodie/.locks), `file:///DIR`, `postgres://USER:PASSWORD@HOST:PORT/DB`, or
-    /// `zk://HOST:PORT[,HOST:PORT]/BASE/PATH[?lock_key=KEY]` (Hudi's ZooKeeper lock: use the
-    /// base path and lock key of the Spark writers to exclude them). Without it, the table's
-    /// `hoodie.write.lock.provider` properties decide, else `storage`.
+    /// Table lock: storage (default), file, file:///DIR, postgres://..., zk://... (README).
     #[arg(long = "lock", value_name = "URL", global = true)]
     lock: Option<String>,
 
@@ -130,13 +126,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let (cli, json) = match parse() {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("ARBOR_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,arbor::as_of=off")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(stdio::QuietStderr::make)
+        .log_internal_errors(false)
+        .with_ansi(log_in_colour())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,7 +145,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -181,8 +182,93 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            report_failure(&e.to_string(), e.kind(), json);
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The parsed command line and whether the command asked for `--json` output; on a usage
+/// error (or `--help`, `--version`) the exit code, the message printed.
+fn parse() -> Result<(Cli, bool), ExitCode> {
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, wants_json(&m))));
+    parsed.map_err(|e| {
+        use clap::error::ErrorKind;
+        let shown = matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
+        let code = u8::try_from(e.exit_code()).unwrap_or(2);
+        if !shown && std::env::args_os().any(|a| a == "--json") {
+            let rendered = e.to_string();
+            let line = rendered.lines().next().unwrap_or_default();
+            report_failure(line.strip_prefix("error: ").unwrap_or(line), "usage", true);
+        } else {
+            // clap's own text (help on stdout, errors on stderr); a closed stream is ignored.
+            let _ = e.print();
+        }
+        ExitCode::from(code)
+    })
+}
+
+/// Whether the (sub)command `matches` names was given `--json`.
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    let mut level = Some(matches);
+    while let Some(m) = level {
+        if matches!(m.try_get_one::<bool>("json"), Ok(Some(true))) {
+            return true;
+        }
+        level = m.subcommand().map(|(_, sub)| sub);
+    }
+    false
+}
+
+/// Prints a failure: `{"error": message, "kind": kind}` on stdout for a `--json` command that
+/// has not printed anything to stdout yet (stdout then holds one JSON document), else one
+/// line `error: message` on stderr.
+fn report_failure(message: &str, kind: &str, json: bool) {
+    if json && !stdio::wrote_stdout() {
+        let doc = serde_json::json!({ "error": message, "kind": kind });
+        if stdio::out(&doc.to_string()).is_ok() {
+            return;
+        }
+    }
+    errln!("error: {message}");
+}
+
+/// Whether the log on stderr is coloured: only on a terminal, and not when `NO_COLOR` is set
+/// to anything but the empty string (<https://no-color.org>).
+fn log_in_colour() -> bool {
+    colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
+/// Whether output is coloured: on a terminal with `NO_COLOR` unset or empty.
+fn colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_colour_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(colour(true, None));
+        assert!(colour(true, Some(OsStr::new(""))));
+        assert!(!colour(true, Some(OsStr::new("1"))));
+        assert!(!colour(false, None));
+    }
+
+    #[test]
+    fn test_cli_definition_is_valid() {
+        Cli::command().debug_assert();
     }
 }

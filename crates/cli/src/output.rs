@@ -1,21 +1,15 @@
 //! Human tables and `--json` output.
 
-use std::io::Write;
-
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;
 
 use crate::error::{CliError, CliResult};
 
-/// Writes `text` and a newline to stdout. A closed pipe (`arbor ... | head`) is not an error.
+/// Writes `text` and a newline to stdout. A closed pipe (`arbor ... | head`) is not an error
+/// (see [`crate::stdio::out`]).
 pub fn print_text(text: &str) -> CliResult<()> {
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}").and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::Output(e.to_string())),
-    }
+    crate::stdio::out(text)
 }
 
 /// Prints `value` as pretty JSON on stdout.
@@ -24,19 +18,188 @@ pub fn print_json<T: Serialize>(value: &T) -> CliResult<()> {
     print_text(&text)
 }
 
-/// Prints rows as a table with a header on stdout, at most [`terminal_width`] wide (cells
-/// wrap inside their column when a row would be wider).
+/// Prints rows as a table with a header on stdout, at most [`terminal_width`] wide where it
+/// can be (see [`wrapped_table`]).
 pub fn print_table(header: &[&str], rows: Vec<Vec<String>>) -> CliResult<()> {
+    print_text(&wrapped_table(header, &rows, terminal_width()))
+}
+
+/// The narrowest an id or instant column is squeezed to (its values shortened in the middle)
+/// before the other columns are squeezed below it.
+pub const MIN_ID_WIDTH: usize = 16;
+
+/// Renders rows as a table (in the style of [`fit_table`]) at most `width` characters wide
+/// where it can be: each column gets its values' width when they fit; else the space is shared
+/// and a column's values are wrapped between words, and a word wider than its column (an id,
+/// an instant time, a file name) is shortened in the middle (`2026120517…19461`), never
+/// broken over lines. Columns are squeezed to [`MIN_ID_WIDTH`] (or their header's longest
+/// word) first, further only when the width leaves no other way (then headers wrap).
+pub fn wrapped_table(header: &[&str], rows: &[Vec<String>], width: usize) -> String {
+    let n = header.len();
+    let cell = |r: &Vec<String>, i: usize| r.get(i).map_or("", String::as_str).to_string();
+    let columns: Vec<Vec<String>> = (0..n)
+        .map(|i| rows.iter().map(|r| cell(r, i)).collect())
+        .collect();
+    let heads: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    // Per column: the widest line and the widest word (values and header), and the header's
+    // widest word.
+    let per_column = |of: fn(&str) -> usize| -> Vec<usize> {
+        columns
+            .iter()
+            .zip(&heads)
+            .map(|(c, h)| c.iter().map(|t| of(t)).max().unwrap_or(0).max(of(h)).max(1))
+            .collect()
+    };
+    let line_w = per_column(widest_line);
+    let word_w = per_column(widest_word);
+    let head_w: Vec<usize> = heads.iter().map(|h| widest_word(h)).collect();
+    // A line is `│`, then per column ` value ` and a separator: 1 + sum(width + 3).
+    let room = width.saturating_sub(1 + 3 * n);
+    let floors = |cap: usize, keep_header: bool| -> Vec<usize> {
+        (0..n)
+            .map(|i| {
+                let line = line_w.get(i).copied().unwrap_or(1);
+                let head = if keep_header {
+                    head_w.get(i).copied().unwrap_or(0)
+                } else {
+                    0
+                };
+                line.min(cap.max(head)).max(1)
+            })
+            .collect()
+    };
+    let mut widths = (MIN_COLUMN_WIDTH..=MIN_ID_WIDTH)
+        .rev()
+        .map(|cap| floors(cap, true))
+        .chain((1..MIN_COLUMN_WIDTH).rev().map(|cap| floors(cap, false)))
+        .find(|w| w.iter().sum::<usize>() <= room)
+        .unwrap_or_else(|| floors(1, false));
+    // Share what is left, one character at a time to the narrowest column short of its
+    // target: first so that no word is shortened, then so that no line wraps.
+    let mut left = room.saturating_sub(widths.iter().sum());
+    for target in [&word_w, &line_w] {
+        while left > 0 {
+            let next = widths
+                .iter()
+                .enumerate()
+                .filter(|(i, w)| target.get(*i).is_some_and(|t| *w < t))
+                .min_by_key(|(_, w)| **w)
+                .map(|(i, _)| i);
+            let Some(i) = next else { break };
+            if let Some(w) = widths.get_mut(i) {
+                *w += 1;
+            }
+            left -= 1;
+        }
+    }
+    let wrap_all = |texts: &[String], shorten: bool| -> Vec<String> {
+        texts
+            .iter()
+            .zip(&widths)
+            .map(|(t, w)| wrap_cell(t, *w, shorten))
+            .collect()
+    };
     let mut table = Table::new();
     table
         .load_preset(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(u16::try_from(terminal_width()).unwrap_or(u16::MAX))
-        .set_header(header.to_vec());
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(wrap_all(&heads, false));
     for r in rows {
-        table.add_row(r);
+        let cells: Vec<String> = (0..n).map(|i| cell(r, i)).collect();
+        table.add_row(wrap_all(&cells, true));
     }
-    print_text(&table.to_string())
+    table.to_string()
+}
+
+/// The display width of the widest line of `text`.
+fn widest_line(text: &str) -> usize {
+    text.lines().map(char_len).max().unwrap_or(0)
+}
+
+/// The display width of the widest word of `text`.
+fn widest_word(text: &str) -> usize {
+    text.split_whitespace().map(char_len).max().unwrap_or(0)
+}
+
+/// `text` wrapped between words to lines of at most `width` columns; a word wider than that is
+/// shortened in the middle ([`elide_middle`]) when `shorten`, else broken into pieces (headers).
+fn wrap_cell(text: &str, width: usize, shorten: bool) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if char_len(line) <= width {
+            out.push(line.to_string());
+            continue;
+        }
+        let mut current = String::new();
+        for word in line.split_whitespace() {
+            let pieces = if shorten {
+                vec![elide_middle(word, width)]
+            } else {
+                split_width(word, width)
+            };
+            for piece in pieces {
+                if current.is_empty() {
+                    current = piece;
+                } else if char_len(&current) + 1 + char_len(&piece) <= width {
+                    current.push(' ');
+                    current.push_str(&piece);
+                } else {
+                    out.push(std::mem::replace(&mut current, piece));
+                }
+            }
+        }
+        out.push(current);
+    }
+    out.join("\n")
+}
+
+/// `word` in pieces of at most `width` columns.
+fn split_width(word: &str, width: usize) -> Vec<String> {
+    let mut pieces = vec![String::new()];
+    let mut used = 0;
+    for c in word.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > width && used > 0 {
+            pieces.push(String::new());
+            used = 0;
+        }
+        if let Some(p) = pieces.last_mut() {
+            p.push(c);
+        }
+        used += w;
+    }
+    pieces
+}
+
+/// `s` shortened to `width` columns by replacing its middle with `…` (two thirds of the room
+/// kept from the start, one third from the end: `2026120517…19461`), when it is wider.
+pub fn elide_middle(s: &str, width: usize) -> String {
+    if char_len(s) <= width {
+        return s.to_string();
+    }
+    let room = width.saturating_sub(1);
+    let tail_room = room / 3;
+    let head_room = room - tail_room;
+    let take = |chars: &mut dyn Iterator<Item = char>, room: usize| -> Vec<char> {
+        let mut used = 0;
+        let mut out = Vec::new();
+        for c in chars {
+            let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if used + w > room {
+                break;
+            }
+            used += w;
+            out.push(c);
+        }
+        out
+    };
+    let head = take(&mut s.chars(), head_room);
+    let mut tail = take(&mut s.chars().rev(), tail_room);
+    tail.reverse();
+    let mut out: String = head.into_iter().collect();
+    out.push('…');
+    out.extend(tail);
+    out
 }
 
 /// The width tables are fitted to when stdout is not a terminal and `COLUMNS` is not set.
@@ -81,10 +244,14 @@ fn char_len(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
 }
 
-/// `s` cut to `width` columns, the last one `…`, when it is wider.
+/// `s` cut to `width` columns when it is wider: a single word (an id, an instant time) in the
+/// middle ([`elide_middle`]), text with spaces at the end (the last column `…`).
 fn cut(s: &str, width: usize) -> (String, bool) {
     if char_len(s) <= width {
         return (s.to_string(), false);
+    }
+    if !s.contains(char::is_whitespace) {
+        return (elide_middle(s, width), true);
     }
     let room = width.saturating_sub(1);
     let mut out = String::new();
@@ -120,7 +287,7 @@ fn one_line(s: &str) -> String {
 /// Renders rows as a table at most `width` characters wide (for `width >= 20`): every row on
 /// one line; each column gets its values' width when they fit, else the space is shared (no
 /// column narrower than [`MIN_COLUMN_WIDTH`] or its widest value) and longer values are cut
-/// with `…`; columns that do not fit at that width are left out from the right. Headers are
+/// with `…` (a single word, such as an id, in the middle: see [`elide_middle`]); columns that do not fit at that width are left out from the right. Headers are
 /// never cut. The result says what was left out.
 pub fn fit_table(header: &[&str], rows: &[Vec<String>], width: usize) -> (String, Fit) {
     let width = width.max(20);
@@ -358,6 +525,68 @@ mod tests {
         let (text, fit) = fit_table(&["city"], &rows, 40);
         assert_eq!(fit.cut_cells, 1);
         assert!(text.lines().all(|l| char_len(l) <= 40), "{text}");
+    }
+
+    #[test]
+    fn test_elide_middle_keeps_both_ends() {
+        assert_eq!(elide_middle("20261205171234519461", 16), "2026120517…19461");
+        assert_eq!(elide_middle("short", 16), "short");
+        assert!(char_len(&elide_middle(&"東".repeat(20), 9)) <= 9);
+        assert_eq!(elide_middle("abcdef", 1), "…");
+    }
+
+    #[test]
+    fn test_wrapped_table_never_breaks_a_word() {
+        let id = "12ebbbe8-f205-4cb7-b54f-f2a614b9d99c-0".to_string();
+        let instant = "20261205180355835".to_string();
+        let rows = vec![vec![
+            "nyc".to_string(),
+            id.clone(),
+            instant.clone(),
+            "a comment with several words".to_string(),
+        ]];
+        let header = ["PARTITION", "FILE ID", "BASE INSTANT", "COMMENT"];
+        let wide = wrapped_table(&header, &rows, 200);
+        assert!(wide.contains(&id) && wide.contains(&instant), "{wide}");
+        assert_eq!(wide.lines().count(), 5, "{wide}");
+        for width in [40, 60, 80] {
+            let text = wrapped_table(&header, &rows, width);
+            assert!(max_line(&text) <= width, "{width}: {text}");
+            let words: Vec<&str> = text
+                .lines()
+                .flat_map(str::split_whitespace)
+                .filter(|w| w.len() > 3)
+                .collect();
+            for w in words {
+                if w.contains('…') {
+                    let (head, tail) = w.split_once('…').unwrap();
+                    let mut values = rows[0].iter().flat_map(|v| v.split_whitespace());
+                    assert!(
+                        values.any(|v| v.starts_with(head) && v.ends_with(tail)),
+                        "{width}: {w} is not the middle of a value: {text}"
+                    );
+                } else if w.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                    assert!(
+                        w == id || w == instant || w == "0",
+                        "{width}: {w} is a piece of a value: {text}"
+                    );
+                }
+            }
+        }
+        // At 60 the instant column keeps at least 16 characters.
+        let text = wrapped_table(&header, &rows, 60);
+        assert!(text.contains(&instant) || text.contains("…"), "{text}");
+    }
+
+    #[test]
+    fn test_wrapped_table_prose_wraps_between_words() {
+        let rows = vec![vec!["one two three four five six seven".to_string()]];
+        let text = wrapped_table(&["NOTE"], &rows, 20);
+        assert!(max_line(&text) <= 20, "{text}");
+        assert!(!text.contains('…'), "{text}");
+        for w in ["one", "three", "seven"] {
+            assert!(text.contains(w), "{w}: {text}");
+        }
     }
 
     #[test]

@@ -3,13 +3,19 @@
 //! A non-partitioned copy-on-write table with the metadata table is written locally by one
 //! `BulkInsert` of `ROWS` rows whose value column `v` rises with the row number, cut into
 //! about `--files` base files (default 1,000) by `max_file_size`; then
-//! `Table::create_stats_indexes` builds its `column_stats` and `partition_stats`. Then,
+//! `Table::create_stats_indexes` builds its `column_stats` (Hudi keeps no partition stats
+//! for a non-partitioned table). Then,
 //! `--runs` times (default 5), a range predicate `v >= lo AND v < hi` matching 2% of the rows
 //! is planned and read (`TableReader::open` + `read`) with data skipping (the stats prune
 //! files) and with `ReadOptions::data_skipping(false)` (the baseline in the same run: every
 //! file is read and filtered). Both reads must return exactly the 2% of rows; the bench fails
 //! otherwise. The goal: the skipping read reads at most 5% of the files and runs at least
 //! 10x faster than the baseline.
+//!
+//! Then `id IN (...)` with 10 and with 10,000 keys spread evenly over the table, with and
+//! without data skipping: without it every file is read by both, so the ratio is the cost of
+//! the list itself (issue 32: within 2x); with it the 10-key list reads at most 10 files and
+//! the 10,000-key list nearly all.
 //!
 //! Usage: `cargo xtask bench skipping [--files N] [--rows-per-file N] [--runs N] [--dir DIR]`.
 
@@ -124,7 +130,7 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, o: &Options) -> Result<(f64, u
         });
     rt.block_on(table.write(WriteOperation::BulkInsert, vec![input]))
         .map_err(|e| format!("bench skipping: bulk insert: {e}"))?;
-    rt.block_on(table.create_stats_indexes(true, true))
+    rt.block_on(table.create_stats_indexes(true, false))
         .map_err(|e| format!("bench skipping: creating the stats: {e}"))?;
     let files = rt.block_on(async {
         let reader = TableReader::open(storage.clone())
@@ -216,8 +222,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     println!("machine: {}", machine.describe());
     println!("load average (1, 5, 15 min) at the start: {load}");
     println!(
-        "table: copy-on-write, non-partitioned, {rows} rows in {files} base files, column and \
-         partition stats; written in {built:.0} s; median of {} runs (open + plan + read, \
+        "table: copy-on-write, non-partitioned, {rows} rows in {files} base files, column \
+         stats; written in {built:.0} s; median of {} runs (open + plan + read, \
          cache cleared); whole bench {:.0} s",
         o.runs,
         started.elapsed().as_secs_f64()
@@ -235,6 +241,54 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "| stats ignored (`data_skipping(false)`, baseline) | {read_without} | {:.1}% | {wo:.3} | 1.0x |",
         100.0 * read_without as f64 / files.max(1) as f64
     );
+    in_lists(&rt, &dir, rows, o.runs)?;
+    Ok(())
+}
+
+/// `id IN (...)` with 10 and with 10,000 keys spread evenly over the table, with data skipping
+/// and without it (every file read: the cost of the list itself). Both must return exactly
+/// their keys' rows.
+fn in_lists(rt: &Runtime, dir: &std::path::Path, rows: u64, runs: usize) -> Result<(), String> {
+    let keys = |n: u64| -> Vec<String> {
+        let step = (rows / n).max(1);
+        (0..n.min(rows))
+            .map(|i| format!("k{:09}", i * step))
+            .collect()
+    };
+    println!();
+    println!("| `id IN (...)` | data skipping | files read | seconds | vs 10 keys |");
+    println!("|---|---|---:|---:|---:|");
+    for skipping in [true, false] {
+        let mut base = f64::NAN;
+        for n in [10_u64, 10_000] {
+            let list = keys(n);
+            let filters = [PartitionFilter::is_in("id", list.clone())];
+            let mut times = Vec::new();
+            let mut read = 0;
+            for _ in 0..runs {
+                arbor_table::read::cache::clear();
+                let (s, got, slices) = timed_read(rt, super::local(dir)?, &filters, skipping)?;
+                if got != list.len() {
+                    return Err(format!(
+                        "bench skipping: id IN ({n} keys, skipping {skipping}) returned {got} \
+                         rows, expected {}",
+                        list.len()
+                    ));
+                }
+                times.push(s);
+                read = slices;
+            }
+            let m = median(&times).unwrap_or(f64::NAN);
+            if n == 10 {
+                base = m;
+            }
+            println!(
+                "| {n} keys | {} | {read} | {m:.3} | {:.2}x |",
+                if skipping { "on" } else { "off" },
+                m / base
+            );
+        }
+    }
     Ok(())
 }
 

@@ -46,7 +46,9 @@ pub enum BranchCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List the working branches: base instant, head instant, source tag, pending instants.
+    /// List the working branches: base and head instants (requested and completion times;
+    /// `read --incremental` bounds are completion times), source tag, pending instants
+    /// (`--json` adds each branch's id and creation time).
     List {
         /// The table's base path or URL.
         table: String,
@@ -87,8 +89,14 @@ pub enum BranchCommand {
 struct BranchJson {
     name: String,
     branch_id: String,
+    /// Requested time of the base instant.
     base_instant: Option<String>,
+    /// Completion time of the base instant (what `read --incremental` bounds compare).
+    base_completion_time: Option<String>,
+    /// Requested time of the latest completed write.
     head_instant: Option<String>,
+    /// Completion time of the latest completed write.
+    head_completion_time: Option<String>,
     from_tag: Option<String>,
     created_at: String,
     pending: usize,
@@ -100,7 +108,9 @@ impl From<&BranchStatus> for BranchJson {
             name: s.info.name.clone(),
             branch_id: s.info.branch_id.clone(),
             base_instant: s.info.base_instant.clone(),
+            base_completion_time: s.base_completed.as_ref().map(ToString::to_string),
             head_instant: s.head.as_ref().map(ToString::to_string),
+            head_completion_time: s.head_completed.as_ref().map(ToString::to_string),
             from_tag: s.info.from_tag.clone(),
             created_at: s.info.created_at.to_rfc3339(),
             pending: s.pending,
@@ -148,7 +158,8 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 .as_ref()
                 .map_or_else(|| "main".to_string(), |t| format!("tag {t} on main"));
             print_text(&format!(
-                "{table}: branch {} created from {from} at base instant {base} (branchId {})",
+                "{table}: branch {} created from {from} at base instant {base} (requested time) \
+                 (branchId {})",
                 info.name, info.branch_id
             ))
         }
@@ -168,9 +179,10 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 .map(|b| {
                     vec![
                         b.info.name.clone(),
-                        b.info.branch_id.clone(),
                         or_dash(b.info.base_instant.clone()),
+                        or_dash(b.base_completed.as_ref().map(ToString::to_string)),
                         or_dash(b.head.as_ref().map(ToString::to_string)),
+                        or_dash(b.head_completed.as_ref().map(ToString::to_string)),
                         or_dash(b.info.from_tag.clone()),
                         b.pending.to_string(),
                     ]
@@ -179,9 +191,10 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             print_table(
                 &[
                     "NAME",
-                    "BRANCH ID",
-                    "BASE INSTANT",
-                    "HEAD INSTANT",
+                    "BASE (REQUESTED)",
+                    "BASE COMPLETED",
+                    "HEAD (REQUESTED)",
+                    "HEAD COMPLETED",
                     "FROM TAG",
                     "PENDING",
                 ],

@@ -10,7 +10,7 @@ use arbor_timeline::ActiveTimeline;
 use clap::Args;
 use serde::Serialize;
 
-use crate::context::{label, open_table_on};
+use crate::context::{label, open_table_on, Progress};
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_table, print_text};
 
@@ -114,10 +114,12 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
             ),
         ));
     }
+    let progress = Progress::start(&format!("{at}: compacting"));
     let results = table
         .compact()
         .await
         .map_err(|e: TableError| CliError::at(&args.table, e))?;
+    progress.set(&format!("{at}: reading the compaction reports"));
     let mut done = Vec::with_capacity(results.len());
     for r in &results {
         done.push(
@@ -126,6 +128,7 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
                 .map_err(|e| CliError::at(&args.table, e))?,
         );
     }
+    progress.finish();
     if args.json {
         return print_json(&serde_json::json!({
             "table": args.table,

@@ -159,6 +159,7 @@ async fn write_on(
         op,
         partial: false,
         no_schema_evolution: false,
+        drop_columns: Vec::new(),
         spec,
         json: false,
     };

@@ -129,12 +129,12 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                 }
             };
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({ "table": table, "index": index, "entries": count })
-                );
+                )?;
             } else {
-                println!("{table}: created {index} with {count} entr(y/ies)");
+                outln!("{table}: created {index} with {count} entr(y/ies)")?;
             }
             Ok(())
         }
@@ -166,7 +166,7 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::Value::Array(rows));
+                outln!("{}", serde_json::Value::Array(rows))?;
             } else {
                 for (k, l) in &found {
                     let at = if l.partition.is_empty() {
@@ -174,9 +174,9 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                     } else {
                         format!("{}/{}", l.partition, l.file_id)
                     };
-                    println!("{k}\t{at}");
+                    outln!("{k}\t{at}")?;
                 }
-                eprintln!("{} record(s)", found.len());
+                errln!("{} record(s)", found.len());
             }
             Ok(())
         }
@@ -208,15 +208,15 @@ pub async fn run(args: IndexArgs, options: &StorageOptions) -> CliResult<()> {
                     .iter()
                     .map(|(n, k, c)| serde_json::json!({ "name": n, "type": k, "columns": c }))
                     .collect();
-                println!("{}", serde_json::Value::Array(v));
+                outln!("{}", serde_json::Value::Array(v))?;
             } else if rows.is_empty() {
-                println!("{table}: no metadata table, no indexes");
+                outln!("{table}: no metadata table, no indexes")?;
             } else {
                 for (n, k, c) in &rows {
                     if c.is_empty() {
-                        println!("{n}\t{k}");
+                        outln!("{n}\t{k}")?;
                     } else {
-                        println!("{n}\t{k}\t{}", c.join(","));
+                        outln!("{n}\t{k}\t{}", c.join(","))?;
                     }
                 }
             }

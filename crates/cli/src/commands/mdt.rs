@@ -38,9 +38,9 @@ pub async fn run(args: MdtArgs, options: &StorageOptions) -> CliResult<()> {
                 .await
                 .map_err(|e| CliError::at(&table, e))?;
             if json {
-                println!("{}", serde_json::json!({ "table": table, "files": files }));
+                outln!("{}", serde_json::json!({ "table": table, "files": files }))?;
             } else {
-                println!("{table}: metadata table created with {files} committed file(s)");
+                outln!("{table}: metadata table created with {files} committed file(s)")?;
             }
             Ok(())
         }

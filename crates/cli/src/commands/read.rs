@@ -1,5 +1,5 @@
 //! `arbor read <table> [--branch B] [--as-of T | --tag NAME | --incremental S [E]]
-//! [--read-optimized] [--columns ...] [--where FIELD=VALUE ...] [--explain]
+//! [--read-optimized] [--columns ...] [--where PREDICATE ...] [--explain]
 //! [--format table|jsonl|csv|parquet] [--output FILE] [--limit N] [--meta] [--wide]`.
 
 use std::path::PathBuf;
@@ -38,9 +38,16 @@ use crate::output::print_text;
     (hoodie.table.timeline.timezone: UTC for tables arbor creates, else this machine's local \
     time, as Hudi's LOCAL); one with a zone is converted to it. Before the first commit is an \
     error, and so is a time after now (unless the table has a commit after it).\n\n\
-    --where takes any column: values are typed by the column (integers, floating-point and \
-    decimal numbers, booleans, strings, dates, timestamps); a value that does not convert \
-    exactly is an error. Nulls match no comparison (use IS NULL). On partition fields it works \
+    --where takes one predicate: FIELD OP VALUE (OP: = == != <> < <= > >=), \
+    FIELD [NOT] IN (V1, V2, ...) or FIELD IS [NOT] NULL, keywords in any case. FIELD is a \
+    column, a partition field or a field inside struct columns by dot path (rider.rating), \
+    optionally \"double-quoted\" or `backquoted`; VALUE is 'single-quoted' or \"double-quoted\" \
+    (a doubled quote stands for one: 'O''Brien') or bare (the rest of the text: city=san \
+    francisco). A malformed predicate is an error giving the character position. Values are \
+    typed by the column (integers, floating-point and decimal numbers, booleans, strings, \
+    dates, timestamps); a value that does not convert exactly, or an unknown column or field, \
+    is an error. Nulls match no comparison (use IS NULL; IS [NOT] NULL takes any column, \
+    structs and lists included). On partition fields it works \
     on every partition layout: hive-style (a=1/b=x), plain, url-encoded values, values holding \
     '/', and partition paths a key generator formats (timestamp-based); partitions are pruned \
     where the path says the value. Files are skipped by the metadata table's record index \
@@ -54,6 +61,7 @@ use crate::output::print_text;
     arbor read ./trips --tag v1                     # main as of its tag v1\n  \
     arbor read ./trips --incremental 20250101120000000 --columns _hoodie_commit_time,uuid,fare\n  \
     arbor read ./trips --where city=san_francisco --columns uuid,fare\n  \
+    arbor read ./trips --where \"city IN ('sf', 'nyc')\" --where \"rider.rating > 4\"\n  \
     arbor read ./trips --where \"fare >= 20.5\" --where \"rider IS NOT NULL\" --explain\n  \
     arbor read ./trips --format parquet --output trips.parquet"
 )]
@@ -73,7 +81,9 @@ pub struct ReadArgs {
     pub as_of: Option<String>,
     /// Incremental query: the records written by instants that completed after START and up
     /// to END (completion times, as instant times or ISO dates/times like --as-of; `-` for an
-    /// open bound; END defaults to the latest).
+    /// open bound; END defaults to the latest). A bound equal to the requested time of a
+    /// completed write (the INSTANT of `arbor timeline`, a branch's base) stands for that
+    /// write's completion time: `--incremental <base>` reads the writes after the base.
     #[arg(long, num_args = 1..=2, value_names = ["START", "END"])]
     pub incremental: Option<Vec<String>>,
     /// Base files only (read-optimized query; for merge-on-read tables it skips log files).
@@ -82,10 +92,12 @@ pub struct ReadArgs {
     /// The columns to output, comma separated, in this order (meta columns allowed).
     #[arg(long, value_delimiter = ',', value_name = "COLS")]
     pub columns: Vec<String>,
-    /// Only rows where FIELD=VALUE (repeatable, all must hold; any column or partition field;
-    /// also FIELD!=V, <, <=, >, >=, "FIELD IN A,B", "FIELD IS NULL", "FIELD IS NOT NULL").
-    /// Partitions and files that cannot hold a matching row are not read.
-    #[arg(long = "where", value_name = "FIELD=VALUE")]
+    /// Only rows where PREDICATE holds (repeatable, all must hold): FIELD OP VALUE with OP one
+    /// of = == != <> < <= > >=, "FIELD [NOT] IN ('a','b')", "FIELD IS [NOT] NULL". FIELD is
+    /// any column, partition field or struct field by dot path (rider.rating); VALUE may be
+    /// quoted ('san francisco', 'O''Brien'). Partitions and files that cannot hold a matching
+    /// row are not read.
+    #[arg(long = "where", value_name = "PREDICATE")]
     pub filters: Vec<String>,
     /// Print how many partitions and file slices the read would consider and skip, and why
     /// (partition values, partition stats, column stats, record index, secondary index),
@@ -164,7 +176,7 @@ async fn prepare(
                     let instant = parse_time("--as-of", t, zone)?;
                     check_as_of(&reader, &args.table, t, &instant)?;
                     if let Some(note) = reader.as_of_clock_note(&instant) {
-                        eprintln!("warning: --as-of {t}: {note}");
+                        errln!("warning: --as-of {t}: {note}");
                     }
                     Some(instant)
                 }
@@ -236,9 +248,10 @@ fn check_as_of(
         .map_err(|e| CliError::at(table, CliError::Usage(format!("--as-of {given}: {e}"))))
 }
 
-/// The `--where` filters, each checked against the table: an unknown column, a value that
-/// does not convert to the column's type or a malformed filter is a usage error naming the
-/// `--where` text, the column and the value.
+/// The `--where` filters, each checked against the table: a malformed filter is a usage error
+/// quoting the text and giving the position of the offending character; an unknown column or
+/// struct field, or a value that does not convert to the column's type, is a usage error naming
+/// the `--where` text, the column and the value.
 fn filters(reader: &TableReader, args: &ReadArgs) -> CliResult<Vec<PartitionFilter>> {
     args.filters
         .iter()
@@ -246,7 +259,13 @@ fn filters(reader: &TableReader, args: &ReadArgs) -> CliResult<Vec<PartitionFilt
             let usage = |e: arbor_table::TableError| {
                 CliError::at(&args.table, CliError::Usage(format!("--where {w:?}: {e}")))
             };
-            let f = PartitionFilter::parse(w).map_err(usage)?;
+            // The parse error quotes the text and gives the position; its caret lines are
+            // left out of the one-line message.
+            let f = PartitionFilter::parse(w).map_err(|e| {
+                let text = e.to_string();
+                let first = text.lines().next().unwrap_or_default();
+                CliError::at(&args.table, CliError::Usage(format!("--where: {first}")))
+            })?;
             PartitionPruner::new(reader.config(), reader.schema(), std::slice::from_ref(&f))
                 .map_err(usage)?;
             Ok(f)

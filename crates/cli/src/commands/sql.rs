@@ -128,9 +128,11 @@ async fn register_tables(
             .await
             .map_err(|e| CliError::Sql(e.to_string()))?;
         for w in provider.warnings() {
-            eprintln!("warning: {name}: {w}");
+            errln!("warning: {name}: {w}");
         }
-        if writable {
+        // A version arbor only reads (6) is registered read-only: SELECT reads it as `arbor
+        // read` does, INSERT fails naming `arbor upgrade`.
+        if writable && provider.is_writable_version() {
             // Writes take the lock `arbor write` would: --lock, the table's Hudi lock
             // properties, else the storage lock (released on SIGINT/SIGTERM).
             let table = open_table_on(location, storage, &args.branch).await?;
@@ -163,7 +165,9 @@ pub async fn run(args: SqlArgs, storage: &StorageOptions) -> CliResult<()> {
     if count == 0 {
         return Err(CliError::Usage("the query holds no SQL statement".into()));
     }
-    for (i, statement) in statements.into_iter().enumerate() {
+    for (i, mut statement) in statements.into_iter().enumerate() {
+        // INSERT literals are parsed from their own text, exactly (not as doubles).
+        arbor_datafusion::exact_number_literals(&mut statement);
         // Each statement sees what the ones before it registered.
         let plan = ctx
             .state()

@@ -440,14 +440,47 @@ fn run_text(
     }
     match (&outcome.commit, args.dry_run) {
         (_, true) => out.push_str("\n(dry run: nothing changed)"),
-        (Some(c), false) => out.push_str(&format!(
-            "\nreplacecommit {} (DELETE_PARTITION, completed {}); `arbor clean {}` reclaims the \
-             files no tag, branch, savepoint or clone reads",
-            c.instant, c.completion_time, args.table
-        )),
+        (Some(c), false) => {
+            out.push_str(&format!(
+                "\nreplacecommit {} (DELETE_PARTITION, completed {})",
+                c.instant, c.completion_time
+            ));
+            out.push_str(&reclaim_note(
+                &args.table,
+                &args.branch,
+                &c.instant.to_string(),
+            ));
+        }
         (None, false) => out.push_str("\nnothing to delete"),
     }
     out
+}
+
+/// What a clean needs to delete the files of the partitions a TTL run deleted at `instant`:
+/// time travel to before `instant` still reads them, so the default policy
+/// (`KEEP_LATEST_COMMITS 10`: the snapshots as of the 10 latest completed writes, the
+/// replacecommit included) keeps them until 9 more writes have completed after it; a policy
+/// keeping only the latest snapshot deletes them at once. Files a tag, branch, savepoint or
+/// clone reads stay either way.
+fn reclaim_note(table: &str, branch: &str, instant: &str) -> String {
+    let default = arbor_cleaner::CleanPolicy::default();
+    let n = match default {
+        arbor_cleaner::CleanPolicy::KeepLatestCommits(n) => n,
+        _ => 10,
+    };
+    let on = if branch == MAIN {
+        String::new()
+    } else {
+        format!(" --branch {branch}")
+    };
+    format!(
+        "\nthe deleted partitions' files stay readable by time travel to before {instant}; \
+         `arbor clean {table}{on}` (default policy: the snapshots of the {n} latest writes) deletes \
+         them once {} more write(s) have completed after {instant}; `arbor clean {table}{on} \
+         --retain 1` deletes them now (ending time travel to before {instant}); files a tag, \
+         branch, savepoint or clone reads stay until it is dropped",
+        n.saturating_sub(1)
+    )
 }
 
 #[cfg(test)]

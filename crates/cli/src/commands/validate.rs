@@ -8,7 +8,8 @@ use arbor_branching::select_root;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::context::{branching_error, label, open_table_storage, selected};
+use crate::commands::clone::human_bytes;
+use crate::context::{branching_error, cleaner_error, label, open_table_storage, selected};
 use crate::error::{CliError, CliResult};
 
 /// Arguments of `arbor validate`.
@@ -37,7 +38,7 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
         .map_err(|e| branching_error(&args.table, e))?;
     // The record index and secondary indexes against the data (of the branch's view).
     let indexes = if report.has_metadata_table {
-        arbor_table::validate_indexes(root.view(storage))
+        arbor_table::validate_indexes(root.view(storage.clone()))
             .await
             .map_err(|e| CliError::at(&args.table, e))?
     } else {
@@ -49,9 +50,19 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
         .map(|d| d.to_string())
         .chain(indexes.discrepancies.iter().map(|d| d.to_string()))
         .collect();
+    // Data files nothing references (a dropped branch's before the next clean, leftovers of
+    // writers that died): reported, not a difference (`arbor clean` / `clean --orphans` free them).
+    let (unreferenced, _) = arbor_cleaner::reclaim::find_orphans(
+        &storage,
+        std::time::Duration::ZERO,
+        chrono::Utc::now(),
+    )
+    .await
+    .map_err(|e| cleaner_error(&args.table, e))?;
+    let unreferenced_bytes: u64 = unreferenced.iter().map(|f| f.size).sum();
     let table = label(&args.table, &args.branch);
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "table": args.table,
@@ -66,25 +77,35 @@ pub async fn run(args: ValidateArgs, options: &StorageOptions) -> CliResult<()> 
                     .map(|(n, c)| serde_json::json!({ "index": n, "entries": c }))
                     .collect::<Vec<_>>(),
                 "differences": differences,
+                "unreferenced_files": unreferenced.len(),
+                "unreferenced_bytes": unreferenced_bytes,
             })
-        );
+        )?;
     } else if !report.has_metadata_table {
-        println!("{table}: no metadata table; nothing to validate");
+        outln!("{table}: no metadata table; nothing to validate")?;
     } else {
-        println!(
+        outln!(
             "{table}: files: {} committed file(s) in {} partition(s) on storage, {} in the metadata table",
             report.storage_files, report.partitions, report.mdt_files
-        );
+        )?;
         for (n, c) in &indexes.checked {
-            println!("{table}: {n}: {c} entr(y/ies) in the data");
+            outln!("{table}: {n}: {c} entr(y/ies) in the data")?;
         }
         for d in &differences {
-            println!("  {d}");
+            outln!("  {d}")?;
         }
+    }
+    if !args.json && !unreferenced.is_empty() {
+        outln!(
+            "{table}: {} data file(s), {}, are referenced by no branch, tag, savepoint, clone or \
+             instant (`arbor clean` frees a dropped branch's; `arbor clean --orphans` any)",
+            unreferenced.len(),
+            human_bytes(unreferenced_bytes)
+        )?;
     }
     if differences.is_empty() {
         if !args.json && report.has_metadata_table {
-            println!("{table}: metadata table agrees with storage");
+            outln!("{table}: metadata table agrees with storage")?;
         }
         Ok(())
     } else {

@@ -56,6 +56,12 @@ pub struct WriteArgs {
     /// default such input evolves the schema as Hudi does.
     #[arg(long)]
     pub no_schema_evolution: bool,
+    /// Drop these columns (comma separated) from the table's schema with this write: the
+    /// schema the commit records omits them, so reads no longer show them (files written
+    /// before keep their values, unread); input columns of these names are not written. Key,
+    /// partition and ordering columns cannot be dropped. Existing tables only.
+    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    pub drop_columns: Vec<String>,
     /// Table definition, used only when the table does not exist yet.
     #[command(flatten)]
     pub spec: TableSpec,
@@ -124,6 +130,12 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             let options = arbor_table::WriteOptions {
                 partial_updates: args.partial,
                 schema_evolution: !args.no_schema_evolution,
+                drop_columns: args
+                    .drop_columns
+                    .iter()
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect(),
                 ..table.write_options().clone()
             };
             let table = table.with_write_options(options);
@@ -139,7 +151,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             {
                 // A bulk insert of a parquet file streams: batches are read, written and
                 // dropped one after the other.
-                progress.set("writing (bulk insert, streamed)");
+                progress.set("writing and committing (bulk insert, streamed)");
                 let batches = input::stream_parquet(&args.input, &schema)?;
                 let result = table
                     .write_stream(args.op.operation(), futures::stream::iter(batches))
@@ -154,7 +166,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             let data = input::read_for_schema(&args.input, &schema)?;
             let rows = non_empty(&args.input, &data)?;
             progress.set(&format!(
-                "writing {rows} rows ({})",
+                "writing and committing {rows} rows ({})",
                 args.op
                     .operation()
                     .operation_type()
@@ -169,6 +181,17 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             Ok(CommitReport::new(location, false, Some(rows), &result).on_branch(&args.branch))
         }
         Some(target) if args.spec.table_type.is_some() => {
+            if !args.drop_columns.is_empty() {
+                remove_made_dir(&target);
+                return Err(CliError::at(
+                    location,
+                    CliError::Usage(
+                        "--drop-columns drops columns of an existing table; here the write \
+                         would create one (leave the columns out of the input)"
+                            .into(),
+                    ),
+                ));
+            }
             let data = input::read_inferred(&args.input)?;
             crate::context::warn_storage_notes(&data.schema);
             let rows = match non_empty(&args.input, &data) {
@@ -192,7 +215,7 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             progress.set("creating the table");
             let table = create_table(location, &target, create).await?;
             progress.set(&format!(
-                "writing {rows} rows ({})",
+                "writing and committing {rows} rows ({})",
                 args.op
                     .operation()
                     .operation_type()

@@ -125,7 +125,7 @@ pub fn release_locks_on_interrupt() {
 
 async fn exit_releasing(code: i32) {
     let released = release_held_leases(RELEASE_ON_EXIT).await;
-    eprintln!("arbor: interrupted; released {released} held lock(s)");
+    errln!("arbor: interrupted; released {released} held lock(s)");
     std::process::exit(code);
 }
 
@@ -144,7 +144,7 @@ impl LockProvider for PauseInLock {
     async fn acquire(&self, lock: &str, lease: Duration, timeout: Duration) -> LockResult<Lease> {
         let held = self.inner.acquire(lock, lease, timeout).await?;
         if !PAUSED.swap(true, Ordering::SeqCst) {
-            eprintln!(
+            errln!(
                 "arbor: test hook: holding lock {} (token {}); pausing {} ms",
                 held.lock,
                 held.token,

@@ -12,16 +12,23 @@ use super::open::{selected, MAIN};
 use crate::error::CliResult;
 use crate::output::{print_json, print_text};
 
-/// A spinner on stderr while long work runs, shown only when both stdout and stderr are
-/// terminals (never in pipes, files or tests).
+/// A spinner on stderr with a message per phase while long work runs, shown only when stderr
+/// is a terminal (never in pipes, files or tests). Drawing never fails the command: indicatif
+/// ignores write errors (a closed stderr), and a hidden spinner writes nothing.
 pub struct Progress(Option<ProgressBar>);
 
 impl Progress {
-    /// Starts the spinner with `message`.
+    /// Starts the spinner with `message` (when stderr is a terminal).
     pub fn start(message: &str) -> Self {
-        if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+        Self::start_if(std::io::stderr().is_terminal(), message)
+    }
+
+    /// Starts the spinner with `message` when `visible`, else a spinner that does nothing.
+    pub fn start_if(visible: bool, message: &str) -> Self {
+        if !visible {
             return Progress(None);
         }
+        // Drawn on stderr, which indicatif hides when it is not a terminal.
         let bar = ProgressBar::new_spinner();
         if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} [{elapsed}]") {
             bar.set_style(style);
@@ -29,6 +36,12 @@ impl Progress {
         bar.set_message(message.to_string());
         bar.enable_steady_tick(Duration::from_millis(100));
         Progress(Some(bar))
+    }
+
+    /// Whether the spinner draws nothing (stderr is not a terminal).
+    #[cfg(test)]
+    pub fn is_hidden(&self) -> bool {
+        self.0.as_ref().is_none_or(ProgressBar::is_hidden)
     }
 
     /// Changes the message.
@@ -171,13 +184,41 @@ impl CommitReport {
 /// `TIMESTAMP_NTZ`, which hudi-rs 0.5.0 cannot read).
 pub fn warn_storage_notes(schema: &arrow::datatypes::Schema) {
     for n in arbor_table::storage_notes(schema) {
-        eprintln!("warning: column {}: {}", n.column, n.note);
+        errln!("warning: column {}: {}", n.column, n.note);
         if n.note.contains("TIMESTAMP_NTZ") {
-            eprintln!(
+            errln!(
                 "warning: column {}: hudi-rs 0.5.0 cannot read tables with such columns (it \
                  panics on Avro local-timestamp); Spark and arbor can",
                 n.column
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_progress_is_hidden_off_a_terminal() {
+        let hidden = Progress::start_if(false, "reading");
+        assert!(hidden.is_hidden());
+        hidden.set("writing");
+        hidden.finish();
+        // Under `cargo test` stderr is a pipe or a file, unless run from a terminal.
+        if !std::io::stderr().is_terminal() {
+            let p = Progress::start("reading");
+            assert!(p.is_hidden());
+            p.set("writing");
+        }
+    }
+
+    #[test]
+    fn test_progress_on_a_draw_target_that_is_no_terminal_draws_nothing() {
+        // A visible spinner whose target stderr is not a terminal is hidden by indicatif.
+        let p = Progress::start_if(true, "reading");
+        assert_eq!(p.is_hidden(), !std::io::stderr().is_terminal());
+        p.set("writing");
+        p.finish();
     }
 }

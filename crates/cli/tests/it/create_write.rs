@@ -31,11 +31,22 @@ pub fn ok(args: &[&str]) -> String {
 }
 
 /// Runs `arbor`, asserts exit 1 with exactly one `error: ...` line on stderr and nothing on
-/// stdout; returns the line.
+/// stdout (with `--json`: one JSON object `{"error": ...}` on stdout and nothing on stderr);
+/// returns the line (`error: ` and the message).
 pub fn fails(args: &[&str]) -> String {
     let out = arbor(args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "arbor {args:?}: {stderr}");
+    if args.contains(&"--json") {
+        assert!(
+            stderr.is_empty(),
+            "arbor {args:?} printed to stderr: {stderr}"
+        );
+        let error: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let message = error["error"].as_str().unwrap();
+        assert!(error["kind"].is_string(), "{error}");
+        return format!("error: {message}");
+    }
     assert!(out.stdout.is_empty(), "arbor {args:?} printed to stdout");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "arbor {args:?}: not one line: {stderr}");

@@ -8,14 +8,18 @@
 
 mod azure;
 mod branch;
+mod cli_output;
 mod clone;
+mod closed_pipes;
 mod compact;
 mod concurrent_writers;
 mod create_write;
 mod demo;
 mod doctor;
+mod exact_inputs;
 mod holder_log;
 mod index;
+mod issue33;
 mod locks;
 mod mdt;
 mod read;

@@ -56,6 +56,17 @@ fn test_branch_drop_then_clean_frees_the_branch_files() {
         ok(&["write", s(&table), s(&input), "--branch", "audit"]);
         assert!(walk(&table).len() > before.len(), "{kind}");
         ok(&["branch", "drop", s(&table), "audit"]);
+        // validate reports the dropped branch's files (not a failure) until the clean.
+        let v: Value = serde_json::from_str(&ok(&["validate", s(&table), "--json"])).unwrap();
+        assert!(
+            v["unreferenced_files"].as_u64().unwrap() >= 2,
+            "{kind}: {v}"
+        );
+        assert!(v["unreferenced_bytes"].as_u64().unwrap() > 0, "{kind}: {v}");
+        assert!(
+            ok(&["validate", s(&table)]).contains("referenced by no branch"),
+            "{kind}"
+        );
         let out: Value =
             serde_json::from_str(&ok(&["clean", s(&table), "--dry-run", "--json"])).unwrap();
         assert!(
@@ -73,7 +84,8 @@ fn test_branch_drop_then_clean_frees_the_branch_files() {
             "{kind}: the table is back to main's files"
         );
         assert_eq!(ids(&table), ["a", "b", "c"], "{kind}");
-        ok(&["validate", s(&table)]);
+        let v: Value = serde_json::from_str(&ok(&["validate", s(&table), "--json"])).unwrap();
+        assert_eq!(v["unreferenced_files"], 0, "{kind}: {v}");
     }
 }
 

@@ -256,7 +256,13 @@ fn stalled_writer(kind: &str, moment: Moment) {
         .success()
         .then(|| serde_json::from_slice(&a_out.stdout).unwrap());
     if a_report.is_none() {
-        let last = a_stderr.lines().last().unwrap_or_default();
+        // With --json the error is a JSON object on stdout.
+        let error = serde_json::from_slice::<Value>(&a_out.stdout)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string));
+        let last = error
+            .as_deref()
+            .unwrap_or_else(|| a_stderr.lines().last().unwrap_or_default());
         assert!(
             last.contains("did not take effect")
                 || last.contains("not committed")
