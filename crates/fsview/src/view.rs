@@ -341,10 +341,12 @@ impl FileSystemView {
         Ok(out)
     }
 
-    /// The completion-time bound `t` stands for in an incremental query: `t` itself when it is
-    /// the completion time of a completed write (or of none), else the completion time of the
+    /// The completion-time bound a user's `t` may stand for: `t` itself when it is the
+    /// completion time of a completed write (or of none), else the completion time of the
     /// completed write requested at `t` (table version 8 and later; version 6 has requested
-    /// times only, so `t` is returned as it is).
+    /// times only, so `t` is returned as it is). [`Self::completed_between`] does not apply
+    /// it (bounds are completion times, as in Java Hudi); `arbor read --incremental` does, and
+    /// says so.
     pub fn completion_bound<'a>(&'a self, t: &'a InstantTime) -> &'a InstantTime {
         let is_completion = self
             .index
@@ -361,18 +363,11 @@ impl FileSystemView {
     /// open): the completed writes in the range and the latest slices (by completion time, as of
     /// `end`) of the file groups they wrote, found from their write stats. Write stats whose
     /// partition path fails [`validate_partition`] are ignored with a warning naming the instant.
-    ///
-    /// A bound equal to the *requested* time of a completed write and to no write's completion
-    /// time stands for that write's completion time ([`Self::completion_bound`]): listings that
-    /// show requested times (a branch's base, `arbor timeline`'s INSTANT column) give bounds
-    /// meaning "after this write" and "up to this write".
     pub async fn completed_between(
         &self,
         start: Option<&InstantTime>,
         end: Option<&InstantTime>,
     ) -> Result<IncrementalSlices> {
-        let start = start.map(|s| self.completion_bound(s));
-        let end = end.map(|e| self.completion_bound(e));
         let mut instants: Vec<Instant> = self
             .index
             .completed_writes()

@@ -83,7 +83,8 @@ pub struct ReadArgs {
     /// to END (completion times, as instant times or ISO dates/times like --as-of; `-` for an
     /// open bound; END defaults to the latest). A bound equal to the requested time of a
     /// completed write (the INSTANT of `arbor timeline`, a branch's base) stands for that
-    /// write's completion time: `--incremental <base>` reads the writes after the base.
+    /// write's completion time: `--incremental <base>` reads the writes after the base (a note
+    /// on stderr says so; Spark and the library take completion times only).
     #[arg(long, num_args = 1..=2, value_names = ["START", "END"])]
     pub incremental: Option<Vec<String>>,
     /// Base files only (read-optimized query; for merge-on-read tables it skips log files).
@@ -167,6 +168,22 @@ async fn prepare(
     if let Some(bounds) = &args.incremental {
         let start = parse_bound(bounds.first().map(String::as_str).unwrap_or("-"), zone)?;
         let end = parse_bound(bounds.get(1).map(String::as_str).unwrap_or("-"), zone)?;
+        // A requested time (what `branch list` and `timeline` show first) stands for its
+        // write's completion time; the library, like Java Hudi, takes completion times only.
+        let alias = |t: Option<InstantTime>, which: &str| -> Option<InstantTime> {
+            let t = t?;
+            let bound = reader.view().completion_bound(&t).clone();
+            if bound != t {
+                errln!(
+                    "note: --incremental {which} {t} is the requested time of a write that \
+                     completed at {bound}: reading as if {bound} was given (writes completed \
+                     after it). Spark's hoodie.datasource.read.begin.instanttime takes \
+                     completion times only."
+                );
+            }
+            Some(bound)
+        };
+        let (start, end) = (alias(start, "start"), alias(end, "end"));
         read_options = read_options.incremental(start, end);
     } else {
         let as_of = match tag_instant {

@@ -8,8 +8,7 @@
 //! - time travel "as of T" sees instants whose requested time is `<= T`;
 //! - an incremental query over `(start, end]` bounds completion times (table version 8 and
 //!   later; requested times for version 6) and keeps the rows whose `_hoodie_commit_time` is one
-//!   of the admitted instants; a bound equal to the requested time of a completed write (and to
-//!   no completion time) stands for that write's completion time;
+//!   of the admitted instants (as Java Hudi's `hoodie.datasource.read.begin.instanttime`);
 //! - log blocks count only when their instant is committed; a rollback command block
 //!   invalidates the earlier blocks of its target instant.
 //!

@@ -110,9 +110,9 @@ impl ReadOptions {
     }
 
     /// An incremental query: the records written by instants that completed in
-    /// `(start, end]` (`None`: open bound), in their latest state as of `end`. A bound equal to
-    /// the requested time of a completed write (and to no completion time) stands for that
-    /// write's completion time.
+    /// `(start, end]` (`None`: open bound), in their latest state as of `end`. Bounds are
+    /// completion times, as in Java Hudi (a write requested at `start` that completed after it
+    /// is included).
     pub fn incremental(mut self, start: Option<InstantTime>, end: Option<InstantTime>) -> Self {
         self.incremental = Some((start, end));
         self
