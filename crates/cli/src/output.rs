@@ -451,6 +451,22 @@ pub fn wide_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
+/// `n` bytes for people: `512 B`, `1.5 KiB`, `3.2 GiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS.get(unit).copied().unwrap_or("B"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]

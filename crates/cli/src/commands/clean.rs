@@ -10,10 +10,9 @@ use arbor_fsview::slice::join;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::clone::human_bytes;
 use crate::context::{branching_error, cleaner_error, label, open_table_on, Progress};
 use crate::error::{CliError, CliResult};
-use crate::output::{print_json, print_text};
+use crate::output::{human_bytes, print_json, print_text};
 
 /// Arguments of `arbor clean`.
 #[derive(Debug, Args)]

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::context::{branching_error, parse_instant, MAIN};
 use crate::error::{CliError, CliResult};
+use crate::output::human_bytes;
 use crate::output::{print_json, print_table, print_text};
 
 /// Arguments of `arbor clone`.
@@ -466,21 +467,6 @@ fn print_prune(source: &str, out: &PruneOutcome, json: bool) -> CliResult<()> {
         ));
     }
     print_text(&text)
-}
-
-pub(crate) fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS.get(unit).copied().unwrap_or("B"))
-    }
 }
 
 #[cfg(test)]

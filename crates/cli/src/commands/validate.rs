@@ -8,9 +8,9 @@ use arbor_branching::select_root;
 use arbor_storage::StorageOptions;
 use clap::Args;
 
-use crate::commands::clone::human_bytes;
 use crate::context::{branching_error, cleaner_error, label, open_table_storage, selected};
 use crate::error::{CliError, CliResult};
+use crate::output::human_bytes;
 
 /// Arguments of `arbor validate`.
 #[derive(Debug, Args)]

@@ -31,8 +31,24 @@ const OPERATOR_CHARS: [char; 4] = ['=', '<', '>', '!'];
 const EXPECTED_OPERATOR: &str = "an operator (=, ==, !=, <>, <, <=, >, >=, IN, NOT IN, IS NULL, \
                                  IS NOT NULL)";
 
+impl PartitionFilter {
+    /// Parses one predicate: `FIELD OP VALUE` (OP one of `=`, `==`, `!=`, `<>`, `<`, `<=`,
+    /// `>`, `>=`), `FIELD [NOT] IN (V1, V2, ...)` (parentheses optional) or
+    /// `FIELD IS [NOT] NULL`; keywords in any case. FIELD is a column name or a dot path into
+    /// struct columns (`rider.rating`), each part optionally in double quotes or backquotes
+    /// (`"my col"`); a VALUE is single- or double-quoted (the quotes removed, a doubled quote
+    /// standing for one: `'O''Brien'`) or bare (a comparison's bare value is the rest of the
+    /// text, trimmed; a bare `IN` value runs up to `,` or `)`, trimmed). Values stay text: the
+    /// reader converts them to the column's type. Any other text is
+    /// [`TableError::InvalidInput`](crate::error::TableError::InvalidInput) quoting it and
+    /// giving the 1-based character position of the offending character, with a caret line.
+    pub fn parse(text: &str) -> Result<Self> {
+        parse(text)
+    }
+}
+
 /// Parses `text` as one predicate (see the module documentation).
-pub(super) fn parse(text: &str) -> Result<PartitionFilter> {
+fn parse(text: &str) -> Result<PartitionFilter> {
     let mut p = Parser {
         text,
         chars: text.chars().collect(),

@@ -2,8 +2,6 @@
 //! (`FIELD OP VALUE`, `FIELD [NOT] IN VALUES`, `FIELD IS [NOT] NULL`); the text form is parsed
 //! by [`PartitionFilter::parse`] (grammar in `grammar.rs`).
 
-use crate::error::Result;
-
 /// A comparison of a [`PartitionFilter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilterOp {
@@ -121,19 +119,5 @@ impl PartitionFilter {
             op: FilterOp::NotIn,
             values: values.into_iter().map(Into::into).collect(),
         }
-    }
-
-    /// Parses one predicate: `FIELD OP VALUE` (OP one of `=`, `==`, `!=`, `<>`, `<`, `<=`,
-    /// `>`, `>=`), `FIELD [NOT] IN (V1, V2, ...)` (parentheses optional) or
-    /// `FIELD IS [NOT] NULL`; keywords in any case. FIELD is a column name or a dot path into
-    /// struct columns (`rider.rating`), each part optionally in double quotes or backquotes
-    /// (`"my col"`); a VALUE is single- or double-quoted (the quotes removed, a doubled quote
-    /// standing for one: `'O''Brien'`) or bare (a comparison's bare value is the rest of the
-    /// text, trimmed; a bare `IN` value runs up to `,` or `)`, trimmed). Values stay text: the
-    /// reader converts them to the column's type. Any other text is
-    /// [`TableError::InvalidInput`](crate::error::TableError::InvalidInput) quoting it and
-    /// giving the 1-based character position of the offending character, with a caret line.
-    pub fn parse(text: &str) -> Result<Self> {
-        super::grammar::parse(text)
     }
 }
