@@ -186,6 +186,17 @@ impl TableConfig {
             }
             Err(e) => return Err(e.into()),
         }
+        // Hadoop's local file system keeps a checksum beside each file it wrote
+        // (`.hoodie.properties.crc`) and verifies it on read: left over from a Java writer, it
+        // would make Spark fail on the new bytes. Object stores have none (nothing to delete).
+        for name in [PROPERTIES_FILE, PROPERTIES_BACKUP_FILE] {
+            let crc = meta_key(meta_dir, &format!(".{name}.crc"));
+            match storage.delete(&crc).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         let (written, _) = storage.get(&main_key).await?;
         let verified = TableConfig::parse(&written, &main_key)?;
         if verified.checksum() != expected.checksum() {

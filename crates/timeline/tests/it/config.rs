@@ -193,6 +193,33 @@ async fn test_update_fixture_table_preserves_unknown_keys_and_order() {
 // ----- create / load / update -----
 
 #[tokio::test]
+async fn test_update_removes_hadoop_checksums_a_java_writer_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = ObjectStoreStorage::local(dir.path()).unwrap();
+    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+    TableConfig::create(&storage, ".hoodie", &config)
+        .await
+        .unwrap();
+    for crc in [
+        ".hoodie/.hoodie.properties.crc",
+        ".hoodie/.hoodie.properties.backup.crc",
+    ] {
+        storage.put(crc, Bytes::from_static(b"crc")).await.unwrap();
+    }
+    TableConfig::update(&storage, ".hoodie", |c| {
+        c.set(keys::METADATA_PARTITIONS, "files")
+    })
+    .await
+    .unwrap();
+    for crc in [
+        ".hoodie/.hoodie.properties.crc",
+        ".hoodie/.hoodie.properties.backup.crc",
+    ] {
+        assert!(!storage.exists(crc).await.unwrap(), "{crc} left over");
+    }
+}
+
+#[tokio::test]
 async fn test_create_then_load_returns_same_config() {
     let storage = created("t1").await;
     let loaded = TableConfig::load(&storage, ".hoodie").await.unwrap();
