@@ -49,3 +49,26 @@ pub fn skip(msg: &str) {
     assert!(std::env::var_os("CI").is_none(), "{msg}, but CI is set");
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
+
+/// Every file under the local table base `base` outside `.hoodie/`, with its size (a directory
+/// walk: what a table's data costs on disk).
+pub fn data_walk(base: &Path) -> std::collections::BTreeMap<String, u64> {
+    fn go(dir: &Path, base: &Path, out: &mut std::collections::BTreeMap<String, u64>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+            if rel == ".hoodie" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                go(&p, base, out);
+            } else {
+                out.insert(rel, e.metadata().unwrap().len());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    go(base, base, &mut out);
+    out
+}

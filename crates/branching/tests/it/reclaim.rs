@@ -21,26 +21,9 @@ use arbor_timeline::config::TableType;
 
 use crate::clone_support::{clone_ok, read_at};
 
-/// Every file under `base` outside `.hoodie/` with its size (a directory walk).
+/// Every file outside `.hoodie/` with its size.
 fn walk(base: &Path) -> BTreeMap<String, u64> {
-    fn go(dir: &Path, base: &Path, out: &mut BTreeMap<String, u64>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-            if rel == ".hoodie" {
-                continue;
-            }
-            if e.file_type().unwrap().is_dir() {
-                go(&p, base, out);
-            } else {
-                out.insert(rel, e.metadata().unwrap().len());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    go(base, base, &mut out);
-    out
+    arbor_testkit::data_walk(base)
 }
 
 fn bytes(files: &BTreeMap<String, u64>) -> u64 {

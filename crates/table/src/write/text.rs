@@ -420,51 +420,68 @@ fn non_finite(text: &str) -> Option<f64> {
     Some(if negative { -v } else { v })
 }
 
-fn parse_f64(text: &str, ty: &str) -> std::result::Result<f64, String> {
+/// A float type text converts to: how a non-finite value, zero and finiteness look in it.
+trait TextFloat: std::str::FromStr + Copy {
+    fn from_non_finite(v: f64) -> Self;
+    fn is_zero(self) -> bool;
+    fn is_finite_value(self) -> bool;
+}
+
+impl TextFloat for f64 {
+    fn from_non_finite(v: f64) -> Self {
+        v
+    }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
+    fn is_finite_value(self) -> bool {
+        self.is_finite()
+    }
+}
+
+impl TextFloat for f32 {
+    fn from_non_finite(v: f64) -> Self {
+        // Non-finite values are the same in every float type.
+        v as f32
+    }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
+    fn is_finite_value(self) -> bool {
+        self.is_finite()
+    }
+}
+
+/// The nearest `T` of `text`; a literal that would round to 0 or to infinity is an error.
+fn parse_float<T: TextFloat>(text: &str, ty: &str) -> std::result::Result<T, String> {
     if let Some(v) = non_finite(text) {
-        return Ok(v);
+        return Ok(T::from_non_finite(v));
     }
     if !is_number_text(text) {
         return Err(format!("is not a number (the table's {ty})"));
     }
-    let v: f64 = text
+    let v: T = text
         .parse()
         .map_err(|_| format!("is not a number (the table's {ty})"))?;
     let nonzero = Number::parse(text).is_some_and(|n| !n.digits.is_empty());
-    if v == 0.0 && nonzero {
+    if v.is_zero() && nonzero {
         return Err(format!(
             "is too small for the table's {ty} (it would become 0)"
         ));
     }
-    if v.is_finite() {
+    if v.is_finite_value() {
         Ok(v)
     } else {
         Err(format!("is beyond the range of the table's {ty}"))
     }
 }
 
+fn parse_f64(text: &str, ty: &str) -> std::result::Result<f64, String> {
+    parse_float(text, ty)
+}
+
 fn parse_f32(text: &str, ty: &str) -> std::result::Result<f32, String> {
-    if let Some(v) = non_finite(text) {
-        // Non-finite values are the same in every float type.
-        return Ok(v as f32);
-    }
-    if !is_number_text(text) {
-        return Err(format!("is not a number (the table's {ty})"));
-    }
-    let v: f32 = text
-        .parse()
-        .map_err(|_| format!("is not a number (the table's {ty})"))?;
-    let nonzero = Number::parse(text).is_some_and(|n| !n.digits.is_empty());
-    if v == 0.0 && nonzero {
-        return Err(format!(
-            "is too small for the table's {ty} (it would become 0)"
-        ));
-    }
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err(format!("is beyond the range of the table's {ty}"))
-    }
+    parse_float(text, ty)
 }
 
 fn date32(text: &str, ty: &str) -> std::result::Result<i32, String> {
