@@ -19,6 +19,10 @@ use arbor_timeline::{
 };
 use bytes::Bytes;
 
+use arbor_cleaner::savepoint::{
+    create_savepoint_locked, delete_savepoint_locked, incomplete_savepoints, list_savepoints,
+    savepoint_holders,
+};
 use arbor_cleaner::{clean_locked, CleanOptions, CleanPolicy};
 
 use crate::copy::{copy_root, CopySpec};
@@ -151,12 +155,27 @@ async fn create_locked(
                 .filter(|t| t.is_expired(now))
                 .filter_map(|t| InstantTime::parse(&t.instant).ok())
                 .collect();
+            let pinned: BTreeSet<String> = PinRecord::list(storage.as_ref())
+                .await?
+                .into_iter()
+                .filter(|p| p.root == MAIN)
+                .map(|p| p.instant)
+                .collect();
             not_inherited.extend(
-                PinRecord::list(storage.as_ref())
+                pinned
+                    .iter()
+                    .filter(|i| !tagged.contains(*i))
+                    .filter_map(|i| InstantTime::parse(i).ok()),
+            );
+            // Savepoints that pin branch bases (this branch's own, left by an interrupted
+            // creation, included) stay main's, unless a tag shares them.
+            not_inherited.extend(
+                list_savepoints(&view, history.active().layout())
                     .await?
                     .into_iter()
-                    .filter(|p| p.root == MAIN && !tagged.contains(&p.instant))
-                    .filter_map(|p| p.instant_time().ok()),
+                    .filter(|s| is_base_pin_comment(&s.comment))
+                    .filter(|s| !tagged.contains(s.instant.as_str()))
+                    .map(|s| s.instant),
             );
             let savepoints: BTreeSet<InstantTime> = history
                 .active()
@@ -231,6 +250,9 @@ async fn create_locked(
     if from_tag.is_some() {
         start_at_tag(txn, &spec.to).await?;
     }
+    if let Some(b) = &base {
+        pin_base(table, &spec.from, b, name).await?;
+    }
     let info = BranchInfo::new(name, base.map(|b| b.to_string()), from_tag)?;
     let json = Bytes::from(info.to_json()?);
     put_once(&storage, &mdt_identity_key(name), json.clone()).await?;
@@ -242,6 +264,79 @@ async fn create_locked(
         "branch created"
     );
     Ok(info)
+}
+
+/// Pins the branch's base on main with a savepoint pair at `base` (created unless one is
+/// there: a tag's, a clone pin's or another branch's is shared), before the branch is
+/// activated. Engines that know nothing of branches (Java's cleaner, `CALL run_clean`) keep
+/// every savepointed file, so the files the branch inherited from main stay however far main's
+/// retention moves. A crash after this and before activation leaves a plain savepoint, which
+/// the retry reuses.
+async fn pin_base(table: &Table, main: &MetaRoot, base: &InstantTime, name: &str) -> Result<()> {
+    let main = table.reopen_at(main.clone()).await?;
+    let tl = ActiveTimeline::load(main.view_storage().clone(), main.layout().clone()).await?;
+    let saved = tl
+        .get(base, Action::Savepoint)
+        .is_some_and(|f| f.completed.is_some());
+    if !saved {
+        create_savepoint_locked(&main, Some(base), &base_pin_comment(name))
+            .await
+            .map_err(|e| {
+                BranchingError::refused(
+                    format!("create branch {name}"),
+                    format!("its base {base} cannot be pinned on main: {e}"),
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// The comment of the savepoint that pins branch `name`'s base on main.
+fn base_pin_comment(name: &str) -> String {
+    format!("branch {name} base")
+}
+
+fn is_base_pin_comment(comment: &str) -> bool {
+    comment.starts_with("branch ") && comment.ends_with(" base")
+}
+
+/// Releases the savepoint pairs on main that pinned dropped branch `name`'s base (`base`, and
+/// any savepoint whose comment says it pinned this branch: the one a drop interrupted after
+/// the identity went leaves behind), each unless another holder (a tag, a clone pin, another
+/// branch based there) names its instant. Runs after the branch's identity is gone; a crash
+/// before it leaves a plain savepoint (protection kept, never lost), which the retried drop
+/// releases.
+async fn release_base(table: &Table, name: &str, base: Option<&str>) -> Result<()> {
+    let storage = table.table_storage().clone();
+    let main = table
+        .reopen_at(resolve_main(storage.as_ref()).await?)
+        .await?;
+    let mut instants: BTreeSet<InstantTime> = base
+        .and_then(|b| InstantTime::parse(b).ok())
+        .into_iter()
+        .collect();
+    let comment = base_pin_comment(name);
+    instants.extend(
+        list_savepoints(main.view_storage(), main.layout())
+            .await?
+            .into_iter()
+            .filter(|s| s.comment == comment)
+            .map(|s| s.instant),
+    );
+    // A release interrupted half-way (data side gone, metadata side left).
+    instants.extend(incomplete_savepoints(&main).await?);
+    for t in instants {
+        if !savepoint_holders(&main, &t).await?.is_empty() {
+            continue;
+        }
+        // Whatever savepoint files exist at the instant, on either timeline; "no such
+        // savepoint" (already released) is fine.
+        match delete_savepoint_locked(&main, &t).await {
+            Ok(()) | Err(arbor_cleaner::CleanerError::Refused { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// A branch from a tag starts at the tag: its history before the tag is not retained (main's
@@ -364,6 +459,10 @@ pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
                 .await?;
         tracing::debug!(branch = name, files, "recorded the dropped branch's files");
         storage.delete(&data_identity_key(name)).await?;
+        release_base(table, name, info.base_instant.as_deref()).await?;
+    } else {
+        // A drop interrupted after the identity went may have left the base pin.
+        release_base(table, name, None).await?;
     }
     let mut removed = remove_root_metadata(&storage, &root).await?;
     if !exists && given != name && validate_branch_name(given).is_ok() {

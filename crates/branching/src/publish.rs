@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 
-use arbor_cleaner::savepoint::pins_naming;
+use arbor_cleaner::savepoint::{branches_based_at, pins_naming};
 use arbor_table::Table;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::avro::{decode_instant, InstantContent, WriteOperationType};
@@ -345,6 +345,16 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
                         .map(|p| format!("{} at {}", p.clone_id, p.location))
                         .collect(),
                 });
+            }
+            let based = branches_based_at(&storage, &t).await?;
+            if !based.is_empty() {
+                return Err(outside(
+                    format!(
+                        "main's savepoint {t}, the base of branch {},",
+                        based.join(", ")
+                    ),
+                    t.as_str(),
+                ));
             }
             return Err(outside(format!("main's savepoint {t}"), t.as_str()));
         }

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use arbor_cleaner::savepoint::{
-    create_savepoint_locked, delete_savepoint_locked, pins_naming, root_label, tags_naming,
+    create_savepoint_locked, delete_savepoint_locked, savepoint_holders,
 };
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::read::TableReader;
@@ -319,13 +319,9 @@ async fn drop_locked(
     view.delete(&tag_key(&tag.name)).await?;
     if !retain_savepoint {
         let t = InstantTime::parse(&tag.instant)?;
-        // The savepoints are shared by every tag and clone pin on the instant: the last one
-        // releases them.
-        if !tags_naming(view, &t).await?.is_empty()
-            || !pins_naming(view, root_label(table.root()), &t)
-                .await?
-                .is_empty()
-        {
+        // The savepoints are shared by every tag, clone pin and branch base on the instant:
+        // the last one releases them.
+        if !savepoint_holders(table, &t).await?.is_empty() {
             return Ok(true);
         }
         let tl = ActiveTimeline::load(view.clone(), table.layout().clone()).await?;

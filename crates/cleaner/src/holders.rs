@@ -13,12 +13,14 @@ use crate::protection::{
     completed_savepoints, savepoint_keys, PendingProtection, ProtectionContext, ProtectionSource,
 };
 use crate::roots::{live_roots, needed_by, own_retention, retained_by, OwnRetention};
-use crate::savepoint::tags_naming;
+use crate::savepoint::{branches_based_at, root_label, tags_naming};
+use arbor_timeline::metaroot::MAIN;
 
 /// For each of `partitions` (in the order given; duplicates merged), the names of the
 /// protection sources that keep at least one file of it, in this order:
 /// - each completed savepoint of the table's root: `tag <name>` for every tag naming its
-///   instant (tags are paired savepoints), else `savepoint <instant>`;
+///   instant (tags are paired savepoints), `branch <name>` for every working branch based at
+///   it (its base pin), else `savepoint <instant>`;
 /// - `pending instants` (inputs of pending compactions and clustering);
 /// - `retention (<policy>)`: what the root's own clean policy keeps (the policy of its last
 ///   clean, Hudi's default `KEEP_LATEST_COMMITS 10` when it never cleaned: see
@@ -63,11 +65,20 @@ pub async fn holders_of_partitions(
     for sp in completed_savepoints(&ctx) {
         let keys = savepoint_keys(&ctx, &sp).await?;
         let tags = tags_naming(storage, &sp.requested_time).await?;
-        if tags.is_empty() {
+        // A branch's base pin is the branch's hold (named as the branch).
+        let branches = if root_label(table.root()) == MAIN {
+            branches_based_at(table.table_storage(), &sp.requested_time).await?
+        } else {
+            Vec::new()
+        };
+        if tags.is_empty() && branches.is_empty() {
             note(&format!("savepoint {}", sp.requested_time), &keys);
         }
         for tag in tags {
             note(&format!("tag {tag}"), &keys);
+        }
+        for b in branches {
+            note(&format!("branch {b}"), &keys);
         }
     }
     note(

@@ -20,6 +20,7 @@ use arbor_timeline::avro::{
     decode, decode_instant, encode_instant_for, HoodieCleanMetadata, HoodieSavepointMetadata,
     HoodieSavepointPartitionMetadata, InstantContent,
 };
+use arbor_timeline::layout::branches::{branch_names, read_identity};
 use arbor_timeline::layout::{paths, PinRecord};
 use arbor_timeline::metaroot::MAIN;
 use arbor_timeline::{
@@ -358,9 +359,99 @@ pub async fn pins_naming(
         .collect())
 }
 
+/// The working branches created from main at `instant` (their recorded base instant), read
+/// from the table's branch identities (`storage` is the table's own storage, not a root's
+/// view). Each holds the savepoint pair at its base on main: Java's cleaner knows nothing of
+/// branches but keeps every savepointed file, so the files a branch inherited stay.
+pub async fn branches_based_at(
+    storage: &Arc<dyn Storage>,
+    instant: &InstantTime,
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for name in branch_names(storage).await? {
+        if let Some(info) = read_identity(storage, &name).await? {
+            if info.base_instant.as_deref() == Some(instant.as_str()) {
+                out.push(info.name);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Who still holds the savepoint pair at `instant` on `table`'s root, each described for a
+/// message: the tags of the root naming it, the clone pins naming it on the root and, on main,
+/// the working branches based at it. Empty when the last holder is gone.
+pub async fn savepoint_holders(table: &Table, instant: &InstantTime) -> Result<Vec<String>> {
+    let view = table.view_storage();
+    let mut out: Vec<String> = tags_naming(view, instant)
+        .await?
+        .into_iter()
+        .map(|t| format!("tag {t}"))
+        .collect();
+    out.extend(
+        pins_naming(view, root_label(table.root()), instant)
+            .await?
+            .into_iter()
+            .map(|p| format!("clone {} at {}", p.clone_id, p.location)),
+    );
+    if root_label(table.root()) == MAIN {
+        out.extend(
+            branches_based_at(table.table_storage(), instant)
+                .await?
+                .into_iter()
+                .map(|b| format!("branch {b} (its base)")),
+        );
+    }
+    Ok(out)
+}
+
+/// The instants at which `table`'s root has savepoint files on its data or metadata timeline
+/// but no completed data-side savepoint: what a creation or deletion interrupted by a crash
+/// leaves. Such a pair protects nothing for Hudi's cleaners (they honour completed data-side
+/// savepoints) and [`delete_savepoint_locked`] removes whatever of it exists.
+pub async fn incomplete_savepoints(table: &Table) -> Result<Vec<InstantTime>> {
+    let storage = table.view_storage();
+    let data = ActiveTimeline::load(storage.clone(), table.layout().clone()).await?;
+    let completed: std::collections::BTreeSet<InstantTime> = data
+        .filter(&[Action::Savepoint], &[State::Completed])
+        .into_iter()
+        .map(|i| i.requested_time)
+        .collect();
+    let mut out: std::collections::BTreeSet<InstantTime> = data
+        .filter(&[Action::Savepoint], &[State::Requested, State::Inflight])
+        .into_iter()
+        .map(|i| i.requested_time)
+        .collect();
+    if let Some(l) = mdt_layout(storage).await? {
+        let mdt = ActiveTimeline::load(storage.clone(), l).await?;
+        out.extend(
+            mdt.filter(
+                &[Action::Savepoint],
+                &[State::Requested, State::Inflight, State::Completed],
+            )
+            .into_iter()
+            .map(|i| i.requested_time),
+        );
+    }
+    Ok(out.into_iter().filter(|t| !completed.contains(t)).collect())
+}
+
 /// [`delete_savepoint`] for a caller that already holds the table lock.
 pub async fn delete_savepoint_locked(table: &Table, instant: &InstantTime) -> Result<()> {
     let storage = table.view_storage();
+    if root_label(table.root()) == MAIN {
+        let branches = branches_based_at(table.table_storage(), instant).await?;
+        if !branches.is_empty() {
+            return Err(CleanerError::refused(
+                format!("delete savepoint {instant}"),
+                format!(
+                    "branch {} was created from main at this instant and reads its files (the \
+                     savepoint keeps them from Java's cleaner); drop or publish the branch first",
+                    branches.join(", ")
+                ),
+            ));
+        }
+    }
     let tags = tags_naming(storage, instant).await?;
     if !tags.is_empty() {
         return Err(CleanerError::refused(

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use arbor_cleaner::savepoint::{
-    create_savepoint_locked, delete_savepoint_locked, pins_naming, tags_naming,
+    create_savepoint_locked, delete_savepoint_locked, savepoint_holders,
 };
 use arbor_cleaner::CleanerError;
 use arbor_storage::{Storage, StorageError, StorageExt};
@@ -115,10 +115,7 @@ pub(crate) async fn unpin_in(storage: &Arc<dyn Storage>, pin: &PinRecord) -> Res
         .transact(|txn| async move {
             let table: &Table = txn.table();
             delete_record(table.table_storage(), &pin.clone_id).await?;
-            let view = table.view_storage();
-            if !pins_naming(view, &pin.root, &time).await?.is_empty()
-                || !tags_naming(view, &time).await?.is_empty()
-            {
+            if !savepoint_holders(table, &time).await?.is_empty() {
                 return Ok(false);
             }
             // Whatever savepoint files exist at the instant, on either timeline (an interrupted

@@ -4,6 +4,7 @@ use arbor_branching::{
     create_branch, create_tag, drop_branch, drop_tag, list_branches, list_tags, publish,
     tag_reader, BranchSource, BranchingError, TagFilter,
 };
+use arbor_storage::StorageExt;
 use arbor_table::WriteOperation;
 use arbor_timeline::config::TableType;
 use arbor_timeline::{resolve_main, MetaRoot};
@@ -291,6 +292,19 @@ async fn test_main_mdt_archival_past_branch_instants_keeps_both_isolated() {
     create_branch(&t.table, "b", BranchSource::MainHead)
         .await
         .unwrap();
+    // A branch made by an arbor before base pins (a pinned base keeps main's timelines from
+    // archiving past it, as any savepoint does): remove the pin's savepoint files.
+    let base = list_branches(&t.storage).await.unwrap()[0]
+        .info
+        .base_instant
+        .clone()
+        .unwrap();
+    for o in t.storage.list_all(".hoodie").await.unwrap() {
+        let name = o.key.rsplit('/').next().unwrap_or_default();
+        if o.key.contains("/timeline/") && name.starts_with(&base) && name.contains(".savepoint") {
+            t.storage.delete(&o.key).await.unwrap();
+        }
+    }
     let b = t.branch("b").await;
     let mut branch_model = main_model.clone();
     let mut branch_instants = Vec::new();
@@ -545,11 +559,19 @@ async fn test_publish_carries_mains_tags_in_branch_history_and_refuses_one_outsi
     let main = arbor_table::Table::open(t.storage.clone()).await.unwrap();
     drop_tag(&main, "late", false, false).await.unwrap();
     drop_tag(&main, "v1", false, false).await.unwrap();
+    // c2 stays: it is also the base of branch audit, which still stands (published, not
+    // dropped) and pins it.
     assert_eq!(
         main_savepoints(&t).await,
-        vec![format!("data {c1}"), format!("mdt {c1}")]
+        vec![
+            format!("data {c1}"),
+            format!("data {c2}"),
+            format!("mdt {c1}"),
+            format!("mdt {c2}")
+        ]
     );
     drop_tag(&main, "also1", false, false).await.unwrap();
+    drop_branch(&main, "audit").await.unwrap();
     assert_eq!(main_savepoints(&t).await, Vec::<String>::new());
 }
 

@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod base_pins;
 mod basics;
 mod clone_basics;
 mod clone_clean;
