@@ -216,13 +216,12 @@ pub async fn diagnose(table: &Table) -> Result<Diagnosis> {
     let mut pending = Vec::new();
     for i in tl.pending() {
         let key = arbor_timeline::layout::paths::heartbeat_key(&i.requested_time);
-        let age = match ctx.root_storage.get_opt(&key).await? {
-            Some((b, _)) => String::from_utf8_lossy(&b)
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .map(|ms| (Utc::now().timestamp_millis() - ms) / 1000),
-            None => None,
+        let (age, java) = match ctx.root_storage.get_opt(&key).await? {
+            Some((b, meta)) => {
+                let (ms, java) = crate::write::commit::last_beat_ms(&b, &meta);
+                (Some((Utc::now().timestamp_millis() - ms) / 1000), java)
+            }
+            None => (None, false),
         };
         let is_write = matches!(
             i.action,
@@ -230,7 +229,12 @@ pub async fn diagnose(table: &Table) -> Result<Diagnosis> {
                 | arbor_timeline::Action::DeltaCommit
                 | arbor_timeline::Action::ReplaceCommit
         );
-        let timeout = i64::try_from(ctx.options.heartbeat_timeout.as_secs()).unwrap_or(i64::MAX);
+        let window = if java {
+            crate::write::commit::java_heartbeat_window(ctx.options.heartbeat_timeout)
+        } else {
+            ctx.options.heartbeat_timeout
+        };
+        let timeout = i64::try_from(window.as_secs()).unwrap_or(i64::MAX);
         pending.push(PendingReport {
             instant: i.requested_time.to_string(),
             action: i.action.name().to_string(),

@@ -459,17 +459,43 @@ where
     release(lock.as_ref(), &fence.lease(), result).await
 }
 
-/// True if the writer of `instant` beat within `timeout`.
+/// Java's liveness window for its own heartbeats: `hoodie.client.heartbeat.interval_in_ms`
+/// (60 s) times `hoodie.client.heartbeat.tolerable.misses` (2), the defaults of Hudi 1.x.
+const JAVA_HEARTBEAT_WINDOW: Duration = Duration::from_secs(120);
+
+/// When the writer of a heartbeat file last beat (ms since the epoch): arbor writes the time
+/// into the file; Java's `HoodieHeartbeatClient` (re)creates an empty file and reads its
+/// modification time (`HoodieHeartbeatUtils.getLastHeartbeatTime`). Returns the time and
+/// whether it is a Java beat.
+pub(crate) fn last_beat_ms(bytes: &[u8], meta: &arbor_storage::ObjectMeta) -> (i64, bool) {
+    match String::from_utf8_lossy(bytes).trim().parse::<i64>() {
+        Ok(ms) => (ms, false),
+        Err(_) => (meta.last_modified.timestamp_millis(), true),
+    }
+}
+
+/// How long a Java writer's heartbeat counts as alive: at least Java's own window.
+pub(crate) fn java_heartbeat_window(timeout: Duration) -> Duration {
+    timeout.max(JAVA_HEARTBEAT_WINDOW)
+}
+
+/// True if the writer of `instant` beat within `timeout` (a Java writer, which beats only every
+/// 60 s: within Java's own window, if longer).
 pub async fn is_alive(
     storage: &Arc<dyn Storage>,
     instant: &InstantTime,
     timeout: Duration,
 ) -> Result<bool> {
-    let Some((bytes, _)) = storage.get_opt(&heartbeat_key(instant)).await? else {
+    let Some((bytes, meta)) = storage.get_opt(&heartbeat_key(instant)).await? else {
         return Ok(false);
     };
-    let last: i64 = String::from_utf8_lossy(&bytes).trim().parse().unwrap_or(0);
-    let limit = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+    let (last, java) = last_beat_ms(&bytes, &meta);
+    let window = if java {
+        java_heartbeat_window(timeout)
+    } else {
+        timeout
+    };
+    let limit = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
     Ok(now_ms().saturating_sub(last) <= limit)
 }
 

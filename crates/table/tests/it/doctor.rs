@@ -193,3 +193,49 @@ async fn test_repair_rolls_back_a_failed_write_without_a_live_writer() {
     m.upsert(&rows(0..4, 1, "a"));
     assert_snapshot(&t, &m, "after the roll back").await;
 }
+
+/// Java's writers (`HoodieHeartbeatClient`) beat by re-creating an EMPTY heartbeat file and are
+/// alive while its modification time is within 2 x 60 s. A pending write of a live Java writer
+/// must neither be rolled back by arbor's next write nor reported orphaned; once its file is
+/// older than Java's window it is a failed write like any other.
+#[tokio::test]
+async fn test_a_java_writer_beating_with_an_empty_heartbeat_file_is_alive_until_its_window() {
+    let t = create(TableType::CopyOnWrite, Layout::Plain).await;
+    t.write(WriteOperation::Insert, &rows(0..4, 1, "a")).await;
+    let other = Table::open(t.storage.clone()).await.unwrap();
+    let prepared = other
+        .prepare(WriteOperation::Upsert, vec![batch(&rows(0..4, 9, "z"))])
+        .await
+        .unwrap();
+    drop(prepared);
+    drop(other);
+    let d = diagnose(&t.table).await.unwrap();
+    let instant = d.pending[0].instant.clone();
+    let key = arbor_timeline::layout::paths::heartbeat_key(
+        &arbor_timeline::InstantTime::parse(&instant).unwrap(),
+    );
+    // Java's beat: an empty file, written now.
+    t.storage.delete(&key).await.unwrap();
+    t.storage.put(&key, Bytes::new()).await.unwrap();
+    let d = diagnose(&t.table).await.unwrap();
+    assert!(!d.pending[0].orphaned, "{:?}", d.pending);
+    assert!(d.pending[0].heartbeat_age_s.is_some_and(|a| a < 60));
+    // arbor's next write (default 60 s timeout) leaves the live Java write alone.
+    t.write(WriteOperation::Upsert, &rows(0..2, 3, "c")).await;
+    let d = diagnose(&t.table).await.unwrap();
+    assert_eq!(d.pending.len(), 1, "the live Java write was rolled back");
+    // 100 s later (past arbor's 60 s, within Java's 120 s) it is still alive.
+    let path = t.base.join(&key);
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(100))
+        .unwrap();
+    t.write(WriteOperation::Upsert, &rows(0..2, 4, "d")).await;
+    assert_eq!(diagnose(&t.table).await.unwrap().pending.len(), 1);
+    // 200 s old: Java's own rule says its writer is dead; arbor rolls it back.
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(200))
+        .unwrap();
+    let d = diagnose(&t.table).await.unwrap();
+    assert!(d.pending[0].orphaned, "{:?}", d.pending);
+    t.write(WriteOperation::Upsert, &rows(0..2, 5, "e")).await;
+    assert!(diagnose(&t.table).await.unwrap().pending.is_empty());
+}
