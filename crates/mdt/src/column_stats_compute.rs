@@ -62,7 +62,11 @@ fn invalid(path: &str, reason: impl Into<String>) -> MdtError {
 }
 
 /// Java `isColumnTypeSupported` for the AVRO record type.
-fn is_supported(schema: &AvroSchema) -> bool {
+/// Whether Java indexes a column of `schema` at index `version`: never records, arrays, maps
+/// or enums; at V1 (table version 8) only decimals that fit in decimal(30, 15) (Java 1.0's
+/// `DecimalWrapper`), at V2 every decimal (Java 1.1's `isColumnTypeSupported` applies the
+/// limit to V1 only).
+fn is_supported(schema: &AvroSchema, version: StatsVersion) -> bool {
     let inner = match schema {
         AvroSchema::Union(u) => {
             let non_null: Vec<&AvroSchema> = u
@@ -82,15 +86,17 @@ fn is_supported(schema: &AvroSchema) -> bool {
             false
         }
         AvroSchema::Decimal(d) => {
-            d.precision + DECIMAL_MAX_SCALE.saturating_sub(d.scale) <= DECIMAL_MAX_PRECISION
-                && d.scale <= DECIMAL_MAX_SCALE
+            version == StatsVersion::V2
+                || (d.precision + DECIMAL_MAX_SCALE.saturating_sub(d.scale)
+                    <= DECIMAL_MAX_PRECISION
+                    && d.scale <= DECIMAL_MAX_SCALE)
         }
         _ => true,
     }
 }
 
-/// The columns to index by Java's rule (module doc) for a table whose Avro schema (with or
-/// without meta fields) is `avro_schema_json`. `configured` is the column list property's
+/// The columns to index by Java's rule (module doc) at index `version` for a table whose Avro
+/// schema (with or without meta fields) is `avro_schema_json`. `configured` is the column list property's
 /// value, if set (its meta columns and unsupported or unknown columns are dropped, as Java
 /// does; the always-indexed meta columns come first either way). Fails, naming `path`, when
 /// the schema cannot be parsed or is not a record.
@@ -99,6 +105,7 @@ pub fn columns_to_index(
     populate_meta_fields: bool,
     configured: Option<&str>,
     max_columns: usize,
+    version: StatsVersion,
     path: &str,
 ) -> Result<Vec<String>> {
     let schema = AvroSchema::parse_str(avro_schema_json)
@@ -127,7 +134,7 @@ pub fn columns_to_index(
                 if ALWAYS_INDEXED_META_COLUMNS.contains(&col) || out.iter().any(|c| c == col) {
                     continue;
                 }
-                if field_schema(col).is_some_and(is_supported) {
+                if field_schema(col).is_some_and(|f| is_supported(f, version)) {
                     out.push(col.to_string());
                 }
             }
@@ -137,7 +144,7 @@ pub fn columns_to_index(
                 record
                     .fields
                     .iter()
-                    .filter(|f| is_supported(&f.schema))
+                    .filter(|f| is_supported(&f.schema, version))
                     .filter(|f| !META_COLUMNS.contains(&f.name.as_str()))
                     .take(max_columns)
                     .map(|f| f.name.clone()),
@@ -286,7 +293,8 @@ mod tests {
 
     #[test]
     fn test_default_rule_meta_first_then_supported_fields() {
-        let cols = columns_to_index(SCHEMA, true, None, 32, "t").unwrap();
+        // V1 (table version 8): decimals must fit decimal(30, 15).
+        let cols = columns_to_index(SCHEMA, true, None, 32, StatsVersion::V1, "t").unwrap();
         assert_eq!(
             cols,
             vec![
@@ -299,7 +307,22 @@ mod tests {
                 "ts"
             ]
         );
-        let cols = columns_to_index(SCHEMA, false, None, 2, "t").unwrap();
+        // V2 (table version 9): every decimal, as Java 1.1 and 1.2.
+        let cols = columns_to_index(SCHEMA, true, None, 32, StatsVersion::V2, "t").unwrap();
+        assert_eq!(
+            cols,
+            vec![
+                "_hoodie_commit_time",
+                "_hoodie_partition_path",
+                "_hoodie_record_key",
+                "id",
+                "amount",
+                "huge",
+                "raw",
+                "ts"
+            ]
+        );
+        let cols = columns_to_index(SCHEMA, false, None, 2, StatsVersion::V1, "t").unwrap();
         assert_eq!(cols, vec!["id", "amount"]);
     }
 
@@ -310,6 +333,7 @@ mod tests {
             true,
             Some("ts, nested,nope,_hoodie_record_key,id"),
             32,
+            StatsVersion::V1,
             "t",
         )
         .unwrap();
@@ -323,7 +347,7 @@ mod tests {
                 "id"
             ]
         );
-        assert!(columns_to_index("{", true, None, 32, "x/t").is_err());
+        assert!(columns_to_index("{", true, None, 32, StatsVersion::V2, "x/t").is_err());
     }
 
     #[test]

@@ -170,6 +170,7 @@ pub fn default_columns(config: &TableConfig) -> Result<Vec<String>> {
         config.populate_meta_fields(),
         config.get(COLUMN_LIST_PROPERTY),
         max,
+        StatsVersion::for_table_version(config.version().code()),
         &path,
     )
 }

@@ -65,7 +65,12 @@ fn be_i128(bytes: &[u8], path: &str, column: &str) -> Result<i128> {
     Ok(i128::from_be_bytes(buf))
 }
 
-/// The raw (min, max) of one chunk's statistics.
+/// The raw (min, max) of one chunk's statistics, as Java Hudi reads them
+/// (`ParquetUtils.readColumnStatsFromMetadata` takes parquet-java's `genericGetMin/Max`
+/// without checking `hasNonNullValue`): a boolean or numeric chunk with no non-null value
+/// (all nulls) counts as `false`/zero, and is merged into the file's range like any chunk;
+/// byte-array chunks without values count as absent. Safe for data skipping: the range only
+/// widens, and an all-null file matches no comparison anyway.
 fn chunk_min_max(
     stats: &Statistics,
     kind: &ColumnKind,
@@ -88,8 +93,8 @@ fn chunk_min_max(
     };
     Ok(match stats {
         Statistics::Boolean(s) => (
-            s.min_opt().map(|v| Raw::Bool(*v)),
-            s.max_opt().map(|v| Raw::Bool(*v)),
+            Some(s.min_opt().map_or(Raw::Bool(false), |v| Raw::Bool(*v))),
+            Some(s.max_opt().map_or(Raw::Bool(false), |v| Raw::Bool(*v))),
         ),
         Statistics::Int32(s) => {
             let c = |v: &i32| {
@@ -99,7 +104,10 @@ fn chunk_min_max(
                     Raw::Int(*v)
                 }
             };
-            (s.min_opt().map(c), s.max_opt().map(c))
+            (
+                Some(c(s.min_opt().unwrap_or(&0))),
+                Some(c(s.max_opt().unwrap_or(&0))),
+            )
         }
         Statistics::Int64(s) => {
             let c = |v: &i64| {
@@ -109,15 +117,18 @@ fn chunk_min_max(
                     Raw::Long(*v)
                 }
             };
-            (s.min_opt().map(c), s.max_opt().map(c))
+            (
+                Some(c(s.min_opt().unwrap_or(&0))),
+                Some(c(s.max_opt().unwrap_or(&0))),
+            )
         }
         Statistics::Float(s) => (
-            s.min_opt().map(|v| Raw::Float(*v)),
-            s.max_opt().map(|v| Raw::Float(*v)),
+            Some(Raw::Float(s.min_opt().copied().unwrap_or(0.0))),
+            Some(Raw::Float(s.max_opt().copied().unwrap_or(0.0))),
         ),
         Statistics::Double(s) => (
-            s.min_opt().map(|v| Raw::Double(*v)),
-            s.max_opt().map(|v| Raw::Double(*v)),
+            Some(Raw::Double(s.min_opt().copied().unwrap_or(0.0))),
+            Some(Raw::Double(s.max_opt().copied().unwrap_or(0.0))),
         ),
         Statistics::ByteArray(s) => (
             s.min_opt().map(|v| conv_bytes(v.data())).transpose()?,

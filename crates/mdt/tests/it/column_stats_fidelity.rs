@@ -67,7 +67,8 @@ async fn test_column_stats_fidelity_every_fixture() {
             .get("hoodie.table.create.schema")
             .unwrap()
             .to_string();
-        let rule = columns_to_index(&schema, true, None, DEFAULT_MAX_COLUMNS, &name).unwrap();
+        let rule =
+            columns_to_index(&schema, true, None, DEFAULT_MAX_COLUMNS, version, &name).unwrap();
         if rule != columns {
             failures.push(format!(
                 "{name}: default rule {rule:?} != Spark's {columns:?}"
