@@ -253,8 +253,16 @@ pub async fn maintain(
         let Some(mdt) = MetadataTable::open_active_with(storage.clone(), &data).await? else {
             return Ok(());
         };
-        if let Some(c) = compact_if_due(&writer, &mdt, DEFAULT_COMPACT_EVERY, generator).await? {
-            tracing::info!(instant = %c.instant, log_files = c.log_files, "compacted the metadata table");
+        // A working branch's MDT is not compacted: its base files would land in the MDT
+        // directories main shares, where Java's file-system view of main's MDT (which knows
+        // nothing of branches) attaches main's later log files to that uncommitted base and
+        // drops them (Spark then lists stale files). The branch's MDT keeps its log files
+        // until it is published (main then compacts) or dropped.
+        let on_branch = matches!(services.root, MetaRoot::Branch(_));
+        if !on_branch {
+            if let Some(c) = compact_if_due(&writer, &mdt, DEFAULT_COMPACT_EVERY, generator).await? {
+                tracing::info!(instant = %c.instant, log_files = c.log_files, "compacted the metadata table");
+            }
         }
         archive_mdt(storage, &writer, &data).await?;
         Ok(())
