@@ -380,7 +380,18 @@ def timeline_instants(path):
     (table versions 8 and 9) or .hoodie (version 6): completed files are REQ_COMPLETION.action
     (v8+) or REQ.action (v6); pending ones REQ.action.requested / .inflight."""
     completed, pending = set(), set()
-    for d in (os.path.join(path, ".hoodie", "timeline"), os.path.join(path, ".hoodie")):
+    dirs = [os.path.join(path, ".hoodie", "timeline"), os.path.join(path, ".hoodie")]
+    # After an arbor publication the active timeline lives where hoodie.timeline.path says
+    # (relative to .hoodie).
+    try:
+        with open(os.path.join(path, ".hoodie", "hoodie.properties"), encoding="utf-8") as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                if k == "hoodie.timeline.path" and v.strip():
+                    dirs.insert(0, os.path.join(path, ".hoodie", v.strip()))
+    except OSError:
+        pass
+    for d in dirs:
         if not os.path.isdir(d):
             continue
         for f in os.listdir(d):

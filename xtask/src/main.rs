@@ -32,7 +32,7 @@ fn main() -> ExitCode {
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  test [--no-clippy]  start PostgreSQL, moto (S3) and the peer reader, run clippy, every test, the Python package's pytest, then interop\n  \
-                 interop [--keep DIR] [--only S] [--no-late-arrivals] [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail]  the interop matrix (arbor's tables read by hudi-rs, arbor and a model) and the fixture stage (the Spark tables of ../shared/fixtures managed with the arbor CLI)\n  \
+                 interop [--keep DIR] [--only S] [--no-late-arrivals] [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail] [--no-spark]  the interop matrix (arbor's tables read by hudi-rs, arbor and a model), the fixture stage (the Spark tables of ../shared/fixtures managed with the arbor CLI) and the Spark stage (Java Hudi 1.0-1.2 both ways)\n  \
                  demo [DIR] [--type cow|mor]  `arbor demo`: a table written, upserted, deleted and read step by step\n  \
                  bench data-path [--sizes N,N] [--runs N] [--no-peer]  the data-path benchmark (release build)\n  \
                  bench mdt [--only listing|upsert] [--sizes PxF,PxF] [--runs N] [--no-s3]  the metadata-table benchmark (release build)\n  \

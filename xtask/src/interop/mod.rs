@@ -27,8 +27,12 @@
 //! publish and validate with the `arbor` CLI, its rows checked after every step against a
 //! model and hudi-rs; one check per table.
 //!
+//! [`spark`] adds the Spark stage (`spark/<hudi version>/<scenario>/<check>`): Java Hudi 1.0,
+//! 1.1 and 1.2 under Spark read, write and manage arbor's tables and arbor manages theirs;
+//! `--no-spark` leaves it out, `--only spark` runs only it.
+//!
 //! Usage: `cargo xtask interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals]
-//! [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail]`. The tables are created
+//! [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail] [--no-spark]`. The tables are created
 //! at table version 9 (`--table-version 8`: version 8). `--keep` writes the tables under DIR and keeps them; otherwise they
 //! go to a temporary directory that is kept (and named) only when a check fails. `--only` runs the scenarios whose name
 //! (`cow/hive`, `mor/plain`, `mor/nonpartitioned`, `fixtures/`, ...) contains SUBSTRING.
@@ -51,6 +55,7 @@ mod model;
 mod peer;
 mod report;
 mod scenario;
+mod spark;
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +72,7 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
     let mut metadata_table = true;
     let mut table_version = arbor_timeline::config::TableVersion::default();
     let mut allow_fixture_failures = false;
+    let mut spark = true;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -86,9 +92,10 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
                     })?;
             }
             "--fixtures-allow-fail" => allow_fixture_failures = true,
+            "--no-spark" => spark = false,
             other => {
                 return Err(format!(
-                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals] [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail])"
+                    "interop: unknown argument {other:?} (usage: interop [--keep DIR] [--only SUBSTRING] [--no-late-arrivals] [--no-metadata-table] [--table-version 8|9] [--fixtures-allow-fail] [--no-spark])"
                 ))
             }
         }
@@ -146,6 +153,19 @@ pub fn run(args: &[String], python: Option<PathBuf>) -> Result<(), String> {
     };
     passed += fixtures_passed;
     failed += fixture_failures;
+    // The Java peer: a stage that cannot run in CI is one failure.
+    if spark && only.as_deref().is_none_or(|o| o.starts_with("spark")) {
+        match fixtures::build_cli().and_then(|arbor| spark::run(&work, &arbor)) {
+            Ok((p, f)) => {
+                passed += p;
+                failed += f;
+            }
+            Err(e) => {
+                println!("FAIL spark: {e}");
+                failed += 1;
+            }
+        }
+    }
     let allowed = if allow_fixture_failures {
         fixture_failures
     } else {

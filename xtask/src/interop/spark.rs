@@ -1,0 +1,308 @@
+//! The Spark stage of `cargo xtask interop` (`spark/<hudi version>/<scenario>/<check>`): Java
+//! Hudi under Apache Spark 3.5, the engine that writes and reads almost every Hudi table, run
+//! against arbor both ways (issue 34). `scripts/spark.sh` installs pyspark and fetches the Hudi
+//! Spark bundles once per machine; then, per Hudi version, one `scripts/spark_stage.py` process
+//! (one JVM, one `local[2]` SparkSession) runs every scenario (`scripts/spark_stage_*.py`:
+//! Spark reads what arbor writes, Spark writes and runs its services on arbor's tables and
+//! arbor carries on, Java's cleaner against arbor's protections, metadata arbitration,
+//! concurrent writers under ZooKeeper, the table shapes Java writes) with the debug `arbor`
+//! CLI. Every check is one line of JSON; a failed one prints `FAIL spark/...` with its error
+//! (`KNOWN spark/...` for the open findings of [`KNOWN_FAILURES`], which do not fail the
+//! stage). Closes with `spark: N passed, M failed (K known failures; ...)`.
+//!
+//! Without Java, Maven or the jars the stage is skipped with a visible message, and is an
+//! error when `CI` (or `ARBOR_REQUIRE_SPARK`) is set. `ARBOR_HUDI_VERSIONS` ("1.0.2 1.1.1
+//! 1.2.0") picks the versions, `ARBOR_SPARK_SCENARIOS` ("reads,writes") the scenarios.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Checks known to fail, by id without the version (`*` matches any run of characters), with
+/// why: they run and print `KNOWN`, and do not fail the stage. Each is an open finding of
+/// issue 34 (README "What other engines see"); a known check that passes is reported so the
+/// entry can go.
+const KNOWN_FAILURES: [(&str, &str); 9] = [
+    (
+        "writes/*/S7_rollback_to_savepoint/*",
+        "after Java's restore drops partition_stats, arbor's next write re-lists the partition \
+         without rebuilding it",
+    ),
+    (
+        "writes/*/S8_restore_past_tag/*",
+        "Java's restore past an arbor tag stops at the tag's savepoint and leaves pending \
+         instants arbor refuses to touch",
+    ),
+    (
+        "shapes/bucket-*/spark-upsert",
+        "arbor does not route by Hudi's bucket index (not recorded in hoodie.properties): Spark's \
+         next upsert duplicates arbor's new keys",
+    ),
+    (
+        "shapes/*/spark-upsert",
+        "arbor writes new keys of merge-on-read upserts into log files of existing file groups; \
+         Java's default index reads only base files and duplicates them",
+    ),
+    (
+        "shapes/cdc/*",
+        "CDC tables: arbor neither writes CDC blocks nor refuses the write",
+    ),
+    (
+        "shapes/clustering-pending/*",
+        "arbor updates file groups under a pending clustering plan and publication drops the \
+         plan",
+    ),
+    (
+        "shapes/schema-rename/*",
+        "schema-on-read renames: arbor reads the old column's values as null",
+    ),
+    (
+        "shapes/schema-evolution/validate",
+        "partition stats after int -> bigint widening",
+    ),
+    (
+        "writes/mor/S2_clustering/agree_after_service",
+        "a branch's MOR base file in a file group main shares captures main's later log files \
+         in Java's file-system view",
+    ),
+];
+
+fn matches(pattern: &str, id: &str) -> bool {
+    let mut rest = id;
+    let mut parts = pattern.split('*').peekable();
+    let mut first = true;
+    while let Some(part) = parts.next() {
+        if first {
+            let Some(r) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = r;
+            first = false;
+        } else if parts.peek().is_none() {
+            return part.is_empty() || rest.ends_with(part);
+        } else if let Some(at) = rest.find(part) {
+            rest = &rest[at + part.len()..];
+        } else {
+            return false;
+        }
+    }
+    rest.is_empty()
+}
+
+fn known(id: &str) -> Option<&'static str> {
+    KNOWN_FAILURES
+        .iter()
+        .find(|(p, _)| matches(p, id))
+        .map(|(_, why)| *why)
+}
+
+/// Whether a missing Spark is a failure rather than a skip.
+fn required() -> bool {
+    std::env::var_os("CI").is_some() || std::env::var_os("ARBOR_REQUIRE_SPARK").is_some()
+}
+
+/// What `scripts/spark.sh` installed: the Python with pyspark and the Hudi versions whose bundle
+/// is cached.
+struct Install {
+    python: PathBuf,
+    versions: Vec<String>,
+    missing: Vec<String>,
+}
+
+fn install() -> Result<Install, String> {
+    let out = crate::script_output("spark.sh", &[])?;
+    let doc: serde_json::Value = serde_json::from_str(out.trim())
+        .map_err(|e| format!("scripts/spark.sh printed no JSON ({e}): {out}"))?;
+    let python = doc
+        .get("python")
+        .and_then(|p| p.as_str())
+        .ok_or("scripts/spark.sh printed no python")?;
+    let cached: Vec<String> = doc
+        .get("versions")
+        .and_then(|v| v.as_object())
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let wanted: Vec<String> = std::env::var("ARBOR_HUDI_VERSIONS")
+        .unwrap_or_else(|_| "1.0.2 1.1.1 1.2.0".to_string())
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let missing = wanted
+        .iter()
+        .filter(|v| !cached.contains(v))
+        .cloned()
+        .collect();
+    Ok(Install {
+        python: PathBuf::from(python),
+        versions: wanted.into_iter().filter(|v| cached.contains(v)).collect(),
+        missing,
+    })
+}
+
+/// Runs the stage in `work/spark/`. Returns `(passed, failed)` checks; `(0, 0)` when skipped
+/// outside CI.
+pub fn run(work: &Path, arbor: &Path) -> Result<(usize, usize), String> {
+    let started = Instant::now();
+    let skip = |why: String| -> Result<(usize, usize), String> {
+        if required() {
+            Err(format!("spark stage cannot run: {why}"))
+        } else {
+            eprintln!("interop: spark: SKIPPED: {why} (CI runs it; see docs/spark_peer.md)");
+            Ok((0, 0))
+        }
+    };
+    if Command::new("java")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        return skip("no `java` on PATH (Spark needs a JDK 17)".to_string());
+    }
+    let inst = match install() {
+        Ok(i) => i,
+        Err(e) => return skip(e),
+    };
+    if !inst.missing.is_empty() {
+        let why = format!(
+            "the Hudi Spark bundle of {} could not be fetched",
+            inst.missing.join(", ")
+        );
+        if required() {
+            return Err(format!("spark stage: {why}"));
+        }
+        eprintln!("interop: spark: {why}; running the others");
+    }
+    if inst.versions.is_empty() {
+        return skip("no Hudi Spark bundle is cached".to_string());
+    }
+    let dir = work.join("spark");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut passed = 0;
+    let mut failed = 0;
+    let mut known_failed = 0;
+    for v in &inst.versions {
+        let (p, f, k) = run_version(&inst.python, arbor, v, &dir)?;
+        passed += p;
+        failed += f;
+        known_failed += k;
+    }
+    println!(
+        "spark: {passed} passed, {failed} failed ({known_failed} known failures; Hudi {}; {:.0} s)",
+        inst.versions.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    Ok((passed, failed))
+}
+
+/// One Hudi version: one `spark_stage.py` process; its JSON lines are saved in
+/// `dir/<version>.jsonl` and Spark's log in `dir/<version>.log`.
+fn run_version(
+    python: &Path,
+    arbor: &Path,
+    version: &str,
+    dir: &Path,
+) -> Result<(usize, usize, usize), String> {
+    let started = Instant::now();
+    let log_path = dir.join(format!("{version}.log"));
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+    let script = crate::repo_root().join("scripts").join("spark_stage.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(&script)
+        .arg("--hudi-version")
+        .arg(version)
+        .arg("--arbor")
+        .arg(arbor)
+        .arg("--workdir")
+        .arg(dir.join(version))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log));
+    if let Ok(s) = std::env::var("ARBOR_SPARK_SCENARIOS") {
+        cmd.arg("--scenarios").arg(s);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("running {}: {e}", script.display()))?;
+    let stdout = child.stdout.take().ok_or("spark_stage.py: no stdout")?;
+    let results_path = dir.join(format!("{version}.jsonl"));
+    let mut results = std::fs::File::create(&results_path)
+        .map_err(|e| format!("creating {}: {e}", results_path.display()))?;
+    let mut passed = 0;
+    let mut failed = 0;
+    let mut known_failed = 0;
+    let mut summary = false;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("reading spark_stage.py: {e}"))?;
+        let _ = writeln!(results, "{line}");
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if doc.get("summary").is_some() {
+            summary = true;
+            continue;
+        }
+        let id = doc.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+        let ok = doc.get("ok").and_then(serde_json::Value::as_bool) == Some(true);
+        let err = doc.get("error").and_then(|v| v.as_str()).unwrap_or("");
+        let err: String = err.chars().take(600).collect();
+        match (ok, known(id)) {
+            (true, None) => passed += 1,
+            (true, Some(_)) => {
+                passed += 1;
+                eprintln!(
+                    "interop: spark/{version}/{id}: a KNOWN failure passed; remove its entry"
+                );
+            }
+            (false, Some(why)) => {
+                known_failed += 1;
+                println!("KNOWN spark/{version}/{id}: {why}: {err}");
+            }
+            (false, None) => {
+                failed += 1;
+                println!("FAIL spark/{version}/{id}: {err}");
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for spark_stage.py: {e}"))?;
+    if !summary || !status.success() {
+        failed += 1;
+        println!(
+            "FAIL spark/{version}: spark_stage.py ended without its summary (exit {status}); log: {}",
+            log_path.display()
+        );
+    }
+    eprintln!(
+        "interop: spark: Hudi {version}: {passed} passed, {failed} failed, {known_failed} known \
+         failures in {:.0} s ({})",
+        started.elapsed().as_secs_f64(),
+        results_path.display()
+    );
+    Ok((passed, failed, known_failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{known, matches};
+
+    #[test]
+    fn known_patterns_match_whole_ids_with_stars_anywhere() {
+        assert!(matches(
+            "writes/*/S8_restore_past_tag/*",
+            "writes/cow/S8_restore_past_tag/agree"
+        ));
+        assert!(!matches(
+            "writes/*/S8_restore_past_tag/*",
+            "writes/cow/S7_x/agree"
+        ));
+        assert!(matches("a/b", "a/b"));
+        assert!(!matches("a/b", "a/bc"));
+        assert!(!matches("a/*/c", "a/b/cd"));
+        assert!(known("writes/mor/S2_clustering/agree_after_service").is_some());
+        assert!(known("reads/cow/snapshot").is_none());
+    }
+}
