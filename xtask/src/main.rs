@@ -176,6 +176,13 @@ fn services() -> Result<Vec<(String, String)>, String> {
 
 fn test(args: &[String]) -> Result<(), String> {
     let clippy = !args.iter().any(|a| a == "--no-clippy");
+    // One full build gains nothing from incremental state, and on a fresh machine that state
+    // (several GB for the workspace's test binaries) is what fills the disk. A developer who
+    // wants it keeps it by setting CARGO_INCREMENTAL themselves.
+    if env::var_os("CARGO_INCREMENTAL").is_none() {
+        // xtask is single-threaded here, before any child process starts.
+        env::set_var("CARGO_INCREMENTAL", "0");
+    }
     let envs = services()?;
     if clippy {
         run(Command::new("cargo").args([
