@@ -83,7 +83,16 @@ impl ColumnRange {
     /// Java `HoodieColumnRangeMetadata.merge`: min of the mins and max of the maxes (nulls
     /// ignored), counts and sizes added. The value type is `self`'s unless `self` has none or
     /// is `NULL`.
+    ///
+    /// Ranges of one column whose files were written before and after a numeric widening
+    /// (`int` to `bigint`, `float` to `double`: Spark's schema evolution) have different value
+    /// types; both are first promoted to the wider type, as Java reads old files through the
+    /// table's current schema. Only exact promotions apply (a long beyond 2^53 never becomes a
+    /// double): a bound is never rounded.
     pub fn merge(&self, other: &ColumnRange) -> ColumnRange {
+        if let Some((a, b)) = promoted_pair(self, other) {
+            return a.merge(&b);
+        }
         let value_type = match &self.value_type {
             Some(v) if v.type_ordinal != value_type::NULL => Some(v.clone()),
             _ => other.value_type.clone().or_else(|| self.value_type.clone()),
@@ -140,6 +149,67 @@ impl ColumnRange {
 }
 
 /// The value Java keeps when merging `a` and `b` for the `want`ed side.
+/// `a` and `b` promoted to their wider numeric value type (INT < LONG < FLOAT < DOUBLE) when
+/// their value types are two different numeric ones and every bound converts exactly; `None`
+/// otherwise.
+fn promoted_pair(a: &ColumnRange, b: &ColumnRange) -> Option<(ColumnRange, ColumnRange)> {
+    let numeric = |r: &ColumnRange| {
+        r.value_type.as_ref().map(|v| v.type_ordinal).filter(|o| {
+            matches!(
+                *o,
+                value_type::INT | value_type::LONG | value_type::FLOAT | value_type::DOUBLE
+            )
+        })
+    };
+    let (ta, tb) = (numeric(a)?, numeric(b)?);
+    if ta == tb {
+        return None;
+    }
+    let wide = ta.max(tb);
+    Some((promote(a, wide)?, promote(b, wide)?))
+}
+
+/// `r` with its bounds and value type as numeric type `to`; `None` when a bound would not
+/// convert exactly.
+fn promote(r: &ColumnRange, to: i32) -> Option<ColumnRange> {
+    const EXACT_IN_F64: i64 = 1 << 53;
+    const EXACT_IN_F32: i64 = 1 << 24;
+    let convert = |v: &Option<StatValue>| -> Option<Option<StatValue>> {
+        let Some(v) = v else {
+            return Some(None);
+        };
+        let out = match (v, to) {
+            (StatValue::Int(x), value_type::INT) => StatValue::Int(*x),
+            (StatValue::Int(x), value_type::LONG) => StatValue::Long(i64::from(*x)),
+            (StatValue::Int(x), value_type::FLOAT)
+                if i64::from(x.unsigned_abs()) <= EXACT_IN_F32 =>
+            {
+                StatValue::Float(*x as f32)
+            }
+            (StatValue::Int(x), value_type::DOUBLE) => StatValue::Double(f64::from(*x)),
+            (StatValue::Long(x), value_type::LONG) => StatValue::Long(*x),
+            (StatValue::Long(x), value_type::FLOAT) if x.unsigned_abs() <= EXACT_IN_F32 as u64 => {
+                StatValue::Float(*x as f32)
+            }
+            (StatValue::Long(x), value_type::DOUBLE) if x.unsigned_abs() <= EXACT_IN_F64 as u64 => {
+                StatValue::Double(*x as f64)
+            }
+            (StatValue::Float(x), value_type::FLOAT) => StatValue::Float(*x),
+            (StatValue::Float(x), value_type::DOUBLE) => StatValue::Double(f64::from(*x)),
+            (StatValue::Double(x), value_type::DOUBLE) => StatValue::Double(*x),
+            _ => return None,
+        };
+        Some(Some(out))
+    };
+    let mut out = r.clone();
+    out.min = convert(&r.min)?;
+    out.max = convert(&r.max)?;
+    if let Some(v) = out.value_type.as_mut() {
+        v.type_ordinal = to;
+    }
+    Some(out)
+}
+
 fn pick(
     a: &Option<StatValue>,
     b: &Option<StatValue>,
@@ -338,6 +408,59 @@ mod tests {
         assert_eq!(m.min, Some(StatValue::Long(1)));
         assert_eq!(m.max, Some(StatValue::Long(9)));
         assert_eq!((m.null_count, m.value_count, m.total_size), (2, 6, 20));
+    }
+
+    fn typed(min: StatValue, max: StatValue, ordinal: i32) -> ColumnRange {
+        ColumnRange {
+            column: "v".into(),
+            min: Some(min),
+            max: Some(max),
+            null_count: 0,
+            value_count: 2,
+            total_size: 1,
+            total_uncompressed_size: 1,
+            value_type: Some(ValueTypeInfo {
+                type_ordinal: ordinal,
+                additional_info: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn test_merge_after_int_to_bigint_widening_promotes_both_ways() {
+        let old = typed(StatValue::Int(1), StatValue::Int(7), value_type::INT);
+        let new = typed(
+            StatValue::Long(5_000_000_000),
+            StatValue::Long(5_000_000_000),
+            value_type::LONG,
+        );
+        for m in [old.merge(&new), new.merge(&old)] {
+            assert_eq!(m.min, Some(StatValue::Long(1)));
+            assert_eq!(m.max, Some(StatValue::Long(5_000_000_000)));
+            assert_eq!(m.value_type.unwrap().type_ordinal, value_type::LONG);
+            assert_eq!(m.value_count, 4);
+        }
+        let f = typed(
+            StatValue::Float(0.5),
+            StatValue::Float(2.5),
+            value_type::FLOAT,
+        );
+        let d = typed(
+            StatValue::Double(-1.0),
+            StatValue::Double(1.0),
+            value_type::DOUBLE,
+        );
+        let m = f.merge(&d);
+        assert_eq!(m.min, Some(StatValue::Double(-1.0)));
+        assert_eq!(m.max, Some(StatValue::Double(2.5)));
+        // A long no double holds exactly is never rounded into a bound.
+        let big = typed(
+            StatValue::Long(1),
+            StatValue::Long((1 << 53) + 1),
+            value_type::LONG,
+        );
+        let m = big.merge(&d);
+        assert_ne!(m.value_type.unwrap().type_ordinal, value_type::DOUBLE);
     }
 
     #[test]
