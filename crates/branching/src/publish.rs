@@ -195,6 +195,7 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         .pending()
         .iter()
         .filter(|i| i.action.is_write() || matches!(i.action, Action::Clean | Action::Restore))
+        .filter(|i| !is_service_plan(i.action))
         .map(ToString::to_string)
         .collect();
     if !main_pending.is_empty() {
@@ -203,6 +204,27 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
             format!(
                 "main has pending instants {}; wait for them to finish",
                 main_pending.join(", ")
+            ),
+        ));
+    }
+    // A plan main has scheduled (Spark's `run_clustering(op => 'schedule')`, a compaction
+    // schedule) names main's file groups: publication would drop it from main's timeline
+    // unexecuted, its inflight files left behind, and no engine would run it again.
+    let main_plans: Vec<String> = main_history
+        .active()
+        .pending()
+        .iter()
+        .filter(|i| is_service_plan(i.action))
+        .map(ToString::to_string)
+        .collect();
+    if !main_plans.is_empty() {
+        return Err(BranchingError::refused(
+            op,
+            format!(
+                "main has pending table service plans {} (clustering or compaction); run them \
+                 (Spark: CALL run_clustering / run_compaction with op => 'execute', or `arbor \
+                 compact`) or roll them back, then publish",
+                main_plans.join(", ")
             ),
         ));
     }
@@ -424,4 +446,12 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         objects: stats.objects + 2,
         legacy_root,
     })
+}
+
+/// Clustering, compaction and log compaction: plans a table service runs later.
+fn is_service_plan(action: Action) -> bool {
+    matches!(
+        action,
+        Action::Clustering | Action::Compaction | Action::LogCompaction
+    )
 }

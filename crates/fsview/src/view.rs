@@ -238,8 +238,10 @@ impl FileSystemView {
                         bases.push(b);
                     }
                 }
+                // Change-data-capture files (`.cdc`) belong to no file slice: Java's view
+                // filters them out too; they are read by CDC queries only.
                 Ok(Some(DataFile::Log(l))) => {
-                    if self.log_visible(&l, horizon) {
+                    if !l.cdc && self.log_visible(&l, horizon) {
                         logs.push(l);
                     }
                 }

@@ -432,6 +432,7 @@ async fn slice_files_after(
                         *g = (Some(b.instant_time.clone()), BTreeSet::from([name.clone()]));
                     }
                 }
+                Some(DataFile::Log(l)) if l.cdc => {}
                 Some(DataFile::Log(l)) => {
                     groups
                         .entry(l.file_id.clone())

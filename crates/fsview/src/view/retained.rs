@@ -70,7 +70,7 @@ impl FileSystemView {
                         }
                     }
                     Ok(Some(DataFile::Log(l))) => {
-                        if self.log_visible(&l, &Horizon::Latest) {
+                        if !l.cdc && self.log_visible(&l, &Horizon::Latest) {
                             groups.entry(l.file_id.clone()).or_default().logs.push(l);
                         }
                     }

@@ -27,6 +27,7 @@ mod parallel;
 mod plan;
 mod retained;
 mod schema;
+pub(crate) mod schema_history;
 pub(crate) mod skipping;
 mod source;
 mod stream;
@@ -223,6 +224,7 @@ impl TableReader {
         view: FileSystemView,
     ) -> Result<Self> {
         let schema = schema::resolve_read_schema(&storage, &config, &view).await?;
+        let refusal = schema_history::refusal(storage.as_ref(), "reading").await?;
         let ordering_field = config.ordering_fields().into_iter().next();
         let mode = match config.record_merge_mode()? {
             Some(RecordMergeMode::EventTimeOrdering) => Some(MergeMode::EventTime),
@@ -239,6 +241,7 @@ impl TableReader {
                 schema,
                 mode,
                 ordering_field,
+                refusal,
             },
             cache_use: CacheUse::Loaded,
         })
@@ -260,6 +263,7 @@ impl TableReader {
         view.refresh().await.map_err(TableError::from_fsview)?;
         let schema = schema::resolve_read_schema(&storage, &state.config, &view).await?;
         let mut slices = state.slices;
+        slices.refusal = schema_history::refusal(storage.as_ref(), "reading").await?;
         slices.view = Arc::new(view);
         slices.schema = schema;
         slices.storage = storage;

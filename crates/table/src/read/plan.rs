@@ -224,6 +224,8 @@ impl ScanPlan {
             schema: self.read_schema.clone(),
             mode: self.mode,
             ordering_field: self.ordering_field.clone(),
+            // A plan exists only for a reader without a refusal (see `plan`).
+            refusal: None,
         }
     }
 }
@@ -234,6 +236,11 @@ pub(crate) async fn plan(
     reader: &SliceReader,
     options: &ReadOptions,
 ) -> Result<ScanPlan> {
+    if let Some(reason) = &reader.refusal {
+        return Err(TableError::Unsupported {
+            reason: reason.to_string(),
+        });
+    }
     let schema = &reader.schema;
     let output = output_schema(schema, options)?;
     let pruner = PartitionPruner::new(config, schema, options.get_partition_filters())?;

@@ -42,6 +42,11 @@ pub(crate) async fn check_retained(view: &FileSystemView, t: &InstantTime) -> Re
                 let Ok(Some(file)) = parse_data_file_name(name, 0) else {
                     continue;
                 };
+                // Change-data-capture files (`.cdc`) are read by CDC queries, never by a
+                // snapshot.
+                if matches!(&file, DataFile::Log(l) if l.cdc) {
+                    continue;
+                }
                 let instant = file.instant_time().clone();
                 if instant <= *t {
                     deleted.push(Deleted {

@@ -36,6 +36,9 @@ pub(crate) struct SliceReader {
     pub(crate) schema: SchemaRef,
     pub(crate) mode: Option<MergeMode>,
     pub(crate) ordering_field: Option<String>,
+    /// Why rows of this table cannot be read correctly (columns renamed under schema on
+    /// read, [`super::schema_history`]): every slice read fails with it.
+    pub(crate) refusal: Option<Arc<str>>,
 }
 
 /// How every slice of one query is read and shaped.
@@ -125,6 +128,11 @@ impl SliceReader {
         base_only: bool,
         work: &SchemaRef,
     ) -> Result<Option<RecordBatch>> {
+        if let Some(reason) = &self.refusal {
+            return Err(TableError::Unsupported {
+                reason: reason.to_string(),
+            });
+        }
         let mut base = Vec::new();
         if let Some(path) = slice.base_file_path() {
             check_base_file_format(&path)?;

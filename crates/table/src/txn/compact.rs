@@ -71,6 +71,7 @@ pub(crate) async fn compact(table: &Table) -> Result<Vec<CommitResult>> {
             ),
         });
     }
+    super::writable::refuse_change_data_capture(&ctx.config, "compaction")?;
     Transaction::run(table, Entry::Service, |txn| async move {
         refuse_during_restore(&txn.timeline().await?)?;
         let mut out =

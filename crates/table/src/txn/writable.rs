@@ -8,7 +8,9 @@
 //!   `NONE`, or merge properties (`hoodie.record.merge.property.*`, which carry e.g. the delete
 //!   marker of a migrated payload), would make arbor's merge differ from Hudi's, so writes
 //!   are refused naming the key; so are several ordering fields (version 9's
-//!   `hoodie.table.ordering.fields` is a list; arbor orders by one field).
+//!   `hoodie.table.ordering.fields` is a list; arbor orders by one field);
+//! - data writes and compactions of a table that records change data
+//!   ([`refuse_change_data_capture`], checked by those operations, not at open).
 
 use arbor_timeline::config::keys;
 use arbor_timeline::TableConfig;
@@ -63,6 +65,28 @@ pub(crate) fn refuse_unsupported_merge_config(config: &TableConfig) -> Result<()
         });
     }
     Ok(())
+}
+
+/// `Err(Unsupported)` for a table whose writers record change data (`hoodie.table.cdc.enabled`
+/// true): Java writes `.cdc` log files with every data write (and, on merge-on-read, with every
+/// compaction) that Spark's CDC queries read; arbor writes none, so its writes would be missing
+/// from the change stream. `what` names the refused operation. Reads, cleaning, TTL, tags,
+/// branches and clones go on.
+pub(crate) fn refuse_change_data_capture(config: &TableConfig, what: &str) -> Result<()> {
+    let enabled = config
+        .get(keys::CDC_ENABLED)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if !enabled {
+        return Ok(());
+    }
+    Err(TableError::Unsupported {
+        reason: format!(
+            "{what} on a table with {}=true: arbor writes no change-data-capture (.cdc) log \
+             files, so Spark's CDC queries would miss the change; write with Spark. Nothing \
+             was written",
+            keys::CDC_ENABLED
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -122,6 +146,22 @@ mod tests {
         let e = refuse_unsupported_merge_config(&c).unwrap_err().to_string();
         assert!(
             e.contains("hoodie.record.merge.property.hoodie.payload.delete.field"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn test_change_data_capture_tables_refuse_writes_naming_the_property() {
+        let mut c = config(TableVersion::Nine);
+        refuse_change_data_capture(&c, "upsert").unwrap();
+        c.set(keys::CDC_ENABLED, "false").unwrap();
+        refuse_change_data_capture(&c, "upsert").unwrap();
+        c.set(keys::CDC_ENABLED, "true").unwrap();
+        let e = refuse_change_data_capture(&c, "upsert")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("upsert on a table with hoodie.table.cdc.enabled=true"),
             "{e}"
         );
     }

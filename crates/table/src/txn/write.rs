@@ -18,6 +18,7 @@ use super::write_files::{write_files, FileSet};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::read::{MergeMode, TableReader};
+use crate::write::bucket_index;
 use crate::write::commit::{self, Heartbeat};
 use crate::write::history_scope::WriteHistory;
 use crate::write::index::{Index, SimpleIndex};
@@ -161,6 +162,11 @@ pub(crate) async fn prepare(
     batches: Vec<RecordBatch>,
 ) -> Result<PreparedWrite> {
     let ctx = &table.ctx;
+    super::writable::refuse_change_data_capture(
+        &ctx.config,
+        &operation.operation_type().name().to_ascii_lowercase(),
+    )?;
+    crate::read::schema_history::refuse_renamed_columns(ctx.storage.as_ref(), "writing").await?;
     let batches = if ctx.options.partial_updates && operation == WriteOperation::Upsert {
         partial::fill_missing_columns(ctx, batches).await?
     } else {
@@ -345,6 +351,22 @@ async fn prepare_started(
         },
     };
     let plan = planner::plan(&plan_ctx, input).await?;
+    plan.refuse_pending_clustering(view)?;
+    if operation != WriteOperation::Delete {
+        let evidence = bucket_index::evidence(ctx.root_storage.as_ref(), view, &partitions).await?;
+        let new_keys: usize = plan.groups.iter().map(|g| g.inserts.len()).sum();
+        let example = plan
+            .groups
+            .iter()
+            .find(|g| !g.inserts.is_empty())
+            .map(|g| g.partition.as_str());
+        bucket_index::refuse_new_keys(
+            new_keys,
+            example,
+            !plan.replaced.is_empty(),
+            evidence.as_deref(),
+        )?;
+    }
     let index_delta = match &rli {
         Some(_) => Some(
             delta_of(
@@ -376,7 +398,7 @@ async fn prepare_started(
     );
     let rewrite = match ctx.table_type() {
         TableType::MergeOnRead => {
-            crate::write::repeated_keys::groups_to_rewrite(
+            let mut rewrite = crate::write::repeated_keys::groups_to_rewrite(
                 &ctx.storage,
                 &StoredKeys::for_table(&ctx.config)?,
                 history,
@@ -385,7 +407,10 @@ async fn prepare_started(
                 // Secondary-index maintenance reads the updated rows anyway.
                 rli.is_none() || !si_defs.is_empty(),
             )
-            .await?
+            .await?;
+            // New keys go to base files, where Java's default index finds them.
+            rewrite.extend(plan.packed_groups());
+            rewrite
         }
         TableType::CopyOnWrite => BTreeSet::new(),
     };

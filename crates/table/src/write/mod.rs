@@ -8,7 +8,7 @@
 //! the simple index), `record_index.rs` (the record index as an Index, key moves),
 //! `secondary_index.rs`, `stored_keys.rs` (record keys of stored rows, meta column or key
 //! generator), `planner.rs` (assigning records to file groups, small-file
-//! packing), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
+//! packing), `bucket_index.rs` (tables Java wrote with a bucket index: evidence, refusing new keys), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
 //! helpers, heartbeats, ownership, commit metadata, the conflict check),
 //! `partition_conflict.rs` (what an instant changed, for that check: file groups, and the
 //! partitions a `DELETE_PARTITION` deletes), `log_conflict.rs` (merge-on-read log appends to
@@ -20,6 +20,7 @@
 //! tests); their functions expect the caller to hold the table lock. Everything else is
 //! internal: state changes go through [`crate::Table`] and [`crate::Transaction`].
 
+pub(crate) mod bucket_index;
 pub(crate) mod column_stats;
 pub(crate) mod commit;
 pub mod compaction;

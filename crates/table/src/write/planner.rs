@@ -72,9 +72,63 @@ pub struct WritePlan {
     pub skipped_stale: u64,
 }
 
-/// A fresh file id: a UUID v4 and the suffix `-0`.
+impl WritePlan {
+    /// `Err(Unsupported)` when the plan updates or deletes records of a file group that a
+    /// pending clustering plan (a requested or inflight replacecommit/clustering) is rewriting,
+    /// naming the group and the clustering instant. The clustering would replace the group with
+    /// its own copy of the old records and lose the change; Java's default
+    /// `SparkRejectUpdateStrategy` refuses such a write the same way. Inserts never go there
+    /// (the small-file rule skips those groups).
+    pub fn refuse_pending_clustering(&self, view: &FileSystemView) -> Result<()> {
+        let clustering = view.pending_clustering_file_groups();
+        if clustering.is_empty() {
+            return Ok(());
+        }
+        for g in &self.groups {
+            if g.updates.is_empty() && g.deletes.is_empty() {
+                continue;
+            }
+            if let Some(instant) = clustering.get(&(g.partition.clone(), g.file_id.clone())) {
+                return Err(TableError::Unsupported {
+                    reason: format!(
+                        "updating {} record(s) of file group {} in partition {:?}, which the \
+                         pending clustering {instant} is rewriting (Java's default \
+                         SparkRejectUpdateStrategy refuses this too): run the clustering with \
+                         Spark (CALL run_clustering) or roll it back, then write again. Nothing \
+                         was written",
+                        g.updates.len() + g.deletes.len(),
+                        g.file_id,
+                        g.partition
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The indices (in [`WritePlan::groups`]) of existing file groups that receive inserts
+    /// (small-file packing). On merge-on-read the writer rewrites them as a new base file
+    /// rather than appending a log file, so that every key stays findable by an index that
+    /// reads base files only (Java's default).
+    pub fn packed_groups(&self) -> impl Iterator<Item = usize> + '_ {
+        self.groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.existing.is_some() && !g.inserts.is_empty())
+            .map(|(i, _)| i)
+    }
+}
+
+/// A fresh file id: a UUID v4 and the suffix `-0`; never one shaped like a bucket index's
+/// (eight decimal digits first), which would make arbor take its own table for a
+/// bucket-indexed one (see `bucket_index`).
 pub fn new_file_id() -> String {
-    format!("{}-0", uuid::Uuid::new_v4())
+    loop {
+        let id = format!("{}-0", uuid::Uuid::new_v4());
+        if !super::bucket_index::is_bucket_file_id(&id) {
+            return id;
+        }
+    }
 }
 
 /// How duplicates within one input are combined (Hudi's pre-combine before upsert/delete).
@@ -342,9 +396,8 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             }
         }
         let mut rest = inserts.as_slice();
-        // On merge-on-read, packing appends inserts to a small group's log, where readers
-        // merge records by key: an insert holding one key twice would lose a copy there, so
-        // such a batch goes to new base files (which keep both, as on copy-on-write).
+        // On merge-on-read, an insert holding one key twice goes to new base files only,
+        // which keep both copies as copy-on-write does (never merged into an existing slice).
         let repeats_keys =
             ctx.table_type == TableType::MergeOnRead && ctx.operation == Op::Insert && {
                 let mut seen = std::collections::HashSet::new();
@@ -459,7 +512,14 @@ fn slice_size(table_type: TableType, slice: &FileSlice) -> u64 {
 }
 
 /// Slices that may receive inserts: below the small-file limit, not in a pending compaction or
-/// clustering, with a base file for copy-on-write; smallest first.
+/// clustering, with a base file; on merge-on-read also without log files. Smallest first.
+///
+/// Merge-on-read follows Java's `SparkUpsertDeltaCommitPartitioner` for indexes that cannot
+/// index log files (Spark's default SIMPLE and BLOOM indexes, which read record keys from base
+/// files only): a new key must land in a base file, or Spark's next upsert would not find it
+/// and would write the key a second time. So only base-only slices take inserts, and the
+/// writer rewrites them as a new base file of the deltacommit (see `WritePlan::packed_groups`),
+/// as Java's `handleUpdate` does for small files.
 fn small_files<'s>(ctx: &PlanContext<'_>, slices: &'s [FileSlice]) -> Vec<&'s FileSlice> {
     let pending_compaction: BTreeSet<(&str, &str)> = ctx
         .view
@@ -473,7 +533,8 @@ fn small_files<'s>(ctx: &PlanContext<'_>, slices: &'s [FileSlice]) -> Vec<&'s Fi
         .filter(|s| {
             !pending_compaction.contains(&(s.partition.as_str(), s.file_id.as_str()))
                 && !clustering.contains_key(&(s.partition.clone(), s.file_id.clone()))
-                && (ctx.table_type != TableType::CopyOnWrite || s.base_file.is_some())
+                && s.base_file.is_some()
+                && (ctx.table_type == TableType::CopyOnWrite || s.log_files.is_empty())
                 && slice_size(ctx.table_type, s) < ctx.options.small_file_limit
         })
         .collect();

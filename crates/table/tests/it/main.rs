@@ -16,6 +16,7 @@ mod data_skipping_props;
 mod doctor;
 mod fixture_key_layouts;
 mod fixtures_read;
+mod foreign_shapes;
 mod in_filters;
 mod keygen;
 mod lock_fencing;

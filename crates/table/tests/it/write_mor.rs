@@ -170,6 +170,16 @@ async fn test_write_mor_stale_upsert_writes_no_log_record_and_peer_incremental_a
     let mut model = Model::default();
     model.upsert(&rows(0..4, 5, "a"));
 
+    // An insert packed into the (base-only) file group holding its key with a greater
+    // ordering value: dropped, nothing written.
+    let ins = t
+        .write(WriteOperation::Insert, &rows(1..2, 2, "late"))
+        .await;
+    assert_eq!(
+        (ins.inserted, ins.skipped_stale, ins.files_written),
+        (0, 1, 0)
+    );
+
     // k0000 and k0001 arrive late (ts 3 < 5), k0002 is newer, k0003 ties (the newer wins).
     let mut input = rows(0..2, 3, "late");
     input.extend(rows(2..3, 9, "b"));
@@ -203,23 +213,16 @@ async fn test_write_mor_stale_upsert_writes_no_log_record_and_peer_incremental_a
     );
     assert!(logged_keys(&t, &stale).await.is_empty());
 
-    // An insert packed into the file group holding its key with a greater ordering value.
-    let ins = t
-        .write(WriteOperation::Insert, &rows(1..2, 2, "late"))
-        .await;
-    assert_eq!((ins.inserted, ins.skipped_stale), (0, 1));
-    assert!(logged_keys(&t, &ins).await.is_empty());
-
     assert_snapshot(&t, &model, "stale upserts").await;
     let c = |r: &arbor_table::CommitResult| r.completion_time.to_string();
     assert_peer_agrees(
         &t,
         &[
             Query::Snapshot,
-            Query::Incremental(c(&first), c(&up)),
-            Query::Incremental(c(&up), c(&stale)),
-            Query::Incremental(c(&stale), c(&ins)),
             Query::Incremental(c(&first), c(&ins)),
+            Query::Incremental(c(&ins), c(&up)),
+            Query::Incremental(c(&up), c(&stale)),
+            Query::Incremental(c(&first), c(&stale)),
         ],
         "stale upserts",
     )
@@ -227,10 +230,80 @@ async fn test_write_mor_stale_upsert_writes_no_log_record_and_peer_incremental_a
     let reader = t.reader().await;
     let incr = rows_of(
         &reader
-            .incremental(Some(&first.completion_time), Some(&up.completion_time))
+            .incremental(Some(&ins.completion_time), Some(&up.completion_time))
             .await
             .unwrap(),
     );
     let ids: Vec<&str> = incr.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(ids, vec!["k0002", "k0003"]);
+}
+
+/// The record keys of the latest slices' base files, and how many log files those slices hold.
+async fn keys_in_base_files(t: &TestTable) -> (std::collections::BTreeSet<String>, usize) {
+    let slices = t
+        .reader()
+        .await
+        .view()
+        .latest_file_slices(None, None)
+        .await
+        .unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    let mut logs = 0;
+    for slice in &slices {
+        logs += slice.log_files.len();
+        let Some(base) = &slice.base_file else {
+            continue;
+        };
+        let key = arbor_fsview::slice::join(&slice.partition, &base.file_name());
+        let batches = arbor_format::base::read_base_file(
+            t.storage.clone(),
+            &key,
+            Some(&["_hoodie_record_key".to_string()]),
+        )
+        .await
+        .unwrap();
+        for b in &batches {
+            let col = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::StringArray>()
+                .unwrap();
+            keys.extend(col.iter().flatten().map(str::to_string));
+        }
+    }
+    (keys, logs)
+}
+
+/// Java's default indexes (SIMPLE, BLOOM) find keys in base files only, so a new key written
+/// into a log file would be written again by Spark's next upsert. arbor packs inserts only into
+/// base-only slices, rewritten as a new base file; slices with log files take updates only.
+#[tokio::test]
+async fn test_write_mor_new_keys_always_land_in_base_files() {
+    let t = create(TableType::MergeOnRead, Layout::None).await;
+    let mut m = Model::default();
+    let mut steps: Vec<(WriteOperation, Vec<Row>)> =
+        vec![(WriteOperation::Insert, rows(0..4, 1, "a"))];
+    // An update and new keys into the base-only group: one new base file, no log.
+    let mut mixed = rows(1..2, 2, "b");
+    mixed.extend(rows(4..6, 2, "b"));
+    steps.push((WriteOperation::Upsert, mixed));
+    // An update alone: a log file.
+    steps.push((WriteOperation::Upsert, rows(2..3, 3, "c")));
+    // New keys while the only group has a log file: a new group's base file.
+    steps.push((WriteOperation::Upsert, rows(6..9, 4, "d")));
+    steps.push((WriteOperation::Insert, rows(9..10, 5, "e")));
+    let mut logs_seen = Vec::new();
+    for (i, (op, batch)) in steps.iter().enumerate() {
+        t.write(*op, batch).await;
+        m.upsert(batch);
+        let (keys, logs) = keys_in_base_files(&t).await;
+        let expected: std::collections::BTreeSet<String> = m.rows.keys().cloned().collect();
+        assert_eq!(keys, expected, "step {i}: every key in a base file");
+        logs_seen.push(logs);
+        assert_snapshot(&t, &m, &format!("step {i}")).await;
+    }
+    assert_eq!(logs_seen[1], 0, "inserts into a base-only slice rewrite it");
+    assert_eq!(logs_seen[2], 1, "an update alone appends a log file");
+    assert_eq!(logs_seen[3], 1, "a slice with a log file takes no inserts");
+    assert_peer_agrees(&t, &[Query::Snapshot], "new keys").await;
 }

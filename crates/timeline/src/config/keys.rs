@@ -64,6 +64,8 @@ pub const PARTIAL_UPDATE_MODE: &str = "hoodie.table.partial.update.mode";
 /// Prefix of the merge properties a version 9 writer stores for readers (e.g. the delete
 /// marker of a migrated payload): `hoodie.record.merge.property.<name>`.
 pub const MERGE_PROPERTY_PREFIX: &str = "hoodie.record.merge.property.";
+/// `true` when writers record change-data-capture log files (`.cdc`) beside the data files.
+pub const CDC_ENABLED: &str = "hoodie.table.cdc.enabled";
 /// Path of the index definitions file (`.hoodie/.index_defs/index.json`), set once a table
 /// has index definitions.
 pub const INDEX_DEFS_PATH: &str = "hoodie.table.index.defs.path";
