@@ -40,7 +40,7 @@ SCENARIOS = ["reads", "writes", "protect", "shapes", "concurrent"]
 DEFAULT_SCENARIOS = {
     "1.0": ["reads", "protect"],
     "1.1": ["reads", "concurrent"],
-    "1.2": ["reads"],
+    "1.2": ["reads", "shapes"],
 }
 
 OUT = None

@@ -23,7 +23,7 @@ use std::time::Instant;
 /// why: they run and print `KNOWN`, and do not fail the stage. Each is an open finding of
 /// issue 34 (README "What other engines see"); a known check that passes is reported so the
 /// entry can go.
-const KNOWN_FAILURES: [(&str, &str); 9] = [
+const KNOWN_FAILURES: [(&str, &str); 4] = [
     (
         "writes/*/S7_rollback_to_savepoint/*",
         "after Java's restore drops partition_stats, arbor's next write re-lists the partition \
@@ -35,31 +35,10 @@ const KNOWN_FAILURES: [(&str, &str); 9] = [
          instants arbor refuses to touch",
     ),
     (
-        "shapes/bucket-*/spark-upsert",
-        "arbor does not route by Hudi's bucket index (not recorded in hoodie.properties): Spark's \
-         next upsert duplicates arbor's new keys",
-    ),
-    (
-        "shapes/*/spark-upsert",
-        "arbor writes new keys of merge-on-read upserts into log files of existing file groups; \
-         Java's default index reads only base files and duplicates them",
-    ),
-    (
-        "shapes/cdc/*",
-        "CDC tables: arbor neither writes CDC blocks nor refuses the write",
-    ),
-    (
-        "shapes/clustering-pending/*",
-        "arbor updates file groups under a pending clustering plan and publication drops the \
-         plan",
-    ),
-    (
         "shapes/schema-rename/*",
-        "schema-on-read renames: arbor reads the old column's values as null",
-    ),
-    (
-        "shapes/schema-evolution/validate",
-        "partition stats after int -> bigint widening",
+        "columns renamed under schema on read: arbor does not map column ids yet, so it refuses \
+         to read or write such a table (naming the rename) rather than read the old column as \
+         null",
     ),
     (
         "writes/mor/S2_clustering/agree_after_service",
