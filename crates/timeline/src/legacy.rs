@@ -137,6 +137,7 @@ pub async fn sync_legacy_root(storage: &dyn Storage, main: &MetaRoot) -> Result<
     if !matches!(main, MetaRoot::Publication(_)) {
         return Ok(done);
     }
+    adopt_dropped_metadata_partitions(storage, main).await?;
     let data_wanted = legacy_root_config(
         &TableConfig::load(storage, &main.data_meta_dir()).await?,
         main,
@@ -164,6 +165,70 @@ pub async fn sync_legacy_root(storage: &dyn Storage, main: &MetaRoot) -> Result<
     }
     done.data = replace_root(storage, Side::Data, &data_wanted).await?;
     Ok(done)
+}
+
+/// Java writes the root `hoodie.properties` of a published table as its own: a restore drops
+/// metadata partitions there (Hudi 1.x `deleteMetadataTablePartition`: the name leaves
+/// `hoodie.table.metadata.partitions`, the partition's directory is moved away), which main's
+/// own config (`p<N>`'s) does not know. Mirroring main's list back would list a partition that
+/// no longer exists (Spark then fails: "Number of file slices for partition partition_stats
+/// should be > 0") and leave arbor writing half of an index.
+///
+/// So when the root already leads to `main` (its timeline path is main's) and no longer lists
+/// a metadata partition main lists (completed or inflight) whose directory
+/// (`.hoodie/metadata/<partition>`) is gone, main's config drops it too. A partition whose
+/// directory is there stays: it is one arbor has just built and listed in main, not yet
+/// mirrored to the root. A partition the root lists and main does not is never adopted (it
+/// may be one arbor dropped, about to be mirrored).
+async fn adopt_dropped_metadata_partitions(storage: &dyn Storage, main: &MetaRoot) -> Result<()> {
+    let main_dir = main.data_meta_dir();
+    let main_config = TableConfig::load(storage, &main_dir).await?;
+    let Ok(root) = TableConfig::load(storage, DEFAULT_META_DIR).await else {
+        return Ok(());
+    };
+    let wanted = legacy_root_config(&main_config, main, Side::Data)?;
+    if root.timeline_path() != wanted.timeline_path() {
+        return Ok(());
+    }
+    let mut gone = Vec::new();
+    let root_lists: Vec<String> = root
+        .metadata_partitions()
+        .into_iter()
+        .chain(root.metadata_partitions_inflight())
+        .collect();
+    for p in main_config
+        .metadata_partitions()
+        .into_iter()
+        .chain(main_config.metadata_partitions_inflight())
+    {
+        if root_lists.contains(&p) || p.contains('/') || p.is_empty() {
+            continue;
+        }
+        let (objects, dirs) = storage
+            .list_dir(&format!("{DEFAULT_META_DIR}/metadata/{p}"))
+            .await?;
+        if objects.is_empty() && dirs.is_empty() {
+            gone.push(p);
+        }
+    }
+    if gone.is_empty() {
+        return Ok(());
+    }
+    TableConfig::update(storage, &main_dir, |c| {
+        let keep = |list: Vec<String>| {
+            list.into_iter()
+                .filter(|p| !gone.contains(p))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let completed = keep(c.metadata_partitions());
+        let inflight = keep(c.metadata_partitions_inflight());
+        c.set(keys::METADATA_PARTITIONS, completed)?;
+        c.set(keys::METADATA_PARTITIONS_INFLIGHT, inflight)?;
+        Ok(())
+    })
+    .await?;
+    Ok(())
 }
 
 /// Replaces (or creates) the root config of `side` with `wanted` unless it already holds the
@@ -282,7 +347,13 @@ mod tests {
             sync_legacy_root(s.as_ref(), &p1).await.unwrap(),
             LegacyRootSync::default()
         );
-        // A property change of main is mirrored.
+        // A property change of main is mirrored (a partition arbor lists is built first).
+        s.put(
+            ".hoodie/metadata/files/files-0000-0_0-0-0_00000000000000000.hfile",
+            bytes::Bytes::from_static(b"x"),
+        )
+        .await
+        .unwrap();
         TableConfig::update(s.as_ref(), ".hoodie/branches/publications/p1", |c| {
             c.set(keys::METADATA_PARTITIONS, "files")
         })
@@ -297,6 +368,77 @@ mod tests {
         );
         let c = TableConfig::load(s.as_ref(), ".hoodie").await.unwrap();
         assert_eq!(c.metadata_partitions(), vec!["files".to_string()]);
+    }
+
+    /// A metadata partition Java dropped from the root (a restore drops partition_stats) is
+    /// dropped from main too, not listed again; one the root adds is not adopted.
+    #[tokio::test]
+    async fn test_sync_legacy_root_adopts_a_partition_java_dropped_at_the_root() {
+        let s: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::memory());
+        setup(s.as_ref()).await;
+        let p1 = MetaRoot::Publication(1);
+        let main_dir = ".hoodie/branches/publications/p1";
+        TableConfig::update(s.as_ref(), main_dir, |c| {
+            c.set(
+                keys::METADATA_PARTITIONS,
+                "files,column_stats,partition_stats",
+            )
+        })
+        .await
+        .unwrap();
+        for p in ["files", "column_stats", "partition_stats"] {
+            s.put(
+                &format!(".hoodie/metadata/{p}/{p}-0000-0_0-0-0_00000000000000000.hfile"),
+                bytes::Bytes::from_static(b"x"),
+            )
+            .await
+            .unwrap();
+        }
+        sync_legacy_root(s.as_ref(), &p1).await.unwrap();
+        // Java's restore at the root: the partition unlisted, its directory moved away.
+        TableConfig::update(s.as_ref(), ".hoodie", |c| {
+            c.set(keys::METADATA_PARTITIONS, "files,column_stats")
+        })
+        .await
+        .unwrap();
+        // Not adopted while the directory is there (arbor's own partition, not yet mirrored).
+        sync_legacy_root(s.as_ref(), &p1).await.unwrap();
+        let c = TableConfig::load(s.as_ref(), main_dir).await.unwrap();
+        assert_eq!(c.metadata_partitions().len(), 3);
+        TableConfig::update(s.as_ref(), ".hoodie", |c| {
+            c.set(keys::METADATA_PARTITIONS, "files,column_stats")
+        })
+        .await
+        .unwrap();
+        s.delete(
+            ".hoodie/metadata/partition_stats/partition_stats-0000-0_0-0-0_00000000000000000.hfile",
+        )
+        .await
+        .unwrap();
+        sync_legacy_root(s.as_ref(), &p1).await.unwrap();
+        for dir in [".hoodie", main_dir] {
+            let c = TableConfig::load(s.as_ref(), dir).await.unwrap();
+            assert_eq!(
+                c.metadata_partitions(),
+                vec!["files", "column_stats"],
+                "{dir}"
+            );
+        }
+        // A partition only the root lists (arbor's drop not yet mirrored): main's list wins.
+        TableConfig::update(s.as_ref(), ".hoodie", |c| {
+            c.set(keys::METADATA_PARTITIONS, "files,column_stats,record_index")
+        })
+        .await
+        .unwrap();
+        sync_legacy_root(s.as_ref(), &p1).await.unwrap();
+        for dir in [".hoodie", main_dir] {
+            let c = TableConfig::load(s.as_ref(), dir).await.unwrap();
+            assert_eq!(
+                c.metadata_partitions(),
+                vec!["files", "column_stats"],
+                "{dir}"
+            );
+        }
     }
 
     /// A crash at any storage operation leaves the data side old unless the MDT side is new,
