@@ -143,6 +143,12 @@ impl Scenario {
             new_keys: (400, 430),
         });
         if self.table_type == TableType::MergeOnRead {
+            // Updates only: log files for the compaction (an upsert with new keys rewrites a
+            // base-only slice as a new base file instead, so it may leave nothing to compact).
+            steps.push(Step::Upsert {
+                version: 6,
+                new_keys: (0, 0),
+            });
             steps.push(Step::Compaction);
         }
         steps
