@@ -25,9 +25,10 @@ use std::time::Instant;
 /// entry can go.
 const KNOWN_FAILURES: [(&str, &str); 4] = [
     (
-        "writes/*/S7_rollback_to_savepoint/*",
-        "after Java's restore drops partition_stats, arbor's next write re-lists the partition \
-         without rebuilding it",
+        "writes/mor/S7_rollback_to_savepoint/*",
+        "after Java's restore of a published merge-on-read table, arbor's reads and validate use \
+         main's metadata partitions until its next state change adopts the drop; a tag's rows \
+         differ from Spark's after the restore",
     ),
     (
         "writes/*/S8_restore_past_tag/*",
