@@ -454,6 +454,7 @@ mod tests {
                 "insert_overwrite",
                 "insert_overwrite_table",
                 "upsert",
+                "upsert",
                 "compaction"
             ]
         );
