@@ -183,18 +183,23 @@ fn test(args: &[String]) -> Result<(), String> {
         // xtask is single-threaded here, before any child process starts.
         env::set_var("CARGO_INCREMENTAL", "0");
     }
-    let envs = services()?;
-    if clippy {
-        run(Command::new("cargo").args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
-        cycles::run(&[])?;
-    }
+    // Installing and starting the services, and fetching Spark and the Hudi bundles, wait mostly
+    // on the network (minutes on a fresh machine): done beside clippy, which keeps the CPUs busy.
+    let prepared = std::thread::spawn(|| {
+        let envs = services();
+        if envs.is_ok() {
+            // The Spark stage asks again later (a no-op then) and reports a failure itself.
+            if let Err(e) = interop::spark::prepare() {
+                eprintln!("xtask: the Spark peer could not be installed now: {e}");
+            }
+        }
+        envs
+    });
+    let clippy_result = if clippy { run_clippy() } else { Ok(()) };
+    let envs = prepared
+        .join()
+        .map_err(|_| "starting the services panicked".to_string())??;
+    clippy_result?;
     let mut cmd = Command::new("cargo");
     cmd.args(["test", "--workspace", "--no-fail-fast"]);
     for (k, v) in &envs {
@@ -215,6 +220,19 @@ fn test(args: &[String]) -> Result<(), String> {
         .map(|(_, v)| PathBuf::from(v));
     let interop = interop::run(&[], peer);
     result.and(python).and(interop)
+}
+
+/// `cargo clippy` on every target with warnings denied, then the import-cycle check.
+fn run_clippy() -> Result<(), String> {
+    run(Command::new("cargo").args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    cycles::run(&[])
 }
 
 fn demo(args: &[String]) -> Result<(), String> {

@@ -55,7 +55,7 @@ mod model;
 mod peer;
 mod report;
 mod scenario;
-mod spark;
+pub(crate) mod spark;
 
 use std::path::{Path, PathBuf};
 
