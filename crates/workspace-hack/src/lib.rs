@@ -1,0 +1,1 @@
+//! Build-time only: no code. See this crate's `Cargo.toml` for why it exists.
