@@ -183,6 +183,13 @@ fn test(args: &[String]) -> Result<(), String> {
         // xtask is single-threaded here, before any child process starts.
         env::set_var("CARGO_INCREMENTAL", "0");
     }
+    // A dependency compiled twice costs minutes of every run: fail (at the end) if the binaries
+    // built alone would not reuse the test build's units.
+    let unified = run(Command::new("python3").arg(
+        repo_root()
+            .join("scripts")
+            .join("check_unified_features.py"),
+    ));
     // Installing and starting the services, and fetching Spark and the Hudi bundles, wait mostly
     // on the network (minutes on a fresh machine): done beside clippy, which keeps the CPUs busy.
     let prepared = std::thread::spawn(|| {
@@ -219,7 +226,7 @@ fn test(args: &[String]) -> Result<(), String> {
         .find(|(k, _)| k == "ARBOR_PEER_PYTHON")
         .map(|(_, v)| PathBuf::from(v));
     let interop = interop::run(&[], peer);
-    result.and(python).and(interop)
+    result.and(python).and(interop).and(unified)
 }
 
 /// `cargo clippy` on every target with warnings denied, then the import-cycle check.
