@@ -370,12 +370,16 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
             }
             let based = branches_based_at(&storage, &t).await?;
             if !based.is_empty() {
-                return Err(outside(
+                return Err(BranchingError::refused(
+                    op,
                     format!(
-                        "main's savepoint {t}, the base of branch {},",
+                        "main's savepoint {t} pins the base of branch {} (which reads main as of \
+                         {t}), and {t} is not in branch {name}'s history: publication would \
+                         leave that branch's files unprotected from Hudi's cleaners. Publish or \
+                         drop branch {} first, or publish a branch that has {t}",
+                        based.join(", "),
                         based.join(", ")
                     ),
-                    t.as_str(),
                 ));
             }
             return Err(outside(format!("main's savepoint {t}"), t.as_str()));

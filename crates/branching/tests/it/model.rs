@@ -264,6 +264,8 @@ enum Expect {
     /// Refused: main's tag of this name is neither on the branch nor at an instant of the
     /// branch's history (or the branch has another tag of that name).
     TagMissing(String),
+    /// Refused: main pins this other branch's base at an instant the branch does not have.
+    BasePinned(String),
 }
 
 /// The whole table as the model knows it.
@@ -342,6 +344,18 @@ impl State {
                     carried.insert(name.clone(), tag.clone());
                 }
                 None => return Expect::TagMissing(name.clone()),
+            }
+        }
+        // Main pins every other branch's base with a savepoint: one outside the branch's
+        // history blocks (publication would unpin it).
+        for (other, root) in &self.branches {
+            if other == branch {
+                continue;
+            }
+            if let Some(base) = &root.base {
+                if self.main.writes.contains(base) && !b.writes.contains(base) {
+                    return Expect::BasePinned(other.clone());
+                }
             }
         }
         let mut published = RootM {
@@ -745,6 +759,16 @@ impl Run {
                             assert_eq!(listing(&self.storage).await, before, "{what}: changed");
                         }
                         format!("{what}: refused (main's tag {tag})")
+                    }
+                    (Expect::BasePinned(other), Err(BranchingError::Refused { reason, .. })) => {
+                        assert!(
+                            reason.contains(&format!("pins the base of branch {other}")),
+                            "{what}: {reason}"
+                        );
+                        if quiet {
+                            assert_eq!(listing(&self.storage).await, before, "{what}: changed");
+                        }
+                        format!("{what}: refused (branch {other}'s base pinned)")
                     }
                     (expect, got) => panic!("{what}: expected {expect:?}, got {got:?}"),
                 }
@@ -1248,4 +1272,43 @@ async fn test_validate_after_drop_branch_excuses_files_the_branch_cleaned() {
     )
     .await;
     assert!(!run.model.retired.is_empty(), "{:?}", run.log);
+}
+
+/// Found by the random model: `b1` forks, main compacts (no logical write, so `b1` may still
+/// publish), `b2` forks at the compaction, whose savepoint on main pins `b2`'s base. Publishing
+/// `b1`, which lacks the compaction, would drop that pin from main's timeline: refused, naming
+/// `b2`, and nothing changes; once `b2` is dropped, `b1` publishes.
+#[tokio::test]
+async fn test_publication_refuses_to_unpin_another_branchs_base() {
+    let mut run = Run::new_at(TableType::MergeOnRead, TableVersion::Nine).await;
+    run.run(
+        &[
+            Op::Upsert {
+                on: On::Main,
+                keys: 0xff,
+            },
+            Op::Upsert {
+                on: On::Main,
+                keys: 1,
+            },
+            Op::CreateBranch {
+                b: 0,
+                from_tag: None,
+            },
+        ],
+        &[
+            Op::Compact { on: On::Main },
+            Op::CreateBranch {
+                b: 1,
+                from_tag: None,
+            },
+            Op::Publish { b: 0 },
+            Op::DropBranch { b: 1 },
+            Op::Publish { b: 0 },
+        ],
+    )
+    .await;
+    let log = run.log.join("\n");
+    assert!(log.contains("refused (branch b2's base pinned)"), "{log}");
+    assert_eq!(run.model.publications, 1, "{log}");
 }
