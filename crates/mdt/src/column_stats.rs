@@ -78,6 +78,38 @@ impl StatsIndex {
             .get(&column_stats_key(column, partition, file_name))
     }
 
+    /// The columns with `column_stats` records for each of `files` ((partition, file name)
+    /// pairs; `""` when non-partitioned), in one pass over the index: what a file's removal
+    /// must tombstone besides the configured columns (columns renamed since it was written
+    /// keep their old name in Java's records).
+    pub fn columns_of_files<'a>(
+        &self,
+        files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> BTreeMap<(String, String), Vec<String>> {
+        let wanted: BTreeMap<String, (String, String)> = files
+            .into_iter()
+            .map(|(p, f)| {
+                (
+                    format!("{}{}", xxh64_id(partition_identifier(p)), md5_id(f)),
+                    (p.to_string(), f.to_string()),
+                )
+            })
+            .collect();
+        let mut out: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        if wanted.is_empty() {
+            return out;
+        }
+        for (k, r) in &self.records {
+            let Some(file_part) = k.get(ID_LEN..) else {
+                continue;
+            };
+            if let (Some(at), Some(column)) = (wanted.get(file_part), r.column_name.as_ref()) {
+                out.entry(at.clone()).or_default().push(column.clone());
+            }
+        }
+        out
+    }
+
     /// The `column_stats` records of every indexed column of `file_name` in `partition`, by
     /// column name.
     pub fn file(&self, partition: &str, file_name: &str) -> BTreeMap<String, &ColumnStatsRecord> {

@@ -338,20 +338,37 @@ pub async fn compute_delta(
             added.insert((partition.clone(), name.clone()), ranges);
         }
     }
+    let any_deleted = delta.deleted.values().any(|f| !f.is_empty());
+    let stored = match mdt {
+        Some(m) if partitions || any_deleted => read_column_stats(storage.as_ref(), m).await?,
+        _ => StatsIndex::default(),
+    };
+    // A removed file's records go, those of columns indexed now and any other it has (a
+    // column renamed since keeps its old name in Java's records).
+    let recorded = stored.columns_of_files(
+        delta
+            .deleted
+            .iter()
+            .flat_map(|(p, files)| files.iter().map(move |f| (p.as_str(), f.as_str()))),
+    );
     for (partition, files) in &delta.deleted {
         for name in files {
+            let mut columns = cfg.columns.clone();
+            if let Some(more) = recorded.get(&(partition.clone(), name.clone())) {
+                for c in more {
+                    if !columns.contains(c) {
+                        columns.push(c.clone());
+                    }
+                }
+            }
             out.column_stats
-                .extend(file_tombstones(partition, name, &cfg.columns));
+                .extend(file_tombstones(partition, name, &columns));
         }
     }
     if !partitions {
         return Ok(out);
     }
     let view = FileSystemView::open(storage.clone()).await?;
-    let stored = match mdt {
-        Some(m) => read_column_stats(storage.as_ref(), m).await?,
-        None => StatsIndex::default(),
-    };
     for partition in delta.partitions() {
         let (before, files) = slice_files_after(&view, &partition, delta).await?;
         let added_here = delta.added.get(&partition).is_some_and(|a| !a.is_empty());

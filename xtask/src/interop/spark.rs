@@ -24,7 +24,7 @@ use std::time::Instant;
 /// why: they run and print `KNOWN`, and do not fail the stage. Each is an open finding of
 /// issue 34 (README "What other engines see"); a known check that passes is reported so the
 /// entry can go.
-const KNOWN_FAILURES: [(&str, &str); 4] = [
+const KNOWN_FAILURES: [(&str, &str); 3] = [
     (
         "writes/mor/S7_rollback_to_savepoint/*",
         "after Java's restore of a published merge-on-read table, arbor's reads and validate use \
@@ -35,12 +35,6 @@ const KNOWN_FAILURES: [(&str, &str); 4] = [
         "writes/*/S8_restore_past_tag/*",
         "Java's restore past an arbor tag stops at the tag's savepoint and leaves pending \
          instants arbor refuses to touch",
-    ),
-    (
-        "shapes/schema-rename/*",
-        "columns renamed under schema on read: arbor does not map column ids yet, so it refuses \
-         to read or write such a table (naming the rename) rather than read the old column as \
-         null",
     ),
     (
         "writes/mor/S2_clustering/agree_after_service",

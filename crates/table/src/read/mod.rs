@@ -224,7 +224,7 @@ impl TableReader {
         view: FileSystemView,
     ) -> Result<Self> {
         let schema = schema::resolve_read_schema(&storage, &config, &view).await?;
-        let refusal = schema_history::refusal(storage.as_ref(), "reading").await?;
+        let (renamed, refusal) = schema_history::load(storage.as_ref()).await?.split();
         let ordering_field = config.ordering_fields().into_iter().next();
         let mode = match config.record_merge_mode()? {
             Some(RecordMergeMode::EventTimeOrdering) => Some(MergeMode::EventTime),
@@ -241,6 +241,7 @@ impl TableReader {
                 schema,
                 mode,
                 ordering_field,
+                renamed,
                 refusal,
             },
             cache_use: CacheUse::Loaded,
@@ -263,7 +264,7 @@ impl TableReader {
         view.refresh().await.map_err(TableError::from_fsview)?;
         let schema = schema::resolve_read_schema(&storage, &state.config, &view).await?;
         let mut slices = state.slices;
-        slices.refusal = schema_history::refusal(storage.as_ref(), "reading").await?;
+        (slices.renamed, slices.refusal) = schema_history::load(storage.as_ref()).await?.split();
         slices.view = Arc::new(view);
         slices.schema = schema;
         slices.storage = storage;

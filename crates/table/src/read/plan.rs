@@ -24,6 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::filter::{PartitionFilter, PartitionPruner};
 use super::merge::MergeMode;
 use super::options::ReadOptions;
+use super::schema_history::RenamedColumns;
 use super::skipping::{PruningReport, SkipReason, Skipper};
 use super::stream::{SlicePlan, SliceReader};
 use crate::error::{Result, TableError};
@@ -73,6 +74,7 @@ pub struct ScanPlan {
     mode: Option<MergeMode>,
     ordering_field: Option<String>,
     read_schema: SchemaRef,
+    renamed: Option<Arc<RenamedColumns>>,
     output_schema: SchemaRef,
     predicate: Vec<PartitionFilter>,
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
@@ -224,6 +226,7 @@ impl ScanPlan {
             schema: self.read_schema.clone(),
             mode: self.mode,
             ordering_field: self.ordering_field.clone(),
+            renamed: self.renamed.clone(),
             // A plan exists only for a reader without a refusal (see `plan`).
             refusal: None,
         }
@@ -306,6 +309,7 @@ pub(crate) async fn plan(
                     config,
                     schema,
                     pruner.compiled(),
+                    reader.renamed.as_deref(),
                     &mut report,
                 );
                 Some(Box::pin(s).await)
@@ -361,6 +365,7 @@ pub(crate) async fn plan(
         mode: reader.mode,
         ordering_field: reader.ordering_field.clone(),
         read_schema: schema.clone(),
+        renamed: reader.renamed.clone(),
         output_schema: output,
         predicate: options.get_partition_filters().to_vec(),
         incremental: options

@@ -25,6 +25,7 @@ use futures::stream::{self, BoxStream};
 use futures::{StreamExt, TryStreamExt};
 
 use super::merge::{merge_slice, LogPart, MergeMode};
+use super::schema_history::{RenamedColumns, VersionNames};
 use crate::error::{Result, TableError};
 
 /// Everything needed to read slices of one table, cheap to clone into a `'static` stream.
@@ -36,8 +37,11 @@ pub(crate) struct SliceReader {
     pub(crate) schema: SchemaRef,
     pub(crate) mode: Option<MergeMode>,
     pub(crate) ordering_field: Option<String>,
-    /// Why rows of this table cannot be read correctly (columns renamed under schema on
-    /// read, [`super::schema_history`]): every slice read fails with it.
+    /// Columns renamed under schema on read ([`super::schema_history`]): each file's columns
+    /// take their latest names by the schema version of the file's instant.
+    pub(crate) renamed: Option<Arc<RenamedColumns>>,
+    /// Why rows of this table cannot be read correctly (fields renamed inside lists or maps):
+    /// every slice read fails with it.
     pub(crate) refusal: Option<Arc<str>>,
 }
 
@@ -102,13 +106,34 @@ fn keep_admitted(
 }
 
 /// The columns of `work` that the file has (the others are filled with nulls by
-/// `conform_batch`).
-fn file_columns(work: &SchemaRef, file_schema: &SchemaRef) -> Vec<String> {
+/// `conform_batch`), by the names of the file's schema version when columns were renamed.
+fn file_columns(
+    work: &SchemaRef,
+    file_schema: &SchemaRef,
+    names: Option<&VersionNames>,
+) -> Vec<String> {
+    if let Some(names) = names {
+        return names.file_columns(work, file_schema);
+    }
     work.fields()
         .iter()
         .map(|f| f.name().clone())
         .filter(|n| file_schema.index_of(n).is_ok())
         .collect()
+}
+
+/// A batch read from a file, with the latest names when columns were renamed, conformed to
+/// `work`.
+fn conform(
+    batch: &RecordBatch,
+    work: &SchemaRef,
+    path: &str,
+    names: Option<&VersionNames>,
+) -> Result<RecordBatch> {
+    match names {
+        Some(names) => Ok(conform_batch(&names.to_latest(batch, path)?, work, path)?),
+        None => Ok(conform_batch(batch, work, path)?),
+    }
 }
 
 fn slice_context(slice: &FileSlice) -> String {
@@ -134,20 +159,22 @@ impl SliceReader {
             });
         }
         let mut base = Vec::new();
-        if let Some(path) = slice.base_file_path() {
+        if let (Some(path), Some(file)) = (slice.base_file_path(), slice.base_file.as_ref()) {
             check_base_file_format(&path)?;
-            let batches: Vec<RecordBatch> = if work.fields().len() == self.schema.fields().len() {
-                read_base_file(self.storage.clone(), &path, None).await?
-            } else {
-                let reader = BaseFileReader::open(self.storage.clone(), &path).await?;
-                let options = arbor_format::base::ReadOptions {
-                    projection: Some(file_columns(work, &reader.schema())),
-                    ..arbor_format::base::ReadOptions::default()
+            let names = self.names_at(file.instant_time.as_str());
+            let batches: Vec<RecordBatch> =
+                if names.is_none() && work.fields().len() == self.schema.fields().len() {
+                    read_base_file(self.storage.clone(), &path, None).await?
+                } else {
+                    let reader = BaseFileReader::open(self.storage.clone(), &path).await?;
+                    let options = arbor_format::base::ReadOptions {
+                        projection: Some(file_columns(work, &reader.schema(), names)),
+                        ..arbor_format::base::ReadOptions::default()
+                    };
+                    reader.stream(&options)?.try_collect().await?
                 };
-                reader.stream(&options)?.try_collect().await?
-            };
             for b in batches {
-                base.push(conform_batch(&b, work, &path)?);
+                base.push(conform(&b, work, &path, names)?);
             }
         }
         let mut parts: Vec<(String, LogPart)> = Vec::new();
@@ -174,8 +201,18 @@ impl SliceReader {
                     }
                     match block.block_type {
                         BlockType::AvroData | BlockType::ParquetData => {
-                            for b in decode_data_block(&block, &path, Some(work))? {
-                                parts.push((instant.clone(), LogPart::Rows(b)));
+                            match self.names_at(&instant) {
+                                None => {
+                                    for b in decode_data_block(&block, &path, Some(work))? {
+                                        parts.push((instant.clone(), LogPart::Rows(b)));
+                                    }
+                                }
+                                Some(names) => {
+                                    for b in decode_data_block(&block, &path, None)? {
+                                        let b = conform(&b, work, &path, Some(names))?;
+                                        parts.push((instant.clone(), LogPart::Rows(b)));
+                                    }
+                                }
                             }
                         }
                         BlockType::Delete => {
@@ -218,6 +255,15 @@ impl SliceReader {
             parts.into_iter().map(|(_, p)| p).collect(),
             &context,
         )
+    }
+
+    /// The names of the schema version a file or block written at `instant` has, when
+    /// columns were renamed.
+    fn names_at(&self, instant: &str) -> Option<&VersionNames> {
+        self.renamed
+            .as_ref()
+            .and_then(|r| r.at(instant))
+            .map(|n| n.as_ref())
     }
 
     /// The output batches of one slice, lazily: nothing is read until the stream is polled.
@@ -268,16 +314,21 @@ impl SliceReader {
             return Ok(stream::empty().boxed());
         };
         check_base_file_format(&path)?;
+        let names = self
+            .renamed
+            .as_ref()
+            .and_then(|r| r.at(base.instant_time.as_str()))
+            .cloned();
         let reader = BaseFileReader::open_with_size(self.storage.clone(), &path, base.size).await?;
         let options = arbor_format::base::ReadOptions {
-            projection: Some(file_columns(&plan.work, &reader.schema())),
+            projection: Some(file_columns(&plan.work, &reader.schema(), names.as_deref())),
             batch_size: plan.batch_size,
         };
         let context = slice_context(&slice);
         let batches = reader.stream(&options)?;
         Ok(batches
             .map(move |b| -> Result<Option<RecordBatch>> {
-                let b = conform_batch(&b?, &plan.work, &path)?;
+                let b = conform(&b?, &plan.work, &path, names.as_deref())?;
                 // Without log parts the merge only drops soft-deleted rows.
                 let Some(b) = merge_slice(
                     &plan.work,

@@ -35,6 +35,7 @@ mod repeated_keys;
 mod robustness;
 mod rollback;
 mod scan_plan;
+mod schema_on_read;
 mod secondary_index;
 mod support_tables;
 mod ttl;

@@ -70,6 +70,7 @@ impl<'a> Skipper<'a> {
         config: &'a TableConfig,
         schema: &'a SchemaRef,
         filters: &'a [Compiled],
+        renamed: Option<&super::schema_history::RenamedColumns>,
         report: &mut PruningReport,
     ) -> Skipper<'a> {
         let mut skipper = Skipper {
@@ -107,10 +108,19 @@ impl<'a> Skipper<'a> {
                 return skipper;
             }
         };
-        // Only the filtered columns' records are read.
+        // Only the filtered columns' records are read; a renamed column's are not used.
         let mut columns: Vec<&str> = filters.iter().filter_map(Compiled::stats_column).collect();
         columns.sort_unstable();
         columns.dedup();
+        if let Some(r) = renamed {
+            for c in columns.iter().filter(|c| r.is_renamed(c)) {
+                report.notes.push(format!(
+                    "column {c} was renamed under schema on read: its statistics do not cover \
+                     files written before, so they are not used"
+                ));
+            }
+            columns.retain(|c| !r.is_renamed(c));
+        }
         if wants_stats && listed(PARTITION_STATS_PARTITION) {
             match read_partition_stats_of(storage.as_ref(), &mdt, &columns).await {
                 Ok(s) => skipper.partition_stats = Some(s),
