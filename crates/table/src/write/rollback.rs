@@ -89,8 +89,20 @@ where
 {
     let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
     let mut done: BTreeSet<InstantTime> = BTreeSet::new();
+    let restoring = !tl
+        .filter(&[Action::Restore], &[State::Requested, State::Inflight])
+        .is_empty();
     for r in tl.filter(&[Action::Rollback], &[State::Requested, State::Inflight]) {
         let plan = read_plan(&tl, &r).await?;
+        // A pending restore rolls back completed instants, newest first, each through a
+        // rollback of its own (Java's restore stops at one it may not roll back, a savepointed
+        // commit, and resumes when asked to restore again): that rollback is the restore's to
+        // finish (`arbor restore`, or Java's `rollback_to_savepoint` to the same savepoint), not
+        // a failed write's.
+        if restoring && rolls_back_completed(&tl, &r, &plan)? {
+            tracing::info!(rollback = %r, "leaving a pending restore's rollback of a completed instant to the restore");
+            continue;
+        }
         let target = execute(storage, &mut tl, &r, &plan, generator).await?;
         done.insert(target.requested_time);
     }
@@ -307,6 +319,18 @@ fn plan_target(plan: &HoodieRollbackPlan, rollback: &Instant) -> Result<(Instant
                 reason: "the rollback plan names no instant to roll back".into(),
             })?;
     Ok((InstantTime::parse(&info.commit_time)?, info.action.clone()))
+}
+
+/// Whether rollback `r` (with `plan`) targets an instant completed on `tl`.
+fn rolls_back_completed(
+    tl: &ActiveTimeline,
+    r: &Instant,
+    plan: &HoodieRollbackPlan,
+) -> Result<bool> {
+    let (time, action) = plan_target(plan, r)?;
+    Ok(Action::from_name(&action)
+        .and_then(|a| tl.get(&time, a))
+        .is_some_and(|f| f.completed.is_some()))
 }
 
 async fn read_plan(tl: &ActiveTimeline, rollback: &Instant) -> Result<HoodieRollbackPlan> {

@@ -406,3 +406,64 @@ async fn test_rollback_failed_writes_after_crashed_client_write_reads_before_or_
         assert!(n < 200, "the write never finished");
     }
 }
+
+/// Java's restore past a savepointed commit stops with its own rollback of a completed instant
+/// pending (`Could not rollback a savepointed commit`): that rollback is the restore's, so the
+/// next writer's cleanup leaves it (and rolls back the failed writes), where without a pending
+/// restore such a rollback is refused as before.
+#[tokio::test]
+async fn test_rollback_failed_writes_leaves_a_pending_restores_rollback_of_a_completed_instant() {
+    use arbor_timeline::avro::{encode, HoodieInstantInfo};
+    use bytes::Bytes;
+
+    let (t, failed_update, failed_insert) = mor_with_failures().await;
+    let completed = t.timeline().await.completed_writes();
+    let target = completed.last().unwrap().clone();
+    let plan = HoodieRollbackPlan {
+        instant_to_rollback: Some(HoodieInstantInfo {
+            commit_time: target.requested_time.to_string(),
+            action: target.action.name().to_string(),
+        }),
+        rollback_requests: Some(Vec::new()),
+        version: Some(1),
+    };
+    let restore = Instant::requested(t.generator.next().unwrap(), Action::Restore);
+    let rollback = Instant::requested(t.generator.next().unwrap(), Action::Rollback);
+    t.storage
+        .put(
+            &t.layout.instant_key(&rollback).unwrap(),
+            Bytes::from(encode(&plan).unwrap()),
+        )
+        .await
+        .unwrap();
+
+    // No restore pending: the rollback of a completed instant is refused, nothing changes.
+    let err = rollback_failed_writes(&t.storage, &t.layout, &t.generator)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("would roll back a completed instant"),
+        "{err}"
+    );
+
+    // Java's restore pending: its rollback is left to it, the failed writes go.
+    t.storage
+        .put(&t.layout.instant_key(&restore).unwrap(), Bytes::new())
+        .await
+        .unwrap();
+    let done = rollback_failed_writes(&t.storage, &t.layout, &t.generator)
+        .await
+        .unwrap();
+    let mut failed = vec![failed_update, failed_insert];
+    failed.sort();
+    assert_eq!(done, failed);
+    let tl = t.timeline().await;
+    assert!(tl
+        .get(&target.requested_time, target.action)
+        .is_some_and(|f| f.completed.is_some()));
+    assert!(tl
+        .filter(&[Action::Rollback], &[State::Requested])
+        .iter()
+        .any(|r| r.requested_time == rollback.requested_time));
+}
