@@ -180,6 +180,9 @@ pub async fn sync_legacy_root(storage: &dyn Storage, main: &MetaRoot) -> Result<
 /// directory is there stays: it is one arbor has just built and listed in main, not yet
 /// mirrored to the root. A partition the root lists and main does not is never adopted (it
 /// may be one arbor dropped, about to be mirrored).
+///
+/// Also run when main is opened ([`adopt_java_dropped_metadata_partitions`]), so that reads and
+/// writes after Java's restore never use a partition Java dropped.
 async fn adopt_dropped_metadata_partitions(storage: &dyn Storage, main: &MetaRoot) -> Result<()> {
     let main_dir = main.data_meta_dir();
     let main_config = TableConfig::load(storage, &main_dir).await?;
@@ -229,6 +232,22 @@ async fn adopt_dropped_metadata_partitions(storage: &dyn Storage, main: &MetaRoo
     })
     .await?;
     Ok(())
+}
+
+/// When `main` is a publication, drops from its config the metadata partitions Java dropped
+/// at the root (a restore's `deleteMetadataTablePartition`; the rule of
+/// [`sync_legacy_root`]), so that a reader or writer opening main after Java's restore does
+/// not use them. Costs one read of the root config when nothing was dropped; a no-op for any
+/// other root. The change is a compare-and-swap of main's config, the same one the next state
+/// change would make, so it is safe without the table lock.
+pub async fn adopt_java_dropped_metadata_partitions(
+    storage: &dyn Storage,
+    main: &MetaRoot,
+) -> Result<()> {
+    if !matches!(main, MetaRoot::Publication(_)) {
+        return Ok(());
+    }
+    adopt_dropped_metadata_partitions(storage, main).await
 }
 
 /// Replaces (or creates) the root config of `side` with `wanted` unless it already holds the
