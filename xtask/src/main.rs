@@ -6,15 +6,16 @@
 //!
 
 use std::env;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 mod bench;
 mod cycles;
 mod interop;
+mod test_lanes;
 
 fn main() -> ExitCode {
+    forget_cargo_run_env();
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(args.get(1..).unwrap_or_default()),
@@ -62,6 +63,37 @@ fn main() -> ExitCode {
     }
 }
 
+/// Removes what `cargo run -p xtask` put in the environment about the xtask package itself.
+/// Build scripts such as ring's and the `cc` crate's declare `rerun-if-env-changed` on
+/// `CARGO_MANIFEST_DIR` and `CARGO_PKG_*`, and cargo compares them with its own environment:
+/// a cargo started from here with xtask's values would rebuild ring, rustls and everything
+/// above them (all of object_store, DataFusion and arbor) that a `cargo test` from the shell
+/// built, and the other way round.
+fn forget_cargo_run_env() {
+    let ours: Vec<std::ffi::OsString> = env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            k.to_str().is_some_and(|k| {
+                k.starts_with("CARGO_PKG_")
+                    || matches!(
+                        k,
+                        "CARGO_MANIFEST_DIR"
+                            | "CARGO_MANIFEST_PATH"
+                            | "CARGO_MANIFEST_LINKS"
+                            | "CARGO_CRATE_NAME"
+                            | "CARGO_BIN_NAME"
+                            | "CARGO_PRIMARY_PACKAGE"
+                            | "OUT_DIR"
+                    )
+            })
+        })
+        .collect();
+    for k in ours {
+        // Single-threaded here: nothing else reads the environment yet.
+        env::remove_var(k);
+    }
+}
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -79,51 +111,6 @@ fn run(cmd: &mut Command) -> Result<(), String> {
         .map_err(|e| format!("cannot run {shown}: {e}"))?;
     if status.success() {
         Ok(())
-    } else {
-        Err(format!("{shown} failed with {status}"))
-    }
-}
-
-/// Runs `cargo test`, echoing its output, and closes with one line that adds up every
-/// `test result:` line: `tests: N passed, N failed, N skipped`.
-fn run_counting_tests(cmd: &mut Command) -> Result<(), String> {
-    let shown = format!("{cmd:?}");
-    eprintln!("+ {shown}");
-    let mut child = cmd
-        .current_dir(repo_root())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {shown}: {e}"))?;
-    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines() {
-            let line = line.map_err(|e| format!("reading test output: {e}"))?;
-            println!("{line}");
-            if let Some(rest) = line.strip_prefix("test result: ") {
-                for part in rest.split(';') {
-                    let mut words = part.split_whitespace().rev();
-                    let (Some(label), Some(n)) = (words.next(), words.next()) else {
-                        continue;
-                    };
-                    let n: u64 = n.parse().unwrap_or(0);
-                    match label {
-                        "passed" => passed += n,
-                        "failed" => failed += n,
-                        "ignored" => ignored += n,
-                        _ => {}
-                    }
-                }
-            }
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| format!("waiting for {shown}: {e}"))?;
-    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
-    if status.success() && passed > 0 {
-        Ok(())
-    } else if status.success() {
-        Err("cargo test ran no test".to_string())
     } else {
         Err(format!("{shown} failed with {status}"))
     }
@@ -190,8 +177,14 @@ fn test(args: &[String]) -> Result<(), String> {
             .join("scripts")
             .join("check_unified_features.py"),
     ));
+    // Clippy lints the workspace's crates while the test build compiles them (below), instead
+    // of in a `cargo clippy` of its own, which checked every crate again (5.5 minutes of CI).
+    if clippy {
+        lint_while_building()?;
+    }
     // Installing and starting the services, and fetching Spark and the Hudi bundles, wait mostly
-    // on the network (minutes on a fresh machine): done beside clippy, which keeps the CPUs busy.
+    // on the network (minutes on a fresh machine): done beside the import-cycle check and the
+    // test build, which keep the CPUs busy.
     let prepared = std::thread::spawn(|| {
         let envs = services();
         if envs.is_ok() {
@@ -202,17 +195,13 @@ fn test(args: &[String]) -> Result<(), String> {
         }
         envs
     });
-    let clippy_result = if clippy { run_clippy() } else { Ok(()) };
+    let cycles = cycles::run(&[]);
+    let build = test_lanes::build(clippy);
     let envs = prepared
         .join()
         .map_err(|_| "starting the services panicked".to_string())??;
-    clippy_result?;
-    let mut cmd = Command::new("cargo");
-    cmd.args(["test", "--workspace", "--no-fail-fast"]);
-    for (k, v) in &envs {
-        cmd.env(k, v);
-    }
-    let result = run_counting_tests(&mut cmd);
+    cycles?;
+    let result = test_lanes::run(build?, &envs);
     // The Python package: built (dev profile, reusing target/) and tested with pytest.
     let python = run(Command::new("bash").arg(repo_root().join("scripts").join("python.sh")));
     let _ = Command::new("bash")
@@ -229,17 +218,37 @@ fn test(args: &[String]) -> Result<(), String> {
     result.and(python).and(interop).and(unified)
 }
 
-/// `cargo clippy` on every target with warnings denied, then the import-cycle check.
-fn run_clippy() -> Result<(), String> {
-    run(Command::new("cargo").args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    cycles::run(&[])
+/// Makes every cargo this process starts run clippy on the workspace's crates as it compiles
+/// them, warnings denied: `cargo clippy -- -D warnings`'s own mechanism
+/// (`RUSTC_WORKSPACE_WRAPPER=clippy-driver`, the arguments after `--` in `CLIPPY_ARGS`), so the
+/// test build reports every lint `cargo clippy --workspace --all-targets -- -D warnings`
+/// reports (the examples are built too), and every later build of the run (the CLI, the
+/// Python extension) reuses its units.
+fn lint_while_building() -> Result<(), String> {
+    let driver = env::var_os("CARGO")
+        .map(PathBuf::from)
+        .and_then(|cargo| cargo.parent().map(|d| d.join("clippy-driver")))
+        .filter(|d| d.is_file())
+        .unwrap_or_else(|| PathBuf::from("clippy-driver"));
+    let works = Command::new(&driver)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        return Err(format!(
+            "{} does not run: install clippy (`rustup component add clippy`) or pass --no-clippy",
+            driver.display()
+        ));
+    }
+    // xtask is single-threaded here, before any child process starts.
+    env::set_var("RUSTC_WORKSPACE_WRAPPER", &driver);
+    env::set_var(
+        "CLIPPY_ARGS",
+        "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+    );
+    Ok(())
 }
 
 fn demo(args: &[String]) -> Result<(), String> {

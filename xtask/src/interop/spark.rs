@@ -13,7 +13,7 @@
 //! Without Java, Maven or the jars the stage is skipped with a visible message, and is an
 //! error when `CI` (or `ARBOR_REQUIRE_SPARK`) is set. `ARBOR_HUDI_VERSIONS` ("1.0.2 1.1.1
 //! 1.2.0") picks the versions, `ARBOR_SPARK_SCENARIOS` ("reads,writes") the scenarios,
-//! `ARBOR_SPARK_SESSIONS` (2) how many versions run side by side.
+//! `ARBOR_SPARK_SESSIONS` (3) how many versions run side by side.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -24,22 +24,19 @@ use std::time::Instant;
 /// why: they run and print `KNOWN`, and do not fail the stage. Each is an open finding of
 /// issue 34 (README "What other engines see"); a known check that passes is reported so the
 /// entry can go.
-const KNOWN_FAILURES: [(&str, &str); 3] = [
+const KNOWN_FAILURES: [(&str, &str); 2] = [
     (
-        "writes/mor/S7_rollback_to_savepoint/*",
-        "after Java's restore of a published merge-on-read table, arbor's reads and validate use \
-         main's metadata partitions until its next state change adopts the drop; a tag's rows \
-         differ from Spark's after the restore",
-    ),
-    (
-        "writes/*/S8_restore_past_tag/*",
-        "Java's restore past an arbor tag stops at the tag's savepoint and leaves pending \
-         instants arbor refuses to touch",
+        "writes/mor/S7_rollback_to_savepoint/tags_after_restore",
+        "after Java's rollback_to_savepoint on a merge-on-read table, Spark's time travel to an \
+         older arbor tag (before the savepoint) reads older values of the keys later \
+         deltacommits of that file group updated (arbor reads the tag's snapshot, checked \
+         against the model; Spark without the metadata table reads the same older values)",
     ),
     (
         "writes/mor/S2_clustering/agree_after_service",
-        "a branch's MOR base file in a file group main shares captures main's later log files \
-         in Java's file-system view",
+        "a branch's MOR base file in a file group main shares captured main's later log files \
+         in Java's file-system view (passed in both runs of 2026-12-06, cause not pinned down; \
+         kept until CI confirms)",
     ),
 ];
 
@@ -214,13 +211,15 @@ pub fn run(work: &Path, arbor: &Path) -> Result<(usize, usize), String> {
     Ok((passed, failed))
 }
 
-/// How many Spark sessions run at once: `ARBOR_SPARK_SESSIONS`, else 2.
+/// How many Spark sessions run at once: `ARBOR_SPARK_SESSIONS`, else 3 (one per version:
+/// the stage waits on its JVMs and the arbor processes it starts, so a third session overlaps
+/// what two leave idle).
 fn parallel_sessions() -> usize {
     std::env::var("ARBOR_SPARK_SESSIONS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| *n > 0)
-        .unwrap_or(2)
+        .unwrap_or(3)
 }
 
 /// The versions split into at most `n` streams run side by side, each in the given order: the
