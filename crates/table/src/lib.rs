@@ -17,6 +17,7 @@
 pub mod doctor;
 mod error;
 pub mod keygen;
+mod open_hooks;
 pub mod read;
 mod table;
 pub mod ttl;

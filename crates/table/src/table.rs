@@ -52,7 +52,7 @@ impl Table {
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Table> {
         roll_forward_on_open(&storage).await;
         let root = resolve_main(storage.as_ref()).await?;
-        adopt_java_drops_on_open(&storage, &root).await;
+        crate::open_hooks::adopt_java_drops_on_open(&storage, &root).await;
         let mut table = Table {
             ctx: TableContext::open_at(storage, root).await?,
         };
@@ -416,17 +416,6 @@ impl Table {
 /// publication `_SUCCESS`) is finished by the next opener, before main is resolved. Best effort:
 /// an opener that cannot write leaves it to the next writer, whose locked step rolls it forward
 /// first.
-/// Main's config forgets the metadata partitions Java dropped at the root since (a restore on
-/// a published table; [`arbor_timeline::legacy::adopt_java_dropped_metadata_partitions`]), best
-/// effort: one that cannot now is adopted by the next state change.
-pub(crate) async fn adopt_java_drops_on_open(storage: &Arc<dyn Storage>, main: &MetaRoot) {
-    if let Err(e) =
-        arbor_timeline::legacy::adopt_java_dropped_metadata_partitions(storage.as_ref(), main).await
-    {
-        tracing::warn!(error = %e, "could not adopt the metadata partitions Java dropped");
-    }
-}
-
 async fn roll_forward_on_open(storage: &Arc<dyn Storage>) {
     if let Err(e) = arbor_timeline::commit_point::roll_forward(storage).await {
         tracing::warn!(error = %e, "could not roll the last commit forward");

@@ -100,7 +100,7 @@ impl TableReader {
             tracing::warn!(error = %e, "could not roll the last commit forward");
         }
         let root = resolve_main(storage.as_ref()).await?;
-        crate::table::adopt_java_drops_on_open(&storage, &root).await;
+        crate::open_hooks::adopt_java_drops_on_open(&storage, &root).await;
         Self::open_view_with(root.view(storage), source).await
     }
 
