@@ -24,21 +24,13 @@ use std::time::Instant;
 /// why: they run and print `KNOWN`, and do not fail the stage. Each is an open finding of
 /// issue 34 (README "What other engines see"); a known check that passes is reported so the
 /// entry can go.
-const KNOWN_FAILURES: [(&str, &str); 2] = [
-    (
-        "writes/mor/S7_rollback_to_savepoint/tags_after_restore",
-        "after Java's rollback_to_savepoint on a merge-on-read table, Spark's time travel to an \
+const KNOWN_FAILURES: [(&str, &str); 1] = [(
+    "writes/mor/S7_rollback_to_savepoint/tags_after_restore",
+    "after Java's rollback_to_savepoint on a merge-on-read table, Spark's time travel to an \
          older arbor tag (before the savepoint) reads older values of the keys later \
          deltacommits of that file group updated (arbor reads the tag's snapshot, checked \
          against the model; Spark without the metadata table reads the same older values)",
-    ),
-    (
-        "writes/mor/S2_clustering/agree_after_service",
-        "a branch's MOR base file in a file group main shares captured main's later log files \
-         in Java's file-system view (passed in both runs of 2026-12-06, cause not pinned down; \
-         kept until CI confirms)",
-    ),
-];
+)];
 
 fn matches(pattern: &str, id: &str) -> bool {
     let mut rest = id;
@@ -372,7 +364,8 @@ mod tests {
         assert!(matches("a/b", "a/b"));
         assert!(!matches("a/b", "a/bc"));
         assert!(!matches("a/*/c", "a/b/cd"));
-        assert!(known("writes/mor/S2_clustering/agree_after_service").is_some());
+        assert!(known("writes/mor/S7_rollback_to_savepoint/tags_after_restore").is_some());
+        assert!(known("writes/mor/S2_clustering/agree_after_service").is_none());
         assert!(known("reads/cow/snapshot").is_none());
     }
 }
