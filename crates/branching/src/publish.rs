@@ -387,6 +387,14 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
         carried_savepoints.insert(t);
     }
 
+    // Main's own table services after the base (compaction, clustering) that the branch does
+    // not have: their output files stay on storage, and no live root references them once
+    // main is the branch.
+    let main_only_services = main_history.completed_writes().iter().any(|i| {
+        !branch_writes.contains(&i.requested_time)
+            && base.as_ref().is_none_or(|b| &i.requested_time > b)
+    });
+
     // Reserve p<N>, copy, then _SUCCESS.
     let n = next_publication_id(storage.as_ref()).await?;
     let target = MetaRoot::Publication(n);
@@ -434,6 +442,30 @@ async fn publish_locked(branch: &Table, name: &str) -> Result<PublishOutcome> {
     )
     .await?;
     tracing::info!(branch = name, publication = n, "published");
+    if main_only_services {
+        // Deleted now, as a dropped branch's files are (`arbor_cleaner::reclaim`): Java's
+        // file-system view takes an unknown instant older than its active commits for an
+        // archived, committed one, and its time travel then read such an output file in place
+        // of the slices main kept. Best effort: what is left is reclaimed by
+        // `arbor clean --orphans`.
+        let old_main = main_root.view(storage.clone());
+        let ledger = format!("main-before-p{n}");
+        let reclaimed = async {
+            arbor_cleaner::reclaim::record_dropped(&storage, old_main, "main", &ledger).await?;
+            arbor_cleaner::reclaim::reclaim_dropped(&storage, false).await
+        }
+        .await;
+        match reclaimed {
+            Ok(r) => tracing::info!(
+                files = r.files.len(),
+                publication = n,
+                "deleted the outputs of main's services the branch does not have"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, publication = n, "the outputs of main's services the branch does not have are left on storage")
+            }
+        }
+    }
     // Lead branch-unaware readers to the new main (MDT side first, data side last). Main has
     // moved already; a failure here is finished by the next state change of main.
     let legacy_root = match sync_legacy_root(storage.as_ref(), &target).await {

@@ -24,16 +24,7 @@ use std::time::Instant;
 /// why: they run and print `KNOWN`, and do not fail the stage. Each is an open finding of
 /// issue 34 (README "What other engines see"); a known check that passes is reported so the
 /// entry can go.
-const KNOWN_FAILURES: [(&str, &str); 1] = [(
-    "writes/mor/S7_rollback_to_savepoint/tags_after_restore",
-    "after Java's rollback_to_savepoint on a merge-on-read table, Spark's time travel to an \
-         older arbor tag (before the savepoint) reads older values of the keys later \
-         deltacommits of that file group updated (arbor reads the tag's snapshot, checked \
-         against the model; Spark without the metadata table reads the same older values). \
-         Seen: the base file Spark uses is the output of Spark's S1 compaction, which the \
-         publication of the branch cut before it left off main's timeline (an orphan arbor \
-         ignores); Spark drops the log files written after it",
-)];
+const KNOWN_FAILURES: [(&str, &str); 0] = [];
 
 fn matches(pattern: &str, id: &str) -> bool {
     let mut rest = id;
@@ -367,7 +358,7 @@ mod tests {
         assert!(matches("a/b", "a/b"));
         assert!(!matches("a/b", "a/bc"));
         assert!(!matches("a/*/c", "a/b/cd"));
-        assert!(known("writes/mor/S7_rollback_to_savepoint/tags_after_restore").is_some());
+        assert!(known("writes/mor/S7_rollback_to_savepoint/tags_after_restore").is_none());
         assert!(known("writes/mor/S2_clustering/agree_after_service").is_none());
         assert!(known("reads/cow/snapshot").is_none());
     }
