@@ -186,22 +186,31 @@ fn test(args: &[String]) -> Result<(), String> {
     // on the network (minutes on a fresh machine): done beside the import-cycle check and the
     // test build, which keep the CPUs busy.
     let prepared = std::thread::spawn(|| {
-        let envs = services();
-        if envs.is_ok() {
-            // The Spark stage asks again later (a no-op then) and reports a failure itself.
-            if let Err(e) = interop::spark::prepare() {
-                eprintln!("xtask: the Spark peer could not be installed now: {e}");
+        let envs = services()?;
+        // The test binaries run with fsync a no-op (scripts/eatmydata.sh says why): the
+        // preload goes to the lanes below only, to nothing else this run starts.
+        let preload = match script_output("eatmydata.sh", &[]) {
+            Ok(lib) => Some(lib),
+            Err(e) => {
+                eprintln!("xtask: the tests run with real fsyncs (slower): {e}");
+                None
             }
+        };
+        // The Spark stage asks again later (a no-op then) and reports a failure itself.
+        if let Err(e) = interop::spark::prepare() {
+            eprintln!("xtask: the Spark peer could not be installed now: {e}");
         }
-        envs
+        let mut test_envs = envs.clone();
+        test_envs.extend(preload.map(|lib| ("LD_PRELOAD".to_string(), lib)));
+        Ok::<_, String>((envs, test_envs))
     });
     let cycles = cycles::run(&[]);
     let build = test_lanes::build(clippy);
-    let envs = prepared
+    let (envs, test_envs) = prepared
         .join()
         .map_err(|_| "starting the services panicked".to_string())??;
     cycles?;
-    let result = test_lanes::run(build?, &envs);
+    let result = test_lanes::run(build?, &test_envs);
     // The Python package: built (dev profile, reusing target/) and tested with pytest.
     let python = run(Command::new("bash").arg(repo_root().join("scripts").join("python.sh")));
     let _ = Command::new("bash")
