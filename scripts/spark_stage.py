@@ -7,9 +7,9 @@ local[2] SparkSession for every scenario of that Hudi version.
   $PY scripts/spark_stage.py --hudi-version 1.1.1 --arbor target/debug/arbor [--scenarios reads,writes|all]
                              [--workdir DIR]
 
-Scenarios are the modules scripts/spark_stage_<name>.py (each a `run(stage)`): by default the
-version's DEFAULT_SCENARIOS (what CI runs), `all` (or ARBOR_SPARK_FULL=1, which also widens
-the scenarios' own matrices) every one of SCENARIOS. Output: one JSON line per check on stdout ({"id", "hudi", "ok", "seconds",
+Scenarios are the modules scripts/spark_stage_<name>.py (each a `run(stage)`): by default (and
+with `all`) every one of SCENARIOS, each with its CI share of its matrix on this version;
+ARBOR_SPARK_FULL=1 widens each to its whole matrix. Output: one JSON line per check on stdout ({"id", "hudi", "ok", "seconds",
 "detail" or "error"}); then a last line {"summary": {"hudi", "passed", "failed", "seconds",
 "session_start_seconds", "workdir"}}. Spark's logs go to stderr. Exit status 0 when the stage
 ran (failed checks included: the caller counts them), 2 when Spark could not start.
@@ -32,17 +32,11 @@ from spark_stage_lib import Arbor, Stage, error_text  # noqa: E402
 
 SCENARIOS = ["reads", "writes", "protect", "shapes", "concurrent"]
 
-# What CI runs per Hudi version (minor), inside its time budget (each version in its own
-# session, side by side: about 8 minutes on 2 cores): reads on every version; Java's cleaner
-# and the stats arbitration on 1.0 (table version 8); concurrent writers and Spark's writes
-# and services on arbor's merge-on-read table on 1.1; the table shapes Java writes on 1.2.
-# `--scenarios all` (or ARBOR_SPARK_FULL=1, which also widens the scenarios' own matrices:
-# writes on both table types) runs every scenario on every version.
-DEFAULT_SCENARIOS = {
-    "1.0": ["reads", "protect"],
-    "1.1": ["reads", "concurrent", "writes"],
-    "1.2": ["reads", "shapes"],
-}
+# CI runs every scenario on every Hudi version, each scenario with its CI share of its own
+# matrix there (spark_stage_lib.CI_TABLE_TYPES, spark_stage_shapes.CI_SHAPES: one table type
+# per version, taking turns; a third of the shapes per version); each version in its own
+# session, side by side. ARBOR_SPARK_FULL=1 (or `--scenarios all`) widens every scenario to
+# its whole matrix on every version.
 
 OUT = None
 
@@ -87,10 +81,7 @@ def main(argv):
           file=sys.stderr, flush=True)
     peer = spark_peer.Peer(spark, args, bundle, utilities, started)
     stage = Stage(peer, Arbor(os.path.abspath(args.arbor), work), args.hudi_version, work, emit)
-    minor = ".".join(args.hudi_version.split(".")[:2])
-    if args.scenarios in (None, "") and os.environ.get("ARBOR_SPARK_FULL") != "1":
-        names = DEFAULT_SCENARIOS.get(minor, SCENARIOS)
-    elif args.scenarios in (None, "", "all"):
+    if args.scenarios in (None, "", "all"):
         names = SCENARIOS
     else:
         names = [s for s in args.scenarios.split(",") if s]

@@ -54,7 +54,7 @@ import pyarrow.parquet as pq
 
 import spark_peer
 from canonical_rows import dumps
-from spark_stage_lib import CheckFailed, error_text, require
+from spark_stage_lib import CheckFailed, error_text, require, table_types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -320,7 +320,7 @@ def run(stage):
         return
     first = zk["first"]
     port = int(first.rsplit(":", 1)[1]) if ":" in first else 2181
-    for kind in ("cow", "mor"):
+    for kind in table_types(stage, "concurrent"):
         scenario_table(stage, kind, zk["url"], zk["connect"], first, port)
 
 

@@ -57,7 +57,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from canonical_rows import dumps
-from spark_stage_lib import CheckFailed, require
+from spark_stage_lib import CheckFailed, require, table_types
 
 ROWS_HEADER = ["id", "city", "fare", "n"]
 SCHEMA = "id STRING, city STRING, fare DOUBLE, n BIGINT"
@@ -67,13 +67,10 @@ IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider
 
 
 def kinds(stage, both_on=()):
-    """The table types one Hudi version covers: both with ARBOR_SPARK_FULL=1 (or for the
-    versions in `both_on`); otherwise the versions take turns (1.0: cow, 1.1: mor, 1.2: cow),
-    so every type meets both table versions while CI pays for one table per version."""
-    minor = ".".join(stage.hudi.split(".")[:2])
-    if os.environ.get("ARBOR_SPARK_FULL") == "1" or minor in both_on:
-        return ("cow", "mor")
-    return ("mor",) if minor == "1.1" else ("cow",)
+    """The table types one Hudi version covers (spark_stage_lib.table_types: one per version
+    in CI, taking turns, so every type meets both table versions; both with
+    ARBOR_SPARK_FULL=1 or on the versions in `both_on`)."""
+    return table_types(stage, "protect", both_on)
 
 
 def run(stage):

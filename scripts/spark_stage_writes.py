@@ -42,7 +42,7 @@ import os
 import zlib
 
 from canonical_rows import dumps
-from spark_stage_lib import CheckFailed, ToolError, error_text, require
+from spark_stage_lib import CheckFailed, ToolError, error_text, require, table_types
 
 SCHEMA = "id STRING, city STRING, fare DOUBLE, n BIGINT"
 HEADER = ["id", "city", "fare", "n"]
@@ -394,8 +394,7 @@ class Table:
 
 
 def run(stage):
-    minor = ".".join(stage.hudi.split(".")[:2])
-    default = "cow,mor" if os.environ.get("ARBOR_SPARK_FULL") == "1" else ("mor" if minor == "1.1" else "cow")
+    default = ",".join(table_types(stage, "writes"))
     for kind in os.environ.get("ARBOR_SPARK_WRITES_TYPES", default).split(","):
         try:
             run_table(stage, Table(stage, kind))
