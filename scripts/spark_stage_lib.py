@@ -28,6 +28,18 @@ def table_version_of(hudi_version):
     return TABLE_VERSION.get(".".join(hudi_version.split(".")[:2]), 9)
 
 
+def table_properties(path):
+    """The table's `.hoodie/hoodie.properties` as a dict (keys and values stripped)."""
+    props = {}
+    with open(os.path.join(path, ".hoodie", "hoodie.properties"), encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                props[k.strip()] = v.strip()
+    return props
+
+
 def minor_of(hudi_version):
     """"1.1" for "1.1.1"."""
     return ".".join(hudi_version.split(".")[:2])

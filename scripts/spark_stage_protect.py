@@ -57,7 +57,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from canonical_rows import dumps
-from spark_stage_lib import CheckFailed, require, table_types
+from spark_stage_lib import CheckFailed, require, table_properties, table_types
 
 ROWS_HEADER = ["id", "city", "fare", "n"]
 SCHEMA = "id STRING, city STRING, fare DOUBLE, n BIGINT"
@@ -399,16 +399,6 @@ def stats_write_options(name, kind, op):
 def error_line(e):
     text = str(getattr(e, "java_exception", None) or e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:400]
-
-
-def table_properties(path):
-    props = {}
-    with open(os.path.join(path, ".hoodie", "hoodie.properties"), encoding="utf-8") as f:
-        for line in f:
-            if "=" in line and not line.startswith("#"):
-                k, v = line.rstrip("\n").split("=", 1)
-                props[k] = v
-    return props
 
 
 def mdt_partitions(path):

@@ -76,7 +76,7 @@ import re
 import shutil
 
 from canonical_rows import META, dumps
-from spark_stage_lib import CheckFailed, error_text, full_matrix, minor_of, require
+from spark_stage_lib import CheckFailed, error_text, full_matrix, minor_of, require, table_properties
 
 BASE_SCHEMA = [("id", "STRING"), ("city", "STRING"), ("fare", "DOUBLE"), ("n", "BIGINT")]
 
@@ -376,17 +376,6 @@ def actions(path):
         name = i["action"] if "service" not in i else f"{i['service']}->{i['action']}"
         out.append(name if i["state"] == "completed" else f"{name}({i['state']})")
     return out
-
-
-def table_properties(path):
-    props = {}
-    with open(os.path.join(path, ".hoodie", "hoodie.properties"), encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                k, v = line.split("=", 1)
-                props[k.strip()] = v.strip()
-    return props
 
 
 def trip(i, city, n, fare=None, **extra):
