@@ -29,14 +29,15 @@ def table_version_of(hudi_version):
 
 
 def table_properties(path):
-    """The table's `.hoodie/hoodie.properties` as a dict (keys and values stripped)."""
+    """The table's `.hoodie/hoodie.properties` as a dict (keys and values stripped, Java's `\\:`
+    escape undone)."""
     props = {}
     with open(os.path.join(path, ".hoodie", "hoodie.properties"), encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if line and not line.startswith("#") and "=" in line:
                 k, v = line.split("=", 1)
-                props[k.strip()] = v.strip()
+                props[k.strip()] = v.strip().replace("\\:", ":")
     return props
 
 

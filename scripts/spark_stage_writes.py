@@ -42,21 +42,10 @@ import os
 import zlib
 
 from canonical_rows import dumps
-from spark_stage_lib import CheckFailed, ToolError, error_text, require, table_types
+from spark_stage_lib import CheckFailed, ToolError, error_text, require, table_properties, table_types
 
 SCHEMA = "id STRING, city STRING, fare DOUBLE, n BIGINT"
 HEADER = ["id", "city", "fare", "n"]
-
-
-def props(path):
-    out = {}
-    with open(os.path.join(path, ".hoodie", "hoodie.properties"), encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                k, v = line.split("=", 1)
-                out[k] = v.replace("\\:", ":")
-    return out
 
 
 def stale_crcs(table):
@@ -92,7 +81,7 @@ def foreign_mdt_base_files(path):
     mdt = os.path.join(path, ".hoodie", "metadata")
     if not os.path.isdir(mdt):
         return []
-    tpath = props(mdt).get("hoodie.timeline.path", "timeline")
+    tpath = table_properties(mdt).get("hoodie.timeline.path", "timeline")
     tl = os.path.join(mdt, ".hoodie", tpath)
     instants = {f.split(".")[0].split("_")[0] for f in os.listdir(tl) if f[:1].isdigit()} if os.path.isdir(tl) else set()
     if not instants:
@@ -166,7 +155,7 @@ class Table:
         return self.arbor.write(self.path, path, *extra)
 
     def write_options(self, op):
-        p = props(self.path)
+        p = table_properties(self.path)
         ordering = p.get("hoodie.table.ordering.fields") or p.get("hoodie.table.precombine.field")
         opts = {
             "hoodie.datasource.write.operation": op,
@@ -387,7 +376,7 @@ class Table:
             if r.returncode != 0:
                 raise CheckFailed(f"arbor branch publish {b} (cut before the Spark service) refused: "
                                   f"{(r.stderr or r.stdout).strip()[-1500:]}; main's metadata partitions: "
-                                  f"{props(self.path).get('hoodie.table.metadata.partitions')}")
+                                  f"{table_properties(self.path).get('hoodie.table.metadata.partitions')}")
             self.apply_upsert(self.model, rows)
             return json.loads(r.stdout)
         self.check("publish_branch_cut_before_service", fn)
@@ -417,7 +406,7 @@ def run_table(stage, t):
             rows = t.rows(specs)
             t.arbor_write(rows)
             t.apply_upsert(t.model, rows)
-        return {"path": t.path, "metadata_partitions": props(t.path).get("hoodie.table.metadata.partitions")}
+        return {"path": t.path, "metadata_partitions": table_properties(t.path).get("hoodie.table.metadata.partitions")}
     if not t.check("create", setup):
         return
     t.agree("agree")
@@ -428,7 +417,7 @@ def run_table(stage, t):
     t.begin("A1_upsert")
     rows = t.rows([("k1", "sf"), ("k10", "nyc")])
     t.spark_write("spark", "upsert", rows, on_ok=lambda: t.apply_upsert(t.model, rows))
-    t.check("mdt_partitions", lambda: {"after_spark": props(t.path).get("hoodie.table.metadata.partitions")})
+    t.check("mdt_partitions", lambda: {"after_spark": table_properties(t.path).get("hoodie.table.metadata.partitions")})
     t.carry_on(publish=False)
 
     t.begin("A2_delete")
