@@ -24,5 +24,6 @@ pub use error::{FsViewError, Result};
 pub use listing::{ListedFile, PartitionListing, StorageListing};
 pub use naming::{parse_data_file_name, BaseFile, DataFile, LogFile};
 pub use slice::{FileGroup, FileSlice, LogAttachRule};
+pub use view::writes::WriteTouch;
 pub use view::{FileSystemView, IncrementalSlices, Invalidated, RefreshOutcome};
 pub use visibility::{Horizon, PendingCompactionOperation, Replacement, TimelineIndex};

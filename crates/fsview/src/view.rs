@@ -15,6 +15,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use crate::error::Result;
 
 mod retained;
+pub(crate) mod writes;
 use crate::listing::{validate_partition, ListedFile, PartitionListing, StorageListing};
 use crate::naming::{parse_data_file_name, BaseFile, DataFile, LogFile};
 use crate::slice::{build_file_groups, FileGroup, FileSlice, LogAttachRule};

@@ -295,6 +295,20 @@ impl Table {
         write::prepare(self, operation, batches).await
     }
 
+    /// Phase one of a write that upserts `upserts` and deletes the keys of `deletes` in one
+    /// `upsert` commit (Hudi's upsert with delete records: one instant, so readers see all of
+    /// it or none of it). `upserts` are validated as an [`WriteOperation::Upsert`]'s input,
+    /// `deletes` as a [`WriteOperation::Delete`]'s (only the key and partition columns are
+    /// needed); a key in both is [`TableError::InvalidInput`]. Either may be empty (not both).
+    /// Complete it with [`Table::commit`], as [`Table::prepare`].
+    pub async fn prepare_changes(
+        &self,
+        upserts: Vec<RecordBatch>,
+        deletes: Vec<RecordBatch>,
+    ) -> Result<PreparedWrite> {
+        write::prepare_changes(self, upserts, deletes).await
+    }
+
     /// Phase two of a write, in a transaction: checks the instant is still this writer's
     /// (else [`TableError::InstantRolledBack`]) and has no conflict with writes completed since
     /// the plan was made (else it is rolled back and [`TableError::CommitConflict`] names the

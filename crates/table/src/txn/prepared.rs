@@ -66,6 +66,29 @@ impl PreparedWrite {
     pub fn metadata(&self) -> &HoodieCommitMetadata {
         &self.metadata
     }
+
+    /// Records `value` under `key` in the commit's `extraMetadata` (as Java writers record
+    /// custom commit metadata; readers ignore keys they do not know). The keys arbor itself
+    /// writes (`schema`) are refused with [`TableError::InvalidInput`].
+    pub fn insert_extra_metadata(&mut self, key: &str, value: &str) -> Result<()> {
+        if key == arbor_timeline::avro::SCHEMA_KEY || key.is_empty() {
+            return Err(TableError::InvalidInput {
+                column: None,
+                row: None,
+                reason: format!("extraMetadata key {key:?} is written by arbor itself"),
+            });
+        }
+        self.metadata.insert_extra(key, value);
+        Ok(())
+    }
+
+    /// Narrows the writes this one counts as already seen to those in `seen` (requested
+    /// times): the commit's conflict check then also covers every write completed after the
+    /// caller computed its input from the table, not only those completed after this write
+    /// was planned.
+    pub fn seen_only(&mut self, seen: &BTreeSet<InstantTime>) {
+        self.planned_against.retain(|t| seen.contains(t));
+    }
 }
 
 /// After a failure between starting instant `requested` (of `action`) on `tl` and the commit

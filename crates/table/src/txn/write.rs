@@ -178,13 +178,118 @@ pub(crate) async fn prepare(
         changes,
     } = validate_with_schema(table, operation, &batches)?;
     drop(batches);
+    prepare_validated(
+        table,
+        operation,
+        input,
+        (schema, changes),
+        RowRoles::default(),
+    )
+    .await
+}
+
+/// The roles of input rows in one upsert commit carrying several kinds of change.
+#[derive(Debug, Default)]
+pub(super) struct RowRoles {
+    /// Rows that delete their key (`PlanContext::delete_rows`).
+    deletes: BTreeSet<usize>,
+    /// Rows that replace the stored record of their key whatever its ordering value
+    /// (`PlanContext::replace`).
+    replace: BTreeSet<usize>,
+}
+
+/// Phase one of a write of upserts and deletes as one `upsert` commit
+/// ([`Table::prepare_changes`]): both inputs are validated as [`prepare`] validates an upsert
+/// and a delete, the deletes shaped to the upserts' schema (missing columns null), and no key
+/// may be in both. Every upserted row replaces the stored record of its key, even one with a
+/// greater ordering value.
+pub(crate) async fn prepare_changes(
+    table: &Table,
+    upserts: Vec<RecordBatch>,
+    deletes: Vec<RecordBatch>,
+) -> Result<PreparedWrite> {
+    let ctx = &table.ctx;
+    super::writable::refuse_change_data_capture(&ctx.config, "upsert")?;
+    crate::read::schema_history::refuse_renamed_columns(ctx.storage.as_ref(), "writing").await?;
+    let has_rows = |b: &[RecordBatch]| b.iter().any(|b| b.num_rows() > 0);
+    let (input, schema, changes, first_delete) = match (has_rows(&upserts), has_rows(&deletes)) {
+        (false, false) => return Err(invalid(None, "the input has no rows")),
+        (true, false) => {
+            let up = validate_with_schema(table, WriteOperation::Upsert, &upserts)?;
+            let n = up.input.keys.len();
+            (up.input, up.schema, up.changes, n)
+        }
+        (false, true) => {
+            let del = validate_with_schema(table, WriteOperation::Delete, &deletes)?;
+            (del.input, del.schema, del.changes, 0)
+        }
+        (true, true) => {
+            let up = validate_with_schema(table, WriteOperation::Upsert, &upserts)?;
+            let del = validate_with_schema(table, WriteOperation::Delete, &deletes)?;
+            let upsert_keys: std::collections::HashSet<&crate::keygen::HoodieKey> =
+                up.input.keys.iter().collect();
+            if let Some((row, k)) = del
+                .input
+                .keys
+                .iter()
+                .enumerate()
+                .find(|(_, k)| upsert_keys.contains(k))
+            {
+                return Err(TableError::InvalidInput {
+                    column: None,
+                    row: Some(row),
+                    reason: format!(
+                        "key {:?} of partition {:?} is both upserted and deleted",
+                        k.record_key, k.partition_path
+                    ),
+                });
+            }
+            let shaped = up.schema.conform(
+                std::slice::from_ref(&del.input.batch),
+                ConformOptions {
+                    allow_missing: true,
+                    evolve: false,
+                },
+            )?;
+            let mut parts = vec![up.input.batch.clone()];
+            parts.extend(shaped.batches);
+            let batch = concat_batches(&up.schema.arrow, &parts)
+                .map_err(|e| invalid(None, e.to_string()))?;
+            let first_delete = up.input.keys.len();
+            let mut keys = up.input.keys;
+            keys.extend(del.input.keys);
+            (Input { batch, keys }, up.schema, up.changes, first_delete)
+        }
+    };
+    let roles = RowRoles {
+        replace: (0..first_delete).collect(),
+        deletes: (first_delete..input.keys.len()).collect(),
+    };
+    prepare_validated(
+        table,
+        WriteOperation::Upsert,
+        input,
+        (schema, changes),
+        roles,
+    )
+    .await
+}
+
+/// Phase one after validation: starts the instant, plans, writes, moves to inflight.
+async fn prepare_validated(
+    table: &Table,
+    operation: WriteOperation,
+    input: Input,
+    (schema, changes): (DataSchema, Vec<SchemaChange>),
+    roles: RowRoles,
+) -> Result<PreparedWrite> {
     let action = action_for(table, operation);
     let op_type = operation.operation_type();
     let (mut tl, requested, heartbeat) = begin_instant(table, action, op_type).await?;
     match prepare_started(
         table,
         operation,
-        &input,
+        (&input, &roles),
         (&schema, changes),
         &mut tl,
         &requested,
@@ -203,7 +308,7 @@ pub(crate) async fn prepare(
 async fn prepare_started(
     table: &Table,
     operation: WriteOperation,
-    input: &Input,
+    (input, roles): (&Input, &RowRoles),
     (schema, schema_changes): (&DataSchema, Vec<SchemaChange>),
     tl: &mut ActiveTimeline,
     requested: &Instant,
@@ -281,7 +386,16 @@ async fn prepare_started(
     let rli = RecordIndex::open(ctx.storage.clone(), reader.clone()).await?;
     let mut forced_deletes = Vec::new();
     let routed = match &rli {
-        Some(r) => route_moved_keys(r, input, operation, ctx.options.key_move).await?,
+        Some(r) => {
+            route_moved_keys(
+                r,
+                input,
+                operation,
+                ctx.options.key_move,
+                Some(&roles.deletes),
+            )
+            .await?
+        }
         None => None,
     };
     let input: &Input = match &routed {
@@ -315,6 +429,7 @@ async fn prepare_started(
     // timeline shows writes that may have stored a key twice, deletes also scan partitions.
     let duplicates = match (&rli, operation) {
         (Some(_), WriteOperation::Delete) => history.duplicate_risk().await?.is_some(),
+        (Some(_), _) if !roles.deletes.is_empty() => history.duplicate_risk().await?.is_some(),
         _ => false,
     };
     let every_copy;
@@ -335,6 +450,13 @@ async fn prepare_started(
         view,
         index,
         forced_deletes,
+        delete_rows: Some(&roles.deletes),
+        replace: match (mode, ordering_field.as_deref()) {
+            (MergeMode::EventTime, Some(f)) if !roles.replace.is_empty() => {
+                Some((&roles.replace, f))
+            }
+            _ => None,
+        },
         options: &ctx.options,
         combine: Combine {
             mode,

@@ -221,6 +221,15 @@ pub struct PlanContext<'a> {
     /// (`(row, partition, file id)`): a key a global index found in another partition, when
     /// the write moves it (delete there, insert where the row says).
     pub forced_deletes: Vec<(usize, String, String)>,
+    /// Upserts only: input rows that delete their key (from every file group of their
+    /// partition holding it, as a delete does) instead of writing it, so one commit can carry
+    /// both (`crate::Table::prepare_changes`). `None`: none.
+    pub delete_rows: Option<&'a BTreeSet<usize>>,
+    /// Upserts under event-time ordering: input rows that replace the stored record of their
+    /// key even when its ordering value (the field named) is greater: such a row deletes its
+    /// key from the group holding it and is written to a new file group (a merge taking one
+    /// side's record, `crate::Table::prepare_changes`). `None`: none.
+    pub replace: Option<(&'a BTreeSet<usize>, &'a str)>,
     /// Sizes.
     pub options: &'a WriteOptions,
     /// Pre-combining of duplicate keys.
@@ -303,6 +312,8 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             _ => latest_slices(ctx.view, &partition).await?,
         };
         let mut inserts: Vec<usize> = Vec::new();
+        // Rows that replace a stored record from a new file group (`PlanContext::replace`).
+        let mut fresh: Vec<usize> = Vec::new();
         for (row, file_id) in forced.remove(&partition).unwrap_or_default() {
             let existing = slices.iter().find(|s| s.file_id == file_id).cloned();
             groups
@@ -313,19 +324,25 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
         }
         match ctx.operation {
             Op::Upsert | Op::Delete => {
-                let keys: Vec<String> = rows
-                    .iter()
-                    .filter_map(|&r| input.keys.get(r).map(|k| k.record_key.clone()))
-                    .collect();
+                let (delete_rows, rows): (Vec<usize>, Vec<usize>) = rows.iter().partition(|&&r| {
+                    ctx.operation == Op::Delete || ctx.delete_rows.is_some_and(|d| d.contains(&r))
+                });
+                let key_of = |rows: &[usize]| -> Vec<String> {
+                    rows.iter()
+                        .filter_map(|&r| input.keys.get(r).map(|k| k.record_key.clone()))
+                        .collect()
+                };
+                let keys = key_of(&rows);
                 let stale_check = match (ctx.operation, ctx.stale_ordering_field) {
                     (Op::Upsert, Some(f)) => ctx.combine.ordering.map(|col| (f, col)),
                     _ => None,
                 };
-                if ctx.operation == Op::Delete {
+                if !delete_rows.is_empty() {
                     // Every file group holding a key loses it (a key may be stored more than
                     // once by inserts that did not look keys up).
-                    let found = ctx.index.locate_all(&partition, &keys).await?;
-                    for (&row, key) in rows.iter().zip(&keys) {
+                    let delete_keys = key_of(&delete_rows);
+                    let found = ctx.index.locate_all(&partition, &delete_keys).await?;
+                    for (&row, key) in delete_rows.iter().zip(&delete_keys) {
                         for loc in found.get(key).into_iter().flatten() {
                             let group = groups.entry(loc.file_id.clone()).or_insert_with(|| {
                                 let existing =
@@ -335,11 +352,11 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                             group.deletes.push(row);
                         }
                     }
-                } else {
-                    let found = match stale_check {
-                        Some((f, _)) => {
-                            ctx.index.locate_with_ordering(&partition, &keys, f).await?
-                        }
+                }
+                if !rows.is_empty() {
+                    let replace_field = ctx.replace.map(|(_, f)| f);
+                    let found = match stale_check.map(|(f, _)| f).or(replace_field) {
+                        Some(f) => ctx.index.locate_with_ordering(&partition, &keys, f).await?,
                         None => ctx
                             .index
                             .locate(&partition, &keys)
@@ -349,18 +366,25 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                             .collect(),
                     };
                     for (&row, key) in rows.iter().zip(&keys) {
+                        let replacing = ctx.replace.is_some_and(|(set, _)| set.contains(&row));
+                        let loses = |stored: &Option<OrderKey>| {
+                            ctx.combine.ordering.is_some_and(|col| {
+                                loses_to_stored(&OrderKey::from_column(col, row), stored.as_ref())
+                            })
+                        };
                         match found.get(key) {
                             Some((_, stored))
-                                if stale_check.is_some_and(|(_, col)| {
-                                    loses_to_stored(
-                                        &OrderKey::from_column(col, row),
-                                        stored.as_ref(),
-                                    )
-                                }) =>
+                                if !replacing
+                                    && stale_check.is_some_and(|(_, col)| {
+                                        loses_to_stored(
+                                            &OrderKey::from_column(col, row),
+                                            stored.as_ref(),
+                                        )
+                                    }) =>
                             {
                                 plan.skipped_stale += 1;
                             }
-                            Some((loc, _)) => {
+                            Some((loc, stored)) => {
                                 let group =
                                     groups.entry(loc.file_id.clone()).or_insert_with(|| {
                                         let existing = slices
@@ -371,6 +395,11 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                                     });
                                 if ctx.operation == Op::Delete {
                                     group.deletes.push(row);
+                                } else if replacing && loses(stored) {
+                                    // The stored record would win the merge: the key leaves
+                                    // its group and the row starts a new one.
+                                    group.deletes.push(row);
+                                    fresh.push(row);
                                 } else {
                                     group.updates.push(row);
                                 }
@@ -439,6 +468,12 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
         }
         plan.groups
             .extend(groups.into_values().filter(|g| !g.is_empty()));
+        let tail: Vec<usize>;
+        if !fresh.is_empty() {
+            // Never packed with other inserts into a group that may hold their key.
+            tail = rest.iter().chain(fresh.iter()).copied().collect();
+            rest = &tail;
+        }
         if !rest.is_empty() {
             let n_files = rest
                 .len()

@@ -233,6 +233,7 @@ pub async fn route_moved_keys(
     input: &super::planner::Input,
     operation: super::options::WriteOperation,
     key_move: KeyMove,
+    delete_rows: Option<&std::collections::BTreeSet<usize>>,
 ) -> Result<Option<(super::planner::Input, Vec<(usize, String, String)>)>> {
     use super::options::WriteOperation as Op;
     if !matches!(operation, Op::Upsert | Op::Delete) {
@@ -252,13 +253,14 @@ pub async fn route_moved_keys(
             continue;
         }
         moved = true;
-        match (operation, key_move) {
-            (Op::Delete, _) | (_, KeyMove::UpdateInPlace) => {
+        let deleting = operation == Op::Delete || delete_rows.is_some_and(|d| d.contains(&row));
+        match (deleting, key_move) {
+            (true, _) | (_, KeyMove::UpdateInPlace) => {
                 if let Some(k) = keys_out.get_mut(row) {
                     k.partition_path = Arc::from(loc.partition.as_str());
                 }
             }
-            (_, KeyMove::DeleteAndInsert) => {
+            (false, KeyMove::DeleteAndInsert) => {
                 let new_row = input.keys.len() + copies.len();
                 copies.push(u32::try_from(row).unwrap_or(u32::MAX));
                 keys_out.push(HoodieKey {
