@@ -19,6 +19,9 @@ pub enum BranchingError {
     /// Reading or validating the metadata table failed.
     #[error(transparent)]
     Mdt(#[from] arbor_mdt::MdtError),
+    /// The file-system view failed (reading a commit's metadata).
+    #[error(transparent)]
+    FsView(#[from] arbor_fsview::FsViewError),
     /// A savepoint, clean or restore failed or was refused.
     #[error(transparent)]
     Cleaner(#[from] arbor_cleaner::CleanerError),
@@ -127,6 +130,26 @@ pub enum BranchingError {
         key: String,
         /// The location that should hold it.
         source_location: String,
+    },
+    /// A merge found keys (or partitions) changed differently on both sides and its strategy
+    /// is `fail`; nothing was written.
+    #[error(
+        "merge {source_ref} into {target} refused: {count} conflict(s) (changed differently on \
+         both sides since {since}; pick a side with --strategy source|target|ordering, or see \
+         them all with --dry-run):{}",
+        crate::merge::render_conflicts(conflicts, *count)
+    )]
+    MergeConflicts {
+        /// The source ref.
+        source_ref: String,
+        /// The target branch.
+        target: String,
+        /// Where the compared changes start (the merge base, or the last merge).
+        since: String,
+        /// How many conflicts in all.
+        count: usize,
+        /// The first conflicts (at most 20).
+        conflicts: Vec<crate::merge::MergeConflict>,
     },
 }
 

@@ -15,6 +15,9 @@
 //!   tags at instants of the branch's history are carried over; afterwards the root
 //!   `hoodie.properties` files lead branch-unaware readers to the new main
 //!   (`arbor_timeline::legacy`); [`publish_and_drop`] then drops the branch under the same lock.
+//! - **Diff and merge** ([`diff()`], [`merge()`]): the changes between two refs by record
+//!   key, reading only the file groups written since their merge base; a three-way merge of a
+//!   ref into a branch or main as one upsert commit, with conflict strategies.
 //! - **Validation** ([`validate()`]): one root's metadata table against storage, excusing
 //!   shared files another root released.
 //! - **Clones** ([`clone`]): shallow clones at another location reading the source's files,
@@ -27,8 +30,10 @@
 pub mod branch;
 pub mod clone;
 mod copy;
+pub mod diff;
 mod error;
 pub mod identity;
+pub mod merge;
 mod pending;
 pub mod protect;
 pub mod publish;
@@ -38,8 +43,10 @@ pub mod validate;
 
 pub use branch::{create_branch, drop_branch, list_branches, BranchSource, BranchStatus};
 pub use copy::CopyStats;
+pub use diff::{diff, RefSpec, TableDiff, TableRef};
 pub use error::{BranchingError, Result};
 pub use identity::{BranchInfo, TagInfo};
+pub use merge::{merge, MergeConflict, MergeOptions, MergeOutcome, MergeStrategy};
 pub use protect::{clean, restore, BranchProtection};
 pub use publish::{publish, publish_and_drop, PublishOutcome};
 pub use roots::{live_roots, open_branch, open_reader, open_table, select_root};

@@ -28,6 +28,7 @@ use crate::commands::compact::CompactArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
 use crate::commands::demo::DemoArgs;
+use crate::commands::diff::DiffArgs;
 use crate::commands::doctor::DoctorArgs;
 use crate::commands::files::FilesArgs;
 use crate::commands::index::IndexArgs;
@@ -107,6 +108,9 @@ enum Command {
     /// Create, list, drop and publish working branches
     /// (`arbor branch create <table> <name> [--from-tag T]`).
     Branch(BranchArgs),
+    /// The records that differ between two refs, by record key
+    /// (`arbor diff <table> main <branch> [--stat] [--keys-only]`).
+    Diff(DiffArgs),
     /// Create, list, drop and expire tags (`arbor tag create <table> <name> [--expires-in 7d]`).
     Tag(TagArgs),
     /// Upgrade a version-6 (Hudi 0.x) or version-8 table to version 9 or 8
@@ -171,6 +175,7 @@ fn main() -> ExitCode {
             Command::Compact(args) => commands::compact::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
+            Command::Diff(args) => commands::diff::run(args, &options).await,
             Command::Ttl(args) => commands::ttl::run(args, &options).await,
             Command::Tag(args) => commands::tag::run(args, &options).await,
             Command::Upgrade(args) => commands::upgrade::run(args, &options).await,

@@ -2,11 +2,11 @@
 //! helpers every command uses to open main or a working branch are in [`crate::context`].
 
 use arbor_branching::{
-    create_branch, drop_branch, list_branches, publish, publish_and_drop, BranchSource,
-    BranchStatus,
+    create_branch, drop_branch, list_branches, merge, publish, publish_and_drop, BranchSource,
+    BranchStatus, MergeOptions, MergeOutcome, MergeStrategy, RefSpec,
 };
 use arbor_storage::StorageOptions;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::context::{
@@ -22,7 +22,9 @@ use crate::output::{print_json, print_table, print_text};
     arbor write ./trips fixes.csv --branch audit      # writes land only on the branch\n  \
     arbor validate ./trips --branch audit\n  \
     arbor branch publish ./trips audit                # fast-forward main to the branch\n  \
-    arbor branch create ./trips replay --from-tag v1  # from a tag on main")]
+    arbor branch create ./trips replay --from-tag v1  # from a tag on main\n  \
+    arbor branch merge ./trips audit --dry-run        # what a merge into main would do\n  \
+    arbor branch merge ./trips audit --strategy ordering")]
 pub struct BranchArgs {
     /// What to do.
     #[command(subcommand)]
@@ -67,6 +69,27 @@ pub enum BranchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Merge a ref (a branch, `main`, `tag:T`, `<branch>@<instant>`) into main or another
+    /// branch by record key, as one upsert commit: changes made on one side only are applied;
+    /// a key changed differently on both sides is a conflict that `--strategy` settles.
+    Merge {
+        /// The table's base path or URL.
+        table: String,
+        /// What to merge.
+        source: String,
+        /// The branch that receives the changes (default: main).
+        #[arg(long, value_name = "BRANCH")]
+        into: Option<String>,
+        /// What a conflict does.
+        #[arg(long, value_enum, default_value = "fail")]
+        strategy: StrategyArg,
+        /// Print what would be applied and every conflict; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Publish a working branch to main by strict fast-forward: refused (nothing changed) when
     /// main has writes after the branch's base that the branch does not have.
     Publish {
@@ -82,6 +105,30 @@ pub enum BranchCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What a merge conflict does (`--strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Refuse the merge, naming the conflicting keys and both values.
+    Fail,
+    /// Take the source's side.
+    Source,
+    /// Keep the target's side.
+    Target,
+    /// Keep the record with the greater ordering field (ties: the source's).
+    Ordering,
+}
+
+impl From<StrategyArg> for MergeStrategy {
+    fn from(s: StrategyArg) -> Self {
+        match s {
+            StrategyArg::Fail => MergeStrategy::Fail,
+            StrategyArg::Source => MergeStrategy::Source,
+            StrategyArg::Target => MergeStrategy::Target,
+            StrategyArg::Ordering => MergeStrategy::Ordering,
+        }
+    }
 }
 
 /// One branch as `--json` prints it.
@@ -215,6 +262,26 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 ))
             }
         }
+        BranchCommand::Merge {
+            table,
+            source,
+            into,
+            strategy,
+            dry_run,
+            json,
+        } => {
+            let storage = open_table_storage(&table, options).await?;
+            let target = open_table_at(&table, storage, into.as_deref().unwrap_or(MAIN)).await?;
+            let spec = RefSpec::parse(&source).map_err(|e| branching_error(&table, e))?;
+            let options = MergeOptions::new(strategy.into()).with_dry_run(dry_run);
+            let outcome = merge(&target, &spec, &options)
+                .await
+                .map_err(|e| branching_error(&table, e))?;
+            if json {
+                return print_json(&merge_json(&table, &outcome, &options));
+            }
+            print_text(&merge_text(&table, &outcome, &options))
+        }
         BranchCommand::Publish {
             table,
             name,
@@ -262,4 +329,88 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             ))
         }
     }
+}
+
+/// `--json` of `arbor branch merge`.
+fn merge_json(table: &str, o: &MergeOutcome, options: &MergeOptions) -> serde_json::Value {
+    let t = |v: &Option<arbor_timeline::InstantTime>| v.as_ref().map(ToString::to_string);
+    serde_json::json!({
+        "table": table,
+        "source": o.source.label,
+        "source_instant": t(&o.source.instant),
+        "target": o.target.branch_label(),
+        "target_instant": t(&o.target.instant),
+        "source_since": t(&o.source_since),
+        "target_since": t(&o.target_since),
+        "strategy": options.strategy.name(),
+        "dry_run": options.dry_run,
+        "up_to_date": o.is_up_to_date(),
+        "inserted": o.inserts,
+        "updated": o.updates,
+        "deleted": o.deletes,
+        "file_groups_read": o.file_groups_read,
+        "conflict_count": o.conflict_count,
+        "conflicts": o.conflicts.iter().map(|c| serde_json::json!({
+            "partition": c.partition,
+            "key": c.key,
+            "source": c.source,
+            "target": c.target,
+        })).collect::<Vec<_>>(),
+        "commit": o.commit.as_ref().map(|c| c.instant.to_string()),
+    })
+}
+
+/// The text of `arbor branch merge`.
+fn merge_text(table: &str, o: &MergeOutcome, options: &MergeOptions) -> String {
+    let target = o.target.branch_label();
+    let since = o
+        .source_since
+        .as_ref()
+        .map_or_else(|| "its first write".to_string(), |t| t.to_string());
+    if o.is_up_to_date() {
+        return format!(
+            "{table}: {} has no change for {target} since {since} (already up to date)",
+            o.source.label
+        );
+    }
+    let counts = format!(
+        "{} inserted, {} updated, {} deleted key(s)",
+        o.inserts, o.updates, o.deletes
+    );
+    let mut text = match &o.commit {
+        Some(c) => format!(
+            "{table}: merged {} into {target} as commit {} ({counts}; changes since {since}, \
+             {} file group(s) read)",
+            o.source.label, c.instant, o.file_groups_read
+        ),
+        None if options.dry_run => format!(
+            "{table}: dry run, nothing written: merging {} into {target} would apply {counts} \
+             (changes since {since}, {} file group(s) read)",
+            o.source.label, o.file_groups_read
+        ),
+        None => format!(
+            "{table}: nothing to write: every change of {} is already on {target} or lost to \
+             --strategy {}",
+            o.source.label,
+            options.strategy.name()
+        ),
+    };
+    if o.conflict_count > 0 {
+        let settled = match (options.strategy, options.dry_run) {
+            (MergeStrategy::Fail, _) => "the merge would be refused (--strategy fail)".to_string(),
+            (s, true) => format!("--strategy {} would settle them", s.name()),
+            (s, false) => format!("settled by --strategy {}", s.name()),
+        };
+        text.push_str(&format!("\n{} conflict(s), {settled}:", o.conflict_count));
+        for c in &o.conflicts {
+            text.push_str(&format!("\n  {c}"));
+        }
+        if o.conflict_count > o.conflicts.len() {
+            text.push_str(&format!(
+                "\n  ... and {} more",
+                o.conflict_count - o.conflicts.len()
+            ));
+        }
+    }
+    text
 }

@@ -8,6 +8,7 @@ pub mod compact;
 pub mod create;
 pub mod delete_partition;
 pub mod demo;
+pub mod diff;
 pub mod doctor;
 pub mod files;
 pub mod index;
