@@ -137,7 +137,7 @@ pub enum BranchingError {
         "merge {source_ref} into {target} refused: {count} conflict(s) (changed differently on \
          both sides since {since}; pick a side with --strategy source|target|ordering, or see \
          them all with --dry-run):{}",
-        crate::merge::render_conflicts(conflicts, *count)
+        crate::merge::conflict::render_conflicts(conflicts, *count)
     )]
     MergeConflicts {
         /// The source ref.
@@ -149,7 +149,7 @@ pub enum BranchingError {
         /// How many conflicts in all.
         count: usize,
         /// The first conflicts (at most 20).
-        conflicts: Vec<crate::merge::MergeConflict>,
+        conflicts: Vec<crate::merge::conflict::MergeConflict>,
     },
 }
 

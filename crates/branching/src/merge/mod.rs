@@ -25,10 +25,11 @@
 //! conflicts with every target write completed since the merge read the target, as any
 //! commit does. The source is not changed and stays writable.
 
+pub(crate) mod conflict;
+mod options;
 mod resolve;
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::sync::Arc;
 
 use arbor_fsview::WriteTouch;
@@ -47,6 +48,8 @@ use crate::diff::{
 };
 use crate::error::{BranchingError, Result};
 use crate::roots::branch_identity;
+pub use conflict::MergeConflict;
+pub use options::{MergeOptions, MergeStrategy};
 use resolve::{merge_partition, Overwrites};
 
 /// `extraMetadata` key: the merged source's label.
@@ -62,110 +65,6 @@ pub const MERGE_STRATEGY: &str = "arbor.merge.strategy";
 
 /// Most conflicts a [`BranchingError::MergeConflicts`] names.
 pub const CONFLICTS_SHOWN: usize = 20;
-
-/// What a conflict does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MergeStrategy {
-    /// Refuse the merge (nothing written).
-    #[default]
-    Fail,
-    /// Take the source's side.
-    Source,
-    /// Keep the target's side.
-    Target,
-    /// Keep the record with the greater ordering field (ties: the source's).
-    Ordering,
-}
-
-impl MergeStrategy {
-    /// The name users type (`fail`, `source`, `target`, `ordering`).
-    pub fn name(self) -> &'static str {
-        match self {
-            MergeStrategy::Fail => "fail",
-            MergeStrategy::Source => "source",
-            MergeStrategy::Target => "target",
-            MergeStrategy::Ordering => "ordering",
-        }
-    }
-}
-
-/// How [`merge`] runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MergeOptions {
-    /// What a conflict does.
-    pub strategy: MergeStrategy,
-    /// Compute everything, write nothing (conflicts are reported, never refused).
-    pub dry_run: bool,
-}
-
-impl MergeOptions {
-    /// `strategy`, writing.
-    pub fn new(strategy: MergeStrategy) -> Self {
-        MergeOptions {
-            strategy,
-            dry_run: false,
-        }
-    }
-
-    /// The same, as a dry run when `dry_run`.
-    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
-        self.dry_run = dry_run;
-        self
-    }
-}
-
-/// A key (or a partition) changed differently on both sides.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergeConflict {
-    /// The partition path.
-    pub partition: String,
-    /// The record key (`None`: the partition as a whole).
-    pub key: Option<String>,
-    /// The source's side: the differing columns of its record, or what it did to the
-    /// partition (`None`: deleted).
-    pub source: Option<String>,
-    /// The target's side, likewise.
-    pub target: Option<String>,
-}
-
-impl fmt::Display for MergeConflict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "deleted".to_string());
-        let place = if self.partition.is_empty() {
-            String::new()
-        } else {
-            format!(" in {}", self.partition)
-        };
-        match &self.key {
-            Some(k) => write!(
-                f,
-                "key {k}{place}: source {}; target {}",
-                side(&self.source),
-                side(&self.target)
-            ),
-            None => write!(
-                f,
-                "partition {:?}: source {}; target {}",
-                self.partition,
-                side(&self.source),
-                side(&self.target)
-            ),
-        }
-    }
-}
-
-/// The conflicts of an error message: one per line, then how many more.
-pub(crate) fn render_conflicts(conflicts: &[MergeConflict], count: usize) -> String {
-    let mut out = String::new();
-    for c in conflicts {
-        out.push_str(&format!("\n  {c}"));
-    }
-    if count > conflicts.len() {
-        out.push_str(&format!("\n  ... and {} more", count - conflicts.len()));
-    }
-    out
-}
 
 /// What a merge did (or, in a dry run, would do).
 #[derive(Debug, Clone)]

@@ -8,7 +8,8 @@ use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 
-use super::{MergeConflict, MergeStrategy};
+use super::conflict::MergeConflict;
+use super::options::MergeStrategy;
 use crate::diff::state::arrow_error;
 use crate::diff::{KeyChange, PartitionChanges};
 use crate::error::Result;

@@ -367,9 +367,16 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                     };
                     for (&row, key) in rows.iter().zip(&keys) {
                         let replacing = ctx.replace.is_some_and(|(set, _)| set.contains(&row));
+                        // An index that does not know the stored ordering value (the record
+                        // index) may hide a record that would win: such a key is replaced
+                        // from a new group too.
                         let loses = |stored: &Option<OrderKey>| {
                             ctx.combine.ordering.is_some_and(|col| {
-                                loses_to_stored(&OrderKey::from_column(col, row), stored.as_ref())
+                                stored.is_none()
+                                    || loses_to_stored(
+                                        &OrderKey::from_column(col, row),
+                                        stored.as_ref(),
+                                    )
                             })
                         };
                         match found.get(key) {

@@ -1,0 +1,56 @@
+//! [`MergeConflict`]: a key or partition both sides of a merge changed differently, and its
+//! text.
+
+use std::fmt;
+
+/// A key (or a partition) changed differently on both sides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeConflict {
+    /// The partition path.
+    pub partition: String,
+    /// The record key (`None`: the partition as a whole).
+    pub key: Option<String>,
+    /// The source's side: the differing columns of its record, or what it did to the
+    /// partition (`None`: deleted).
+    pub source: Option<String>,
+    /// The target's side, likewise.
+    pub target: Option<String>,
+}
+
+impl fmt::Display for MergeConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "deleted".to_string());
+        let place = if self.partition.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", self.partition)
+        };
+        match &self.key {
+            Some(k) => write!(
+                f,
+                "key {k}{place}: source {}; target {}",
+                side(&self.source),
+                side(&self.target)
+            ),
+            None => write!(
+                f,
+                "partition {:?}: source {}; target {}",
+                self.partition,
+                side(&self.source),
+                side(&self.target)
+            ),
+        }
+    }
+}
+
+/// The conflicts of an error message: one per line, then how many more.
+pub(crate) fn render_conflicts(conflicts: &[MergeConflict], count: usize) -> String {
+    let mut out = String::new();
+    for c in conflicts {
+        out.push_str(&format!("\n  {c}"));
+    }
+    if count > conflicts.len() {
+        out.push_str(&format!("\n  ... and {} more", count - conflicts.len()));
+    }
+    out
+}
