@@ -27,6 +27,7 @@ mod concurrency;
 mod crash;
 mod legacy;
 mod mdt_clean;
+mod merge_crash;
 mod merge_model;
 mod model;
 mod model_clones;
