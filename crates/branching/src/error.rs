@@ -136,7 +136,7 @@ pub enum BranchingError {
     #[error(
         "merge {source_ref} into {target} refused: {count} conflict(s) (changed differently on \
          both sides since {since}; pick a side with --strategy source|target|ordering, or see \
-         them all with --dry-run):{}",
+         them all with --dry-run): {}",
         crate::merge::conflict::render_conflicts(conflicts, *count)
     )]
     MergeConflicts {

@@ -43,14 +43,11 @@ impl fmt::Display for MergeConflict {
     }
 }
 
-/// The conflicts of an error message: one per line, then how many more.
+/// The conflicts of an error message, on one line (` | ` between two), then how many more.
 pub(crate) fn render_conflicts(conflicts: &[MergeConflict], count: usize) -> String {
-    let mut out = String::new();
-    for c in conflicts {
-        out.push_str(&format!("\n  {c}"));
-    }
+    let mut parts: Vec<String> = conflicts.iter().map(ToString::to_string).collect();
     if count > conflicts.len() {
-        out.push_str(&format!("\n  ... and {} more", count - conflicts.len()));
+        parts.push(format!("... and {} more", count - conflicts.len()));
     }
-    out
+    parts.join(" | ")
 }

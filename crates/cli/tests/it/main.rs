@@ -22,6 +22,7 @@ mod index;
 mod issue33;
 mod locks;
 mod mdt;
+mod merge_diff;
 mod read;
 mod read_output;
 mod read_predicates;
