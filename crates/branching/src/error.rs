@@ -134,12 +134,14 @@ pub enum BranchingError {
     /// A merge found keys (or partitions) changed differently on both sides and its strategy
     /// is `fail`; nothing was written.
     #[error(
-        "merge {source_ref} into {target} refused: {count} conflict(s) (changed differently on \
+        "{operation} refused: {count} conflict(s) (changed differently on \
          both sides since {since}; pick a side with --strategy source|target|ordering, or see \
          them all with --dry-run): {}",
         crate::merge::conflict::render_conflicts(conflicts, *count)
     )]
     MergeConflicts {
+        /// What was asked (`merge dev into main`, `cherry-pick <instant> from dev into main`).
+        operation: String,
         /// The source ref.
         source_ref: String,
         /// The target branch.

@@ -46,7 +46,7 @@ pub use copy::CopyStats;
 pub use diff::{diff, RefSpec, TableDiff, TableRef};
 pub use error::{BranchingError, Result};
 pub use identity::{BranchInfo, TagInfo};
-pub use merge::{merge, MergeConflict, MergeOptions, MergeOutcome, MergeStrategy};
+pub use merge::{cherry_pick, merge, MergeConflict, MergeOptions, MergeOutcome, MergeStrategy};
 pub use protect::{clean, restore, BranchProtection};
 pub use publish::{publish, publish_and_drop, PublishOutcome};
 pub use roots::{live_roots, open_branch, open_reader, open_table, select_root};

@@ -6,6 +6,7 @@
 
 mod errors;
 pub mod lock;
+mod merge;
 mod open;
 mod report;
 mod spec;
@@ -13,6 +14,7 @@ mod target;
 mod time;
 
 pub use errors::{branching_error, cleaner_error, from_cleaner};
+pub use merge::{merge_json, merge_text, StrategyArg};
 pub use open::{
     label, open_reader_at, open_table_at, open_table_on, open_table_storage, open_working_branch,
     selected, storage_options, MAIN,

@@ -22,6 +22,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::archive::ArchiveArgs;
 use crate::commands::branch::BranchArgs;
+use crate::commands::cherry_pick::CherryPickArgs;
 use crate::commands::clean::CleanArgs;
 use crate::commands::clone::CloneArgs;
 use crate::commands::compact::CompactArgs;
@@ -108,6 +109,9 @@ enum Command {
     /// Create, list, drop and publish working branches
     /// (`arbor branch create <table> <name> [--from-tag T]`).
     Branch(BranchArgs),
+    /// Apply one completed write of a branch to main or another branch
+    /// (`arbor cherry-pick <table> <instant> --from <branch> [--branch B]`).
+    CherryPick(CherryPickArgs),
     /// The records that differ between two refs, by record key
     /// (`arbor diff <table> main <branch> [--stat] [--keys-only]`).
     Diff(DiffArgs),
@@ -176,6 +180,7 @@ fn main() -> ExitCode {
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
             Command::Diff(args) => commands::diff::run(args, &options).await,
+            Command::CherryPick(args) => commands::cherry_pick::run(args, &options).await,
             Command::Ttl(args) => commands::ttl::run(args, &options).await,
             Command::Tag(args) => commands::tag::run(args, &options).await,
             Command::Upgrade(args) => commands::upgrade::run(args, &options).await,

@@ -25,89 +25,35 @@
 //! conflicts with every target write completed since the merge read the target, as any
 //! commit does. The source is not changed and stays writable.
 
+mod apply;
+mod cherry_pick;
 pub(crate) mod conflict;
+mod keys;
 mod options;
+mod outcome;
 mod resolve;
+mod side;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arbor_fsview::WriteTouch;
 use arbor_storage::Storage;
-use arbor_table::{CommitResult, Table, WriteOptions};
-use arbor_timeline::avro::WriteOperationType;
+use arbor_table::Table;
 use arbor_timeline::metaroot::MAIN;
-use arbor_timeline::{InstantTime, MetaRoot};
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arbor_timeline::InstantTime;
 
-use crate::diff::state::{unify, Groups, StateScan};
-use crate::diff::{
-    add_groups, compare, merge_base, resolve, writes_after, PartitionChanges, RefSpec,
-    RootTimeline, TableRef,
-};
+use crate::diff::state::{unify, Groups};
+use crate::diff::{add_groups, merge_base, resolve, writes_after, RefSpec, RootTimeline};
 use crate::error::{BranchingError, Result};
 use crate::roots::branch_identity;
+use apply::{apply, Apply};
+use side::{spec_of, Side};
+
+pub use cherry_pick::{cherry_pick, CHERRY_PICK_INSTANT, CHERRY_PICK_SOURCE};
 pub use conflict::MergeConflict;
+pub use keys::{MERGE_SINCE, MERGE_SOURCE, MERGE_SOURCE_ID, MERGE_SOURCE_INSTANT, MERGE_STRATEGY};
 pub use options::{MergeOptions, MergeStrategy};
-use resolve::{merge_partition, Overwrites};
-
-/// `extraMetadata` key: the merged source's label.
-pub const MERGE_SOURCE: &str = "arbor.merge.source";
-/// `extraMetadata` key: the merged source's identity (`branchId`, or `main`).
-pub const MERGE_SOURCE_ID: &str = "arbor.merge.sourceId";
-/// `extraMetadata` key: the source instant the merge carried.
-pub const MERGE_SOURCE_INSTANT: &str = "arbor.merge.sourceInstant";
-/// `extraMetadata` key: where the merge's compared changes started on the source.
-pub const MERGE_SINCE: &str = "arbor.merge.since";
-/// `extraMetadata` key: the strategy.
-pub const MERGE_STRATEGY: &str = "arbor.merge.strategy";
-
-/// Most conflicts a [`BranchingError::MergeConflicts`] names.
-pub const CONFLICTS_SHOWN: usize = 20;
-
-/// What a merge did (or, in a dry run, would do).
-#[derive(Debug, Clone)]
-pub struct MergeOutcome {
-    /// The merged ref.
-    pub source: TableRef,
-    /// The target branch, before the merge.
-    pub target: TableRef,
-    /// Where the source's compared changes start.
-    pub source_since: Option<InstantTime>,
-    /// Where the target's compared changes start.
-    pub target_since: Option<InstantTime>,
-    /// Keys the target receives that it did not hold.
-    pub inserts: usize,
-    /// Keys whose record the target receives anew.
-    pub updates: usize,
-    /// Keys deleted from the target.
-    pub deletes: usize,
-    /// Conflicts found (settled by the strategy; in a dry run with `fail`, those that would
-    /// refuse the merge), at most [`CONFLICTS_SHOWN`] of them.
-    pub conflicts: Vec<MergeConflict>,
-    /// How many conflicts in all.
-    pub conflict_count: usize,
-    /// File groups read (each in two states).
-    pub file_groups_read: usize,
-    /// The merge commit (`None`: a dry run, or nothing to write).
-    pub commit: Option<CommitResult>,
-}
-
-impl MergeOutcome {
-    /// True when the source had nothing new for the target.
-    pub fn is_up_to_date(&self) -> bool {
-        self.inserts == 0 && self.updates == 0 && self.deletes == 0 && self.conflict_count == 0
-    }
-}
-
-/// The spec naming `root`'s branch.
-fn spec_of(root: &MetaRoot) -> RefSpec {
-    match root {
-        MetaRoot::Branch(b) => RefSpec::Branch(b.clone()),
-        _ => RefSpec::Main,
-    }
-}
+pub use outcome::{MergeOutcome, CONFLICTS_SHOWN};
 
 /// The latest merge of `source_id` into the target among `writes`, valid for `source`: its
 /// commit and the source instant it carried.
@@ -125,62 +71,6 @@ fn last_merge(
         let valid = source.writes.contains(&carried) && source_at.is_some_and(|a| &carried <= a);
         valid.then(|| (w.instant.requested_time.clone(), carried))
     })
-}
-
-/// What `writes` replaced wholesale.
-fn overwrites(writes: &[WriteTouch]) -> Overwrites {
-    let mut o = Overwrites::default();
-    for w in writes {
-        match w.operation {
-            Some(WriteOperationType::InsertOverwriteTable) => o.table = true,
-            Some(WriteOperationType::InsertOverwrite | WriteOperationType::DeletePartition) => {
-                o.partitions.extend(w.file_groups().map(|(p, _)| p.clone()));
-            }
-            _ => {}
-        }
-    }
-    o
-}
-
-/// One side of a merge, planned: its changes' two states over the file groups it touched.
-struct Side {
-    groups: Groups,
-    before: StateScan,
-    after: StateScan,
-    overwrites: Overwrites,
-    label: String,
-}
-
-impl Side {
-    async fn plan(
-        timeline: &RootTimeline,
-        since: Option<&InstantTime>,
-        at: Option<&InstantTime>,
-        label: String,
-    ) -> Result<Side> {
-        let writes = writes_after(timeline, since, at).await?;
-        let mut groups = Groups::new();
-        add_groups(&mut groups, &writes);
-        let partitions: BTreeSet<String> = groups.keys().cloned().collect();
-        let before = StateScan::plan(&timeline.reader, since, &partitions, &label).await?;
-        let after = StateScan::plan(&timeline.reader, at, &partitions, &label).await?;
-        Ok(Side {
-            overwrites: overwrites(&writes),
-            groups,
-            before,
-            after,
-            label,
-        })
-    }
-
-    /// The side's changes in `partition`, in `schema` (empty when it did not touch it).
-    async fn changes(&self, partition: &str, schema: &SchemaRef) -> Result<PartitionChanges> {
-        let empty = BTreeSet::new();
-        let ids = self.groups.get(partition).unwrap_or(&empty);
-        let before = self.before.read(partition, ids).await?;
-        let after = self.after.read(partition, ids).await?;
-        compare(partition, &before, &after, schema, &self.label)
-    }
 }
 
 /// Merges `source` into `target` (a handle on main or a working branch) as `options` say;
@@ -222,17 +112,25 @@ pub async fn merge(
             Some((commit, carried)) => (Some(carried), Some(commit)),
             None => (base.clone(), base.clone()),
         };
+    let s_writes = writes_after(&stl, source_since.as_ref(), sref.instant.as_ref()).await?;
+    let mut s_groups = Groups::new();
+    add_groups(&mut s_groups, &s_writes);
     let s = Side::plan(
-        &stl,
-        source_since.as_ref(),
-        sref.instant.as_ref(),
+        (&stl, source_since.as_ref()),
+        (&stl, sref.instant.as_ref()),
+        s_groups,
+        &s_writes,
         sref.label.clone(),
     )
     .await?;
+    let t_writes = writes_after(&ttl, target_since.as_ref(), tref.instant.as_ref()).await?;
+    let mut t_groups = Groups::new();
+    add_groups(&mut t_groups, &t_writes);
     let t = Side::plan(
-        &ttl,
-        target_since.as_ref(),
-        tref.instant.as_ref(),
+        (&ttl, target_since.as_ref()),
+        (&ttl, tref.instant.as_ref()),
+        t_groups,
+        &t_writes,
         tref.label.clone(),
     )
     .await?;
@@ -241,9 +139,7 @@ pub async fn merge(
         unify(s.before.schema(), s.after.schema(), &op)?.as_ref(),
         &op,
     )?;
-    let mut partitions: BTreeSet<String> = s.groups.keys().cloned().collect();
-    partitions.extend(t.groups.keys().cloned());
-    let mut outcome = MergeOutcome {
+    let outcome = MergeOutcome {
         source: sref.clone(),
         target: tref.clone(),
         source_since: source_since.clone(),
@@ -253,72 +149,35 @@ pub async fn merge(
         deletes: 0,
         conflicts: Vec::new(),
         conflict_count: 0,
-        file_groups_read: s.groups.values().map(BTreeSet::len).sum::<usize>()
-            + t.groups.values().map(BTreeSet::len).sum::<usize>(),
+        file_groups_read: s.file_groups() + t.file_groups(),
         commit: None,
     };
-    let mut upserts: Vec<RecordBatch> = Vec::new();
-    let mut deletes: Vec<RecordBatch> = Vec::new();
-    for p in &partitions {
-        // A partition only the target changed needs no reading unless the source replaced
-        // the table.
-        if !s.groups.contains_key(p) && !s.overwrites.table {
-            continue;
-        }
-        let sc = s.changes(p, &schema).await?;
-        let tc = t.changes(p, &schema).await?;
-        let m = merge_partition(
-            p,
-            &sc,
-            &tc,
-            (&s.overwrites, &t.overwrites),
-            options.strategy,
-            ordering.as_deref(),
-            &op,
-        )?;
-        outcome.inserts += m.inserts;
-        outcome.updates += m.updates;
-        outcome.deletes += m.deleted;
-        outcome.conflict_count += m.conflicts.len();
-        for c in m.conflicts {
-            if outcome.conflicts.len() < CONFLICTS_SHOWN {
-                outcome.conflicts.push(c);
-            }
-        }
-        upserts.extend(m.upserts);
-        deletes.extend(m.deletes);
-    }
-    if options.strategy == MergeStrategy::Fail && outcome.conflict_count > 0 {
-        if options.dry_run {
-            return Ok(outcome);
-        }
-        return Err(BranchingError::MergeConflicts {
-            source_ref: sref.label.clone(),
-            target: tref.branch_label().to_string(),
-            since: source_since.map_or_else(|| "the table's start".to_string(), |t| t.to_string()),
-            count: outcome.conflict_count,
-            conflicts: outcome.conflicts,
-        });
-    }
-    if options.dry_run || (upserts.is_empty() && deletes.is_empty()) {
-        return Ok(outcome);
-    }
-    let write_options = WriteOptions {
-        schema_evolution: true,
-        ..target.write_options().clone()
-    };
-    let writer = target.clone().with_write_options(write_options);
-    let mut prepared = writer.prepare_changes(upserts, deletes).await?;
-    prepared.insert_extra_metadata(MERGE_SOURCE, &sref.label)?;
-    prepared.insert_extra_metadata(MERGE_SOURCE_ID, &source_id)?;
+    let mut extra = vec![
+        (MERGE_SOURCE, sref.label.clone()),
+        (MERGE_SOURCE_ID, source_id),
+        (MERGE_STRATEGY, options.strategy.name().to_string()),
+    ];
     if let Some(t) = &sref.instant {
-        prepared.insert_extra_metadata(MERGE_SOURCE_INSTANT, t.as_str())?;
+        extra.push((MERGE_SOURCE_INSTANT, t.to_string()));
     }
-    if let Some(t) = &outcome.source_since {
-        prepared.insert_extra_metadata(MERGE_SINCE, t.as_str())?;
+    if let Some(t) = &source_since {
+        extra.push((MERGE_SINCE, t.to_string()));
     }
-    prepared.insert_extra_metadata(MERGE_STRATEGY, options.strategy.name())?;
-    prepared.seen_only(&ttl.writes);
-    outcome.commit = Some(writer.commit(prepared).await?);
-    Ok(outcome)
+    let since = source_since.map_or_else(|| "the table's start".to_string(), |t| t.to_string());
+    apply(
+        Apply {
+            target,
+            seen: &ttl.writes,
+            schema,
+            ordering,
+            op,
+            since,
+            extra,
+        },
+        &s,
+        &t,
+        options,
+        outcome,
+    )
+    .await
 }

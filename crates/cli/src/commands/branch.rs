@@ -3,14 +3,15 @@
 
 use arbor_branching::{
     create_branch, drop_branch, list_branches, merge, publish, publish_and_drop, BranchSource,
-    BranchStatus, MergeOptions, MergeOutcome, MergeStrategy, RefSpec,
+    BranchStatus, MergeOptions, RefSpec,
 };
 use arbor_storage::StorageOptions;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use crate::context::{
-    branching_error, open_table_at, open_table_storage, open_working_branch, MAIN,
+    branching_error, merge_json, merge_text, open_table_at, open_table_storage,
+    open_working_branch, StrategyArg, MAIN,
 };
 use crate::error::CliResult;
 use crate::output::{print_json, print_table, print_text};
@@ -105,30 +106,6 @@ pub enum BranchCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// What a merge conflict does (`--strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StrategyArg {
-    /// Refuse the merge, naming the conflicting keys and both values.
-    Fail,
-    /// Take the source's side.
-    Source,
-    /// Keep the target's side.
-    Target,
-    /// Keep the record with the greater ordering field (ties: the source's).
-    Ordering,
-}
-
-impl From<StrategyArg> for MergeStrategy {
-    fn from(s: StrategyArg) -> Self {
-        match s {
-            StrategyArg::Fail => MergeStrategy::Fail,
-            StrategyArg::Source => MergeStrategy::Source,
-            StrategyArg::Target => MergeStrategy::Target,
-            StrategyArg::Ordering => MergeStrategy::Ordering,
-        }
-    }
 }
 
 /// One branch as `--json` prints it.
@@ -280,7 +257,7 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             if json {
                 return print_json(&merge_json(&table, &outcome, &options));
             }
-            print_text(&merge_text(&table, &outcome, &options))
+            print_text(&merge_text(&table, &outcome, &options, false))
         }
         BranchCommand::Publish {
             table,
@@ -329,88 +306,4 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
             ))
         }
     }
-}
-
-/// `--json` of `arbor branch merge`.
-fn merge_json(table: &str, o: &MergeOutcome, options: &MergeOptions) -> serde_json::Value {
-    let t = |v: &Option<arbor_timeline::InstantTime>| v.as_ref().map(ToString::to_string);
-    serde_json::json!({
-        "table": table,
-        "source": o.source.label,
-        "source_instant": t(&o.source.instant),
-        "target": o.target.branch_label(),
-        "target_instant": t(&o.target.instant),
-        "source_since": t(&o.source_since),
-        "target_since": t(&o.target_since),
-        "strategy": options.strategy.name(),
-        "dry_run": options.dry_run,
-        "up_to_date": o.is_up_to_date(),
-        "inserted": o.inserts,
-        "updated": o.updates,
-        "deleted": o.deletes,
-        "file_groups_read": o.file_groups_read,
-        "conflict_count": o.conflict_count,
-        "conflicts": o.conflicts.iter().map(|c| serde_json::json!({
-            "partition": c.partition,
-            "key": c.key,
-            "source": c.source,
-            "target": c.target,
-        })).collect::<Vec<_>>(),
-        "commit": o.commit.as_ref().map(|c| c.instant.to_string()),
-    })
-}
-
-/// The text of `arbor branch merge`.
-fn merge_text(table: &str, o: &MergeOutcome, options: &MergeOptions) -> String {
-    let target = o.target.branch_label();
-    let since = o
-        .source_since
-        .as_ref()
-        .map_or_else(|| "its first write".to_string(), |t| t.to_string());
-    if o.is_up_to_date() {
-        return format!(
-            "{table}: {} has no change for {target} since {since} (already up to date)",
-            o.source.label
-        );
-    }
-    let counts = format!(
-        "{} inserted, {} updated, {} deleted key(s)",
-        o.inserts, o.updates, o.deletes
-    );
-    let mut text = match &o.commit {
-        Some(c) => format!(
-            "{table}: merged {} into {target} as commit {} ({counts}; changes since {since}, \
-             {} file group(s) read)",
-            o.source.label, c.instant, o.file_groups_read
-        ),
-        None if options.dry_run => format!(
-            "{table}: dry run, nothing written: merging {} into {target} would apply {counts} \
-             (changes since {since}, {} file group(s) read)",
-            o.source.label, o.file_groups_read
-        ),
-        None => format!(
-            "{table}: nothing to write: every change of {} is already on {target} or lost to \
-             --strategy {}",
-            o.source.label,
-            options.strategy.name()
-        ),
-    };
-    if o.conflict_count > 0 {
-        let settled = match (options.strategy, options.dry_run) {
-            (MergeStrategy::Fail, _) => "the merge would be refused (--strategy fail)".to_string(),
-            (s, true) => format!("--strategy {} would settle them", s.name()),
-            (s, false) => format!("settled by --strategy {}", s.name()),
-        };
-        text.push_str(&format!("\n{} conflict(s), {settled}:", o.conflict_count));
-        for c in &o.conflicts {
-            text.push_str(&format!("\n  {c}"));
-        }
-        if o.conflict_count > o.conflicts.len() {
-            text.push_str(&format!(
-                "\n  ... and {} more",
-                o.conflict_count - o.conflicts.len()
-            ));
-        }
-    }
-    text
 }

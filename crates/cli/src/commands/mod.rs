@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod branch;
+pub mod cherry_pick;
 pub mod clean;
 pub mod clone;
 pub mod compact;

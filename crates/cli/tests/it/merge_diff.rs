@@ -344,3 +344,97 @@ fn test_merge_on_spark_fixture_with_complex_keys_and_record_index() {
     let out = ok(&["validate", s(&table)]);
     assert!(out.contains("agrees"), "{out}");
 }
+
+/// `arbor cherry-pick`: one write of `dev` (a delete) lands on main alone, a second pick finds
+/// it applied; a write main changed differently is a conflict named by key; a write that is
+/// not on the branch, or already on main, is refused by name.
+#[test]
+fn test_cherry_pick_applies_one_write_once_and_refuses_conflicts_by_key() {
+    for kind in ["cow", "mor"] {
+        let (dir, table) = diverged(kind, kind == "mor", true);
+        let tl: Value = json(&["timeline", s(&table), "--branch", "dev", "--json"]);
+        let writes: Vec<String> = tl
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["timestamp"].as_str().unwrap().to_string())
+            .collect();
+        // [main's first write, dev's upsert of a and d, dev's delete of c]
+        assert_eq!(writes.len(), 3, "{tl}");
+        let before = table_tree(&table);
+        let dry = json(&[
+            "cherry-pick",
+            s(&table),
+            &writes[2],
+            "--from",
+            "dev",
+            "--dry-run",
+            "--json",
+        ]);
+        assert_eq!(dry["deleted"], 1, "{dry}");
+        assert_eq!(table_tree(&table), before, "{kind}: a dry run wrote");
+        let out = ok(&["cherry-pick", s(&table), &writes[2], "--from", "dev"]);
+        assert!(out.contains("cherry-picked dev@"), "{out}");
+        assert_eq!(
+            fares(&table, "main"),
+            [pair("a", 30.5), pair("b", 20.5)],
+            "{kind}: only c's delete"
+        );
+        validate(&table);
+        let again = ok(&["cherry-pick", s(&table), &writes[2], "--from", "dev"]);
+        assert!(again.contains("already applied"), "{again}");
+        // dev's upsert of a conflicts with main's own update of a.
+        let err = fails(&["cherry-pick", s(&table), &writes[1], "--from", "dev"]);
+        assert!(
+            err.contains("key a in sf") && err.contains("fare=10.5") && err.contains("fare=30.5"),
+            "{err}"
+        );
+        let out = ok(&[
+            "cherry-pick",
+            s(&table),
+            &writes[1],
+            "--from",
+            "dev",
+            "--strategy",
+            "source",
+        ]);
+        assert!(out.contains("1 conflict(s)"), "{out}");
+        assert_eq!(
+            fares(&table, "main"),
+            [pair("a", 10.5), pair("b", 20.5), pair("d", 4.5)],
+            "{kind}"
+        );
+        validate(&table);
+        // The base write is on main already; a main write is not on dev.
+        let err = fails(&["cherry-pick", s(&table), &writes[0], "--from", "dev"]);
+        assert!(err.contains("already on main"), "{err}");
+        let main_tl: Value = json(&["timeline", s(&table), "--json"]);
+        let last_main = main_tl.as_array().unwrap().last().unwrap()["timestamp"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let err = fails(&["cherry-pick", s(&table), &last_main, "--from", "dev"]);
+        assert!(err.contains("not a completed write of dev"), "{err}");
+        // Main's update of b picked onto dev.
+        let main_b = main_tl.as_array().unwrap()[1]["timestamp"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let out = ok(&[
+            "cherry-pick",
+            s(&table),
+            &main_b,
+            "--from",
+            "main",
+            "--branch",
+            "dev",
+        ]);
+        assert!(out.contains("into dev"), "{out}");
+        assert_eq!(
+            fares(&table, "dev"),
+            [pair("a", 10.5), pair("b", 20.5), pair("d", 4.5)],
+            "{kind}"
+        );
+        drop(dir);
+    }
+}

@@ -1,0 +1,108 @@
+//! The common end of a merge and a cherry-pick: both sides' changes joined partition by
+//! partition, conflicts settled or refused, and what the target receives written as one upsert
+//! commit.
+
+use std::collections::BTreeSet;
+
+use arbor_table::{Table, WriteOptions};
+use arbor_timeline::InstantTime;
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+
+use super::options::{MergeOptions, MergeStrategy};
+use super::outcome::{MergeOutcome, CONFLICTS_SHOWN};
+use super::resolve::merge_partition;
+use super::side::Side;
+use crate::error::{BranchingError, Result};
+
+/// What [`apply`] needs besides the two sides.
+pub(crate) struct Apply<'a> {
+    /// The target's write handle.
+    pub target: &'a Table,
+    /// The target's completed writes when its state was read (the commit's conflict check
+    /// covers every later one).
+    pub seen: &'a BTreeSet<InstantTime>,
+    /// The schema both sides' records are compared and written in.
+    pub schema: SchemaRef,
+    /// The table's ordering field.
+    pub ordering: Option<String>,
+    /// The operation, for messages (`merge dev into main`).
+    pub op: String,
+    /// Where the source's compared changes start, for the refusal's message.
+    pub since: String,
+    /// `extraMetadata` of the commit.
+    pub extra: Vec<(&'static str, String)>,
+}
+
+/// Joins the source's changes `s` with the target's `t`, settles or refuses their conflicts as
+/// `options` say, and (unless a dry run, or nothing is to be written) commits what the target
+/// receives. `outcome` comes in with its refs and is returned filled in.
+pub(crate) async fn apply(
+    a: Apply<'_>,
+    s: &Side,
+    t: &Side,
+    options: &MergeOptions,
+    mut outcome: MergeOutcome,
+) -> Result<MergeOutcome> {
+    let mut partitions: BTreeSet<String> = s.groups.keys().cloned().collect();
+    partitions.extend(t.groups.keys().cloned());
+    let mut upserts: Vec<RecordBatch> = Vec::new();
+    let mut deletes: Vec<RecordBatch> = Vec::new();
+    for p in &partitions {
+        // A partition only the target changed needs no reading unless the source replaced
+        // the table.
+        if !s.groups.contains_key(p) && !s.overwrites.table {
+            continue;
+        }
+        let sc = s.changes(p, &a.schema).await?;
+        let tc = t.changes(p, &a.schema).await?;
+        let m = merge_partition(
+            p,
+            &sc,
+            &tc,
+            (&s.overwrites, &t.overwrites),
+            options.strategy,
+            a.ordering.as_deref(),
+            &a.op,
+        )?;
+        outcome.inserts += m.inserts;
+        outcome.updates += m.updates;
+        outcome.deletes += m.deleted;
+        outcome.conflict_count += m.conflicts.len();
+        for c in m.conflicts {
+            if outcome.conflicts.len() < CONFLICTS_SHOWN {
+                outcome.conflicts.push(c);
+            }
+        }
+        upserts.extend(m.upserts);
+        deletes.extend(m.deletes);
+    }
+    if options.strategy == MergeStrategy::Fail && outcome.conflict_count > 0 {
+        if options.dry_run {
+            return Ok(outcome);
+        }
+        return Err(BranchingError::MergeConflicts {
+            operation: a.op,
+            source_ref: outcome.source.label.clone(),
+            target: outcome.target.branch_label().to_string(),
+            since: a.since,
+            count: outcome.conflict_count,
+            conflicts: outcome.conflicts,
+        });
+    }
+    if options.dry_run || (upserts.is_empty() && deletes.is_empty()) {
+        return Ok(outcome);
+    }
+    let write_options = WriteOptions {
+        schema_evolution: true,
+        ..a.target.write_options().clone()
+    };
+    let writer = a.target.clone().with_write_options(write_options);
+    let mut prepared = writer.prepare_changes(upserts, deletes).await?;
+    for (k, v) in &a.extra {
+        prepared.insert_extra_metadata(k, v)?;
+    }
+    prepared.seen_only(a.seen);
+    outcome.commit = Some(writer.commit(prepared).await?);
+    Ok(outcome)
+}
