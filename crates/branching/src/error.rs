@@ -131,28 +131,10 @@ pub enum BranchingError {
         /// The location that should hold it.
         source_location: String,
     },
-    /// A merge found keys (or partitions) changed differently on both sides and its strategy
-    /// is `fail`; nothing was written.
-    #[error(
-        "{operation} refused: {count} conflict(s) (changed differently on \
-         both sides since {since}; pick a side with --strategy source|target|ordering, or see \
-         them all with --dry-run): {}",
-        crate::merge::conflict::render_conflicts(conflicts, *count)
-    )]
-    MergeConflicts {
-        /// What was asked (`merge dev into main`, `cherry-pick <instant> from dev into main`).
-        operation: String,
-        /// The source ref.
-        source_ref: String,
-        /// The target branch.
-        target: String,
-        /// Where the compared changes start (the merge base, or the last merge).
-        since: String,
-        /// How many conflicts in all.
-        count: usize,
-        /// The first conflicts (at most 20).
-        conflicts: Vec<crate::merge::conflict::MergeConflict>,
-    },
+    /// A merge or cherry-pick found keys (or partitions) changed differently on both sides
+    /// and its strategy is `fail`; nothing was written.
+    #[error("{0}")]
+    MergeConflicts(Box<crate::merge::conflict::MergeRefusal>),
 }
 
 impl BranchingError {

@@ -9,6 +9,7 @@ use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
+use super::conflict::MergeRefusal;
 use super::options::{MergeOptions, MergeStrategy};
 use super::outcome::{MergeOutcome, CONFLICTS_SHOWN};
 use super::resolve::merge_partition;
@@ -81,14 +82,14 @@ pub(crate) async fn apply(
         if options.dry_run {
             return Ok(outcome);
         }
-        return Err(BranchingError::MergeConflicts {
+        return Err(BranchingError::MergeConflicts(Box::new(MergeRefusal {
             operation: a.op,
             source_ref: outcome.source.label.clone(),
             target: outcome.target.branch_label().to_string(),
             since: a.since,
             count: outcome.conflict_count,
             conflicts: outcome.conflicts,
-        });
+        })));
     }
     if options.dry_run || (upserts.is_empty() && deletes.is_empty()) {
         return Ok(outcome);

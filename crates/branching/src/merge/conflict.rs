@@ -44,10 +44,42 @@ impl fmt::Display for MergeConflict {
 }
 
 /// The conflicts of an error message, on one line (` | ` between two), then how many more.
-pub(crate) fn render_conflicts(conflicts: &[MergeConflict], count: usize) -> String {
+fn render_conflicts(conflicts: &[MergeConflict], count: usize) -> String {
     let mut parts: Vec<String> = conflicts.iter().map(ToString::to_string).collect();
     if count > conflicts.len() {
         parts.push(format!("... and {} more", count - conflicts.len()));
     }
     parts.join(" | ")
+}
+
+/// Why a merge or cherry-pick with strategy `fail` was refused
+/// ([`crate::BranchingError::MergeConflicts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeRefusal {
+    /// What was asked (`merge dev into main`, `cherry-pick <instant> from dev into main`).
+    pub operation: String,
+    /// The source ref.
+    pub source_ref: String,
+    /// The target branch.
+    pub target: String,
+    /// Where the compared changes start (the merge base, or the last merge).
+    pub since: String,
+    /// How many conflicts in all.
+    pub count: usize,
+    /// The first conflicts (at most [`crate::merge::CONFLICTS_SHOWN`]).
+    pub conflicts: Vec<MergeConflict>,
+}
+
+impl fmt::Display for MergeRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} refused: {} conflict(s) (changed differently on both sides since {}; pick a \
+             side with --strategy source|target|ordering, or see them all with --dry-run): {}",
+            self.operation,
+            self.count,
+            self.since,
+            render_conflicts(&self.conflicts, self.count)
+        )
+    }
 }

@@ -50,7 +50,7 @@ use apply::{apply, Apply};
 use side::{spec_of, Side};
 
 pub use cherry_pick::{cherry_pick, CHERRY_PICK_INSTANT, CHERRY_PICK_SOURCE};
-pub use conflict::MergeConflict;
+pub use conflict::{MergeConflict, MergeRefusal};
 pub use keys::{MERGE_SINCE, MERGE_SOURCE, MERGE_SOURCE_ID, MERGE_SOURCE_INSTANT, MERGE_STRATEGY};
 pub use options::{MergeOptions, MergeStrategy};
 pub use outcome::{MergeOutcome, CONFLICTS_SHOWN};

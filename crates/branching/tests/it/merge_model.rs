@@ -448,8 +448,8 @@ impl Run {
                 let ctx = format!("step {step} {op:?}: expected {expected:?}\n{:#?}", self.log);
                 if *strategy == MergeStrategy::Fail && expected.conflicts > 0 && !dry_run {
                     match got {
-                        Err(BranchingError::MergeConflicts { count, .. }) => {
-                            assert_eq!(count, expected.conflicts, "{ctx}")
+                        Err(BranchingError::MergeConflicts(r)) => {
+                            assert_eq!(r.count, expected.conflicts, "{ctx}")
                         }
                         other => panic!("expected a refusal, got {other:?}\n{ctx}"),
                     }
