@@ -9,7 +9,7 @@ columns: the snapshot, time travel to every completed instant, incremental range
 read-optimized, with the metadata table off, and filtered queries with data skipping on (a
 wrong stat silently drops rows) against arbor's own `--where`. Then the same table after a
 partition TTL run and a clean, after a publication (and a main write and a second
-publication), and its detached and deep clones.
+publication), after a merge of a diverged branch (issue 35), and its detached and deep clones.
 """
 
 import datetime
@@ -193,6 +193,16 @@ def after_services(stage, t):
         stage.agree(f"{tag}/published_as_of_{i + 1}", t.path, ["--meta", "--as-of", w["timestamp"]],
                     {"meta": True, "as_of": w["timestamp"]})
     stage.java_validates(f"{tag}/java_mdt_listing_published", t.path)
+
+    # A merge of a diverged branch (issue 35): one upsert commit, read value for value,
+    # including a record that replaces one with a greater ordering value (--strategy source).
+    a("branch", "create", t.path, "mrg")
+    t.write(rows([2, 24], 8), "--op", "upsert", "--branch", "mrg")
+    t.write(rows([2], 9), "--op", "upsert")
+    out = a("branch", "merge", t.path, "mrg", "--strategy", "source", "--json").stdout
+    stage.check(f"{tag}/merge_committed", lambda: require('"commit": "' in out, f"merge: {out[:500]}"))
+    stage.agree(f"{tag}/after_merge", t.path, ["--meta"], {"meta": True})
+    stage.java_validates(f"{tag}/java_mdt_listing_merged", t.path)
 
     # Clones: a deep clone and a detached shallow clone are whole tables Spark reads.
     deep = stage.path(f"{t.name}-deep")

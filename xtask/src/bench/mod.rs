@@ -6,7 +6,8 @@
 //! bench ttl`, partition-TTL planning, in [`ttl`]; `cargo xtask bench clone`, shallow and deep
 //! clones against a listing, in [`clone`]; `cargo xtask bench mdt-clean`, the metadata table's
 //! file count with and without its own clean, in [`mdt_clean`]; `cargo xtask bench contention`,
-//! concurrent writers against one, in [`contention`]; `cargo xtask bench sql`, SQL pruning on a
+//! concurrent writers against one, in [`contention`]; `cargo xtask bench merge`, diff and merge
+//! of diverged branches against table size and changed keys, in [`merge`]; `cargo xtask bench sql`, SQL pruning on a
 //! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]).
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
@@ -46,6 +47,7 @@ mod data;
 mod history;
 mod mdt;
 mod mdt_clean;
+mod merge;
 mod peak_memory;
 mod peer;
 mod raw;
@@ -138,6 +140,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("branch") {
         return branch::run(args);
+    }
+    if args.first().map(String::as_str) == Some("merge") {
+        return merge::run(args);
     }
     if args.first().map(String::as_str) == Some("clone") {
         return clone::run(args);

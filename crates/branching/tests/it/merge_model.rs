@@ -24,7 +24,7 @@
 //! same rows (skipped visibly without the peer outside CI).
 //!
 //! 40 cases per run (new histories each run; `PROPTEST_CASES` overrides), copy-on-write and
-//! merge-on-read, with and without a record index.
+//! merge-on-read, with and without a record index and a secondary index.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -491,6 +491,10 @@ async fn run_case(table_type: TableType, record_index: bool, ops: Vec<Op>) {
     let t = create(table_type, true).await;
     if record_index {
         t.table.create_record_index().await.unwrap();
+        t.table
+            .create_secondary_index("by_name", "name")
+            .await
+            .unwrap();
     }
     let first = rows_for(0b11_1111, 1, 0);
     t.write(WriteOperation::Upsert, &first).await;

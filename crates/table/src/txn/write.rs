@@ -584,9 +584,19 @@ async fn prepare_started(
         replaced,
         planned_against,
         touched,
-        inserted: written.iter().map(|w| w.inserted).sum(),
-        updated: written.iter().map(|w| w.updated).sum(),
-        deleted: written.iter().map(|w| w.deleted).sum(),
+        // A key moved to a new file group is one update for the user (its write stats keep
+        // the delete and the insert, as the files have them).
+        inserted: written
+            .iter()
+            .map(|w| w.inserted)
+            .sum::<u64>()
+            .saturating_sub(plan.moved),
+        updated: written.iter().map(|w| w.updated).sum::<u64>() + plan.moved,
+        deleted: written
+            .iter()
+            .map(|w| w.deleted)
+            .sum::<u64>()
+            .saturating_sub(plan.moved),
         skipped_stale: plan.skipped_stale + written.iter().map(|w| w.kept).sum::<u64>(),
         index_delta,
         secondary_deltas,

@@ -70,6 +70,10 @@ pub struct WritePlan {
     /// Input rows dropped because they lose to the stored record of their key (see
     /// [`PlanContext::stale_ordering_field`]); in no group.
     pub skipped_stale: u64,
+    /// Rows that replace their key's record from a new file group ([`PlanContext::replace`]):
+    /// each is one delete in the group that held the key and one insert in a new group, and
+    /// one update for the user.
+    pub moved: u64,
 }
 
 impl WritePlan {
@@ -476,6 +480,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
         plan.groups
             .extend(groups.into_values().filter(|g| !g.is_empty()));
         let tail: Vec<usize>;
+        plan.moved += fresh.len() as u64;
         if !fresh.is_empty() {
             // Never packed with other inserts into a group that may hold their key.
             tail = rest.iter().chain(fresh.iter()).copied().collect();

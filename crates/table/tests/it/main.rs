@@ -46,6 +46,7 @@ mod ttl_support;
 mod upgrade;
 mod value_types;
 mod versions;
+mod write_changes;
 mod write_cow;
 mod write_history;
 mod write_mor;
