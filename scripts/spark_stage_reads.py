@@ -202,6 +202,11 @@ def after_services(stage, t):
     out = a("branch", "merge", t.path, "mrg", "--strategy", "source", "--json").stdout
     stage.check(f"{tag}/merge_committed", lambda: require('"commit": "' in out, f"merge: {out[:500]}"))
     stage.agree(f"{tag}/after_merge", t.path, ["--meta"], {"meta": True})
+    # The branch's own files are on storage under instants main does not have (Java's listing
+    # would name them) until the branch is dropped and a clean frees them.
+    a("branch", "drop", t.path, "mrg")
+    a("clean", t.path)
+    stage.agree(f"{tag}/after_merge_and_clean", t.path, ["--meta"], {"meta": True})
     stage.java_validates(f"{tag}/java_mdt_listing_merged", t.path)
 
     # Clones: a deep clone and a detached shallow clone are whole tables Spark reads.

@@ -21,6 +21,7 @@ use crate::txn::transaction::{Entry, Transaction};
 use crate::txn::{
     compact, create, create_index, delete_partitions, init_metadata_table, prepared, ttl, write,
 };
+use crate::write::known::KnownLocations;
 use crate::write::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 use crate::write::planner::Input;
 use crate::PreparedWrite;
@@ -306,7 +307,20 @@ impl Table {
         upserts: Vec<RecordBatch>,
         deletes: Vec<RecordBatch>,
     ) -> Result<PreparedWrite> {
-        write::prepare_changes(self, upserts, deletes).await
+        write::prepare_changes(self, upserts, deletes, KnownLocations::new()).await
+    }
+
+    /// [`Table::prepare_changes`] for a caller that knows where keys are stored in the table's
+    /// latest state (a merge that read the target's file groups): the listed keys are not
+    /// looked up by the table's index (which, without a record index, reads every file group
+    /// of the partitions written), the others are.
+    pub async fn prepare_changes_with(
+        &self,
+        upserts: Vec<RecordBatch>,
+        deletes: Vec<RecordBatch>,
+        known: KnownLocations,
+    ) -> Result<PreparedWrite> {
+        write::prepare_changes(self, upserts, deletes, known).await
     }
 
     /// Phase two of a write, in a transaction: checks the instant is still this writer's

@@ -52,6 +52,44 @@ pub(crate) struct PartitionChanges {
     pub before: RecordBatch,
     pub after: RecordBatch,
     pub changes: BTreeMap<String, KeyChange>,
+    /// Every key read in the earlier state: its row and the file group holding it (`None`
+    /// when the records carry no `_hoodie_file_name`).
+    pub before_at: Option<HashMap<String, (usize, String)>>,
+    /// The same for the later state.
+    pub after_at: Option<HashMap<String, (usize, String)>>,
+}
+
+/// The file group of each row of `batch` (its `_hoodie_file_name`: a base file's name, or the
+/// file id Java and arbor write into log records); `None` when the column is absent.
+fn file_groups(batch: &RecordBatch) -> Option<Vec<String>> {
+    let column = batch.column_by_name(meta::FILE_NAME)?;
+    let text = arrow::compute::cast(column, &DataType::Utf8).ok()?;
+    let names = text.as_any().downcast_ref::<StringArray>()?;
+    Some(
+        (0..names.len())
+            .map(|i| {
+                let name = names.value(i);
+                arbor_fsview::parse_data_file_name(name, 0)
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| name.to_string(), |d| d.file_id().to_string())
+            })
+            .collect(),
+    )
+}
+
+/// Key -> (row, file group) of one state's records.
+fn located(
+    keys: &[String],
+    files: Option<Vec<String>>,
+) -> Option<HashMap<String, (usize, String)>> {
+    files.map(|files| {
+        keys.iter()
+            .zip(files)
+            .enumerate()
+            .map(|(row, (k, f))| (k.clone(), (row, f)))
+            .collect()
+    })
 }
 
 /// The row of each key of `keys`, refusing a key stored twice (a diff by key needs unique
@@ -123,6 +161,8 @@ pub(crate) fn compare(
     let after_keys = record_keys(after, label)?;
     let before_rows = index_keys(&before_keys, partition, label)?;
     index_keys(&after_keys, partition, label)?;
+    let before_at = located(&before_keys, file_groups(before));
+    let after_at = located(&after_keys, file_groups(after));
     let before = conform(before, schema, label)?;
     let after = conform(after, schema, label)?;
     let eq = RowEq::new(&before, &after, label)?;
@@ -158,6 +198,8 @@ pub(crate) fn compare(
         before,
         after,
         changes,
+        before_at,
+        after_at,
     })
 }
 

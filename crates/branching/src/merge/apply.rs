@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use arbor_table::{Table, WriteOptions};
+use arbor_table::read::OrderKey;
+use arbor_table::{KnownLocations, Table, WriteOptions};
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -14,6 +15,7 @@ use super::options::{MergeOptions, MergeStrategy};
 use super::outcome::{MergeOutcome, CONFLICTS_SHOWN};
 use super::resolve::merge_partition;
 use super::side::Side;
+use crate::diff::PartitionChanges;
 use crate::error::{BranchingError, Result};
 
 /// What [`apply`] needs besides the two sides.
@@ -33,6 +35,45 @@ pub(crate) struct Apply<'a> {
     pub since: String,
     /// `extraMetadata` of the commit.
     pub extra: Vec<(&'static str, String)>,
+    /// The source's and the target's changes start from the same state (a first merge, a
+    /// cherry-pick): a key the target side did not read is where the source's earlier state
+    /// has it.
+    pub same_since: bool,
+}
+
+/// Where the target holds each key of `s` and `t` (changed on either side) in its latest
+/// state, as far as the two sides' reads tell (see [`Apply::same_since`]).
+fn locations(
+    known: &mut KnownLocations,
+    s: &PartitionChanges,
+    t: &PartitionChanges,
+    ordering: Option<&str>,
+    same_since: bool,
+) {
+    let order = |b: &RecordBatch, row: usize| {
+        ordering
+            .and_then(|f| b.column_by_name(f))
+            .map_or(OrderKey::Default, |c| OrderKey::from_column(c, row))
+    };
+    // Without file names on the records read, nothing is known.
+    let (Some(t_after), Some(t_before), Some(s_before)) = (&t.after_at, &t.before_at, &s.before_at)
+    else {
+        return;
+    };
+    for k in s.changes.keys().chain(t.changes.keys()) {
+        let at = if let Some((row, file)) = t_after.get(k) {
+            Some((file.clone(), order(&t.after, *row)))
+        } else if t_before.contains_key(k) {
+            None
+        } else if same_since {
+            s_before
+                .get(k)
+                .map(|(row, file)| (file.clone(), order(&s.before, *row)))
+        } else {
+            continue;
+        };
+        known.insert(&s.partition, k, at);
+    }
 }
 
 /// Joins the source's changes `s` with the target's `t`, settles or refuses their conflicts as
@@ -49,6 +90,7 @@ pub(crate) async fn apply(
     partitions.extend(t.groups.keys().cloned());
     let mut upserts: Vec<RecordBatch> = Vec::new();
     let mut deletes: Vec<RecordBatch> = Vec::new();
+    let mut known = KnownLocations::new();
     for p in &partitions {
         // A partition only the target changed needs no reading unless the source replaced
         // the table.
@@ -77,6 +119,7 @@ pub(crate) async fn apply(
         }
         upserts.extend(m.upserts);
         deletes.extend(m.deletes);
+        locations(&mut known, &sc, &tc, a.ordering.as_deref(), a.same_since);
     }
     if options.strategy == MergeStrategy::Fail && outcome.conflict_count > 0 {
         if options.dry_run {
@@ -99,7 +142,7 @@ pub(crate) async fn apply(
         ..a.target.write_options().clone()
     };
     let writer = a.target.clone().with_write_options(write_options);
-    let mut prepared = writer.prepare_changes(upserts, deletes).await?;
+    let mut prepared = writer.prepare_changes_with(upserts, deletes, known).await?;
     for (k, v) in &a.extra {
         prepared.insert_extra_metadata(k, v)?;
     }

@@ -154,6 +154,7 @@ pub async fn cherry_pick(
             op,
             since,
             extra,
+            same_since: true,
         },
         &s,
         &t,

@@ -112,6 +112,8 @@ pub async fn merge(
             Some((commit, carried)) => (Some(carried), Some(commit)),
             None => (base.clone(), base.clone()),
         };
+    // A first merge compares both sides from the merge base: one state.
+    let same_since = source_since == target_since;
     let s_writes = writes_after(&stl, source_since.as_ref(), sref.instant.as_ref()).await?;
     let mut s_groups = Groups::new();
     add_groups(&mut s_groups, &s_writes);
@@ -163,7 +165,9 @@ pub async fn merge(
     if let Some(t) = &source_since {
         extra.push((MERGE_SINCE, t.to_string()));
     }
-    let since = source_since.map_or_else(|| "the table's start".to_string(), |t| t.to_string());
+    let since = source_since
+        .clone()
+        .map_or_else(|| "the table's start".to_string(), |t| t.to_string());
     apply(
         Apply {
             target,
@@ -173,6 +177,7 @@ pub async fn merge(
             op,
             since,
             extra,
+            same_since,
         },
         &s,
         &t,

@@ -22,6 +22,7 @@ use crate::write::bucket_index;
 use crate::write::commit::{self, Heartbeat};
 use crate::write::history_scope::WriteHistory;
 use crate::write::index::{Index, SimpleIndex};
+use crate::write::known::{KnownIndex, KnownLocations};
 use crate::write::options::WriteOperation;
 use crate::write::partial;
 use crate::write::planner::{self, Combine, Input, PlanContext};
@@ -196,6 +197,8 @@ pub(super) struct RowRoles {
     /// Rows that replace the stored record of their key whatever its ordering value
     /// (`PlanContext::replace`).
     replace: BTreeSet<usize>,
+    /// Where the caller knows keys are stored.
+    known: Option<KnownLocations>,
 }
 
 /// Phase one of a write of upserts and deletes as one `upsert` commit
@@ -207,6 +210,7 @@ pub(crate) async fn prepare_changes(
     table: &Table,
     upserts: Vec<RecordBatch>,
     deletes: Vec<RecordBatch>,
+    known: KnownLocations,
 ) -> Result<PreparedWrite> {
     let ctx = &table.ctx;
     super::writable::refuse_change_data_capture(&ctx.config, "upsert")?;
@@ -264,6 +268,7 @@ pub(crate) async fn prepare_changes(
     let roles = RowRoles {
         replace: (0..first_delete).collect(),
         deletes: (first_delete..input.keys.len()).collect(),
+        known: (!known.is_empty()).then_some(known),
     };
     prepare_validated(
         table,
@@ -443,6 +448,18 @@ async fn prepare_started(
         }
         Some(r) => r,
         None => &simple,
+    };
+    let known_index;
+    let index: &dyn Index = match &roles.known {
+        Some(known) => {
+            known_index = KnownIndex {
+                known,
+                fallback: index,
+                view,
+            };
+            &known_index
+        }
+        None => index,
     };
     let plan_ctx = PlanContext {
         operation,

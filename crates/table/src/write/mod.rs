@@ -5,7 +5,7 @@
 //! Module map (each file one concept): `options.rs` (CreateOptions, WriteOptions,
 //! RetryPolicy, WriteOperation, KeyMove, CommitResult), `schema.rs` / `convert.rs` (conforming input to the
 //! table schema, exact casts), `partial.rs` (partial updates), `index.rs` (the Index trait and
-//! the simple index), `record_index.rs` (the record index as an Index, key moves),
+//! the simple index), `known.rs` (locations a caller already knows, as an Index), `record_index.rs` (the record index as an Index, key moves),
 //! `secondary_index.rs`, `stored_keys.rs` (record keys of stored rows, meta column or key
 //! generator), `planner.rs` (assigning records to file groups, small-file
 //! packing), `bucket_index.rs` (tables Java wrote with a bucket index: evidence, refusing new keys), `cow.rs` / `mor.rs` (writing base files / log files), `commit.rs` (the lock
@@ -28,6 +28,7 @@ pub(crate) mod convert;
 pub(crate) mod cow;
 pub(crate) mod history_scope;
 pub(crate) mod index;
+pub(crate) mod known;
 pub(crate) mod log_conflict;
 pub(crate) mod mdt_sync;
 pub(crate) mod mor;
@@ -45,6 +46,7 @@ pub(crate) mod text;
 
 pub use convert::cast_exact;
 pub use index::{Index, RecordLocation, SimpleIndex};
+pub use known::KnownLocations;
 pub use mdt_sync::files_delta;
 pub use options::{
     CommitResult, CreateOptions, KeyMove, RetryPolicy, WriteOperation, WriteOptions,
