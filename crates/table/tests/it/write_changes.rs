@@ -84,3 +84,79 @@ async fn test_prepare_changes_refuses_a_key_both_upserted_and_deleted_writing_no
     assert!(e.to_string().contains("no rows"), "{e}");
     assert_eq!(t.listing().await, before);
 }
+
+/// Known locations spare the index lookups and write exactly what an index lookup writes; a
+/// location naming a file group without a latest slice fails the write before anything is
+/// committed.
+#[tokio::test]
+async fn test_prepare_changes_with_known_locations_writes_the_same_and_refuses_a_stale_one() {
+    use arbor_table::read::OrderKey;
+    use arbor_table::KnownLocations;
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let step = format!("{table_type:?}");
+        let t = create(table_type, Layout::Hive).await;
+        let first = rows(0..4, 5, "a");
+        t.write(WriteOperation::Upsert, &first).await;
+        let reader = t.reader().await;
+        let slices = reader.view().latest_file_slices(None, None).await.unwrap();
+        let group_of = |p: &str| {
+            slices
+                .iter()
+                .find(|s| s.partition == p)
+                .unwrap()
+                .file_id
+                .clone()
+        };
+        let mut known = KnownLocations::new();
+        known.insert(
+            "region=us",
+            "k0000",
+            Some((group_of("region=us"), OrderKey::Long(5))),
+        );
+        known.insert("region=eu", "k0009", None);
+        known.insert(
+            "region=eu",
+            "k0001",
+            Some((group_of("region=eu"), OrderKey::Long(5))),
+        );
+        let upserts = vec![row("k0000", "us", 1, "older"), row("k0009", "eu", 1, "new")];
+        let deletes = vec![row("k0001", "eu", 0, "")];
+        let prepared = t
+            .table
+            .prepare_changes_with(vec![batch(&upserts)], vec![batch(&deletes)], known)
+            .await
+            .unwrap();
+        let done = t.table.commit(prepared).await.unwrap();
+        assert_eq!(
+            (done.inserted, done.updated, done.deleted),
+            (1, 1, 1),
+            "{step}"
+        );
+        let mut model = Model::default();
+        model.upsert(&first);
+        model.delete(&deletes);
+        for r in &upserts {
+            model.rows.insert(r.0.clone(), r.clone());
+        }
+        crate::write_support::assert_snapshot(&t, &model, &step).await;
+        let before = t.listing().await;
+        let mut stale = KnownLocations::new();
+        stale.insert(
+            "region=us",
+            "k0002",
+            Some((
+                "00000000-0000-0000-0000-000000000000-0".into(),
+                OrderKey::Default,
+            )),
+        );
+        let e = t
+            .table
+            .prepare_changes_with(vec![batch(&[row("k0002", "us", 9, "x")])], vec![], stale)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("has no latest slice"), "{step}: {e}");
+        // The failed write left nothing readers see.
+        crate::write_support::assert_snapshot(&t, &model, &step).await;
+        assert!(t.listing().await.len() >= before.len());
+    }
+}
