@@ -107,11 +107,11 @@ pub async fn merge(
     };
     let base = merge_base(&stl, sref.instant.as_ref(), &ttl, tref.instant.as_ref());
     let target_writes = writes_after(&ttl, base.as_ref(), tref.instant.as_ref()).await?;
-    let (source_since, target_since) =
-        match last_merge(&target_writes, &source_id, &stl, sref.instant.as_ref()) {
-            Some((commit, carried)) => (Some(carried), Some(commit)),
-            None => (base.clone(), base.clone()),
-        };
+    let previous = last_merge(&target_writes, &source_id, &stl, sref.instant.as_ref());
+    let (source_since, target_since) = match &previous {
+        Some((commit, carried)) => (Some(carried.clone()), Some(commit.clone())),
+        None => (base.clone(), base.clone()),
+    };
     // A first merge compares both sides from the merge base: one state.
     let same_since = source_since == target_since;
     let s_writes = writes_after(&stl, source_since.as_ref(), sref.instant.as_ref()).await?;
@@ -124,7 +124,8 @@ pub async fn merge(
         &s_writes,
         sref.label.clone(),
     )
-    .await?;
+    .await
+    .map_err(|e| since_lost(&op, previous.as_ref(), e))?;
     let t_writes = writes_after(&ttl, target_since.as_ref(), tref.instant.as_ref()).await?;
     let mut t_groups = Groups::new();
     add_groups(&mut t_groups, &t_writes);
@@ -135,7 +136,8 @@ pub async fn merge(
         &t_writes,
         tref.label.clone(),
     )
-    .await?;
+    .await
+    .map_err(|e| since_lost(&op, previous.as_ref(), e))?;
     let schema = unify(
         unify(t.before.schema(), t.after.schema(), &op)?.as_ref(),
         unify(s.before.schema(), s.after.schema(), &op)?.as_ref(),
@@ -185,4 +187,25 @@ pub async fn merge(
         outcome,
     )
     .await
+}
+
+/// A state a repeated merge compares from could not be read: says which merge it belongs to
+/// (a clean may have removed its files; the first merge's base is pinned, later ones are not).
+fn since_lost(
+    op: &str,
+    previous: Option<&(InstantTime, InstantTime)>,
+    e: BranchingError,
+) -> BranchingError {
+    match previous {
+        Some((commit, carried)) => BranchingError::refused(
+            op,
+            format!(
+                "it compares from the last merge (the source as of {carried}, the target as of \
+                 its merge commit {commit}), and a state it needs can no longer be read ({e}), \
+                 so what changed since cannot be told; to keep them through cleans, tag both \
+                 instants right after a merge (arbor tag create ... --instant)"
+            ),
+        ),
+        None => e,
+    }
 }

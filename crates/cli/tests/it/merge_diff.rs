@@ -438,3 +438,45 @@ fn test_cherry_pick_applies_one_write_once_and_refuses_conflicts_by_key() {
         drop(dir);
     }
 }
+
+/// A repeated merge whose since-states a clean removed is refused, naming the last merge (it
+/// cannot tell what changed since), and writes nothing.
+#[test]
+fn test_repeated_merge_after_cleans_removed_its_states_is_refused_by_name() {
+    let (dir, table) = diverged("cow", false, false);
+    ok(&["branch", "merge", s(&table), "dev"]);
+    for i in 1..4 {
+        write(
+            dir.path(),
+            &table,
+            "main",
+            "upsert",
+            &format!("b,sf,{i}.5,{}\n", 100 + i),
+        );
+        write(
+            dir.path(),
+            &table,
+            "dev",
+            "upsert",
+            &format!("a,sf,{i}.5,{}\n", 100 + i),
+        );
+    }
+    ok(&["clean", s(&table), "--policy", "commits", "--retain", "1"]);
+    ok(&[
+        "clean",
+        s(&table),
+        "--branch",
+        "dev",
+        "--policy",
+        "commits",
+        "--retain",
+        "1",
+    ]);
+    let before = table_tree(&table);
+    let err = fails(&["branch", "merge", s(&table), "dev"]);
+    assert!(
+        err.contains("compares from the last merge") && err.contains("no longer retained"),
+        "{err}"
+    );
+    assert_eq!(table_tree(&table), before);
+}
