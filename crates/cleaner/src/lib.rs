@@ -18,6 +18,7 @@
 pub mod clean;
 mod error;
 pub mod holders;
+pub mod merge_bases;
 pub mod partitions;
 pub mod policy;
 pub mod protection;

@@ -23,6 +23,7 @@ use arbor_timeline::{Action, InstantTime, MetaRoot, State, TableConfig, TableLay
 use async_trait::async_trait;
 
 use crate::error::{CleanerError, Result};
+use crate::merge_bases::{merge_bases, MergeBaseProtection};
 use crate::policy::CleanPolicy;
 use crate::protection::{
     committed_files, snapshot_keys, PendingProtection, ProtectionContext, ProtectionSource,
@@ -122,7 +123,8 @@ pub async fn retained_by(ctx: &ProtectionContext<'_>) -> Result<BTreeSet<String>
 }
 
 /// Everything root `root` of the table at `storage` needs: [`retained_by`], its savepoints (its
-/// tags) and the inputs of its pending table services.
+/// tags), the inputs of its pending table services and the states its next merges compare
+/// from ([`crate::merge_bases`]).
 pub async fn needed_by(
     storage: &Arc<dyn Storage>,
     root: &MetaRoot,
@@ -140,6 +142,7 @@ pub async fn needed_by(
     for s in sources {
         out.extend(s.protected(&ctx).await?);
     }
+    out.extend(merge_bases(storage, &ctx).await?);
     Ok(out)
 }
 
@@ -162,15 +165,16 @@ impl ProtectionSource for BranchProtection {
 
 /// Where the clone issue's "clone pins" plug in: the sources every clean of root `cleaning`
 /// consults beyond the root's own (savepoints, pending instants, retention), discovered from
-/// the table's storage. Today: the other live roots ([`BranchProtection`]).
+/// the table's storage. Today: the other live roots ([`BranchProtection`]) and the root's own
+/// merge bases ([`MergeBaseProtection`]).
 pub fn discovered_sources(
     storage: &Arc<dyn Storage>,
     cleaning: &MetaRoot,
 ) -> Vec<Arc<dyn ProtectionSource>> {
-    vec![Arc::new(BranchProtection::new(
-        storage.clone(),
-        cleaning.clone(),
-    ))]
+    vec![
+        Arc::new(BranchProtection::new(storage.clone(), cleaning.clone())),
+        Arc::new(MergeBaseProtection::new(storage.clone())),
+    ]
 }
 
 /// Refuses (nothing changed) a restore of root `restoring` to `to` when an instant it would roll

@@ -2,11 +2,10 @@
 
 /// `extraMetadata` key: the merged source's label.
 pub const MERGE_SOURCE: &str = "arbor.merge.source";
-/// `extraMetadata` key: the merged source's identity (`branchId`, or `main`).
-pub const MERGE_SOURCE_ID: &str = "arbor.merge.sourceId";
-/// `extraMetadata` key: the source instant the merge carried.
-pub const MERGE_SOURCE_INSTANT: &str = "arbor.merge.sourceInstant";
 /// `extraMetadata` key: where the merge's compared changes started on the source.
 pub const MERGE_SINCE: &str = "arbor.merge.since";
 /// `extraMetadata` key: the strategy.
 pub const MERGE_STRATEGY: &str = "arbor.merge.strategy";
+
+/// `extraMetadata` keys the cleaner reads too (it keeps the states the next merge compares from).
+pub use arbor_cleaner::merge_bases::{MERGE_SOURCE_ID, MERGE_SOURCE_INSTANT};

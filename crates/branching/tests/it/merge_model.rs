@@ -1,8 +1,9 @@
 //! Model-based property test of `arbor_branching::merge` (and `diff`): random histories on main
 //! and a working branch `dev` (upserts with random ordering values, deletes, partition
-//! deletes, merge-on-read compactions, cleans) interleaved with merges in both directions
-//! (`dev` into main, main into `dev`) under a random strategy, some as dry runs, checked
-//! against a record-level three-way-merge model.
+//! deletes, merge-on-read compactions, cleans keeping one commit, so every state a later merge
+//! compares from must be kept by the cleaner's merge-base protection) interleaved with merges
+//! in both directions (`dev` into main, main into `dev`) under a random strategy, some as dry
+//! runs, checked against a record-level three-way-merge model.
 //!
 //! The model keeps each root's rows and, per merge direction, the pair of states the next
 //! merge compares against (the source's and the target's rows when they last merged, the
@@ -424,7 +425,7 @@ impl Run {
                 clean(
                     self.handle(*on),
                     CleanOptions {
-                        policy: CleanPolicy::KeepLatestCommits(30),
+                        policy: CleanPolicy::KeepLatestCommits(1),
                         ..CleanOptions::default()
                     },
                 )
