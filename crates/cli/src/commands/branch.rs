@@ -76,7 +76,7 @@ pub enum BranchCommand {
     Merge {
         /// The table's base path or URL.
         table: String,
-        /// What to merge.
+        /// What to merge: a branch, main, tag:<name>, or <branch>@<instant>.
         source: String,
         /// The branch that receives the changes (default: main).
         #[arg(long, value_name = "BRANCH")]

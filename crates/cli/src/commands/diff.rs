@@ -32,9 +32,9 @@ use crate::stdio;
 pub struct DiffArgs {
     /// The table's base path or URL.
     pub table: String,
-    /// The earlier state.
+    /// The earlier state: main, a branch, tag:<name>, an instant, or <branch>@<instant>.
     pub from: String,
-    /// The later state.
+    /// The later state (the same forms).
     pub to: String,
     /// Only the change type, partition path and record key of each change.
     #[arg(long)]
