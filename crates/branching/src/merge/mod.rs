@@ -2,7 +2,7 @@
 //!
 //! The merge compares what each side changed since they last agreed:
 //! - the first time, since their **merge base** (the latest completed write both hold, see
-//!   [`crate::diff`]);
+//!   [`mod@crate::diff`]);
 //! - after an earlier merge of the same source into the same target, the source's changes
 //!   since the source instant that merge carried and the target's since that merge's commit
 //!   (recorded in its `extraMetadata`), so repeated merges carry only new changes.

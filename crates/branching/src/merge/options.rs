@@ -26,7 +26,7 @@ impl MergeStrategy {
     }
 }
 
-/// How [`merge`] runs.
+/// How [`merge()`](crate::merge()) and [`cherry_pick`](crate::cherry_pick) run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MergeOptions {
