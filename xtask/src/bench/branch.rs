@@ -65,7 +65,9 @@ struct Options {
     dir: Option<PathBuf>,
 }
 
-fn parse_list(flag: &str, v: &str) -> Result<Vec<u32>, String> {
+/// A comma-separated list of positive numbers (`_` allowed as a separator), sorted, without
+/// repeats; `flag` names it in errors.
+pub(super) fn parse_list(flag: &str, v: &str) -> Result<Vec<u32>, String> {
     let mut out = v
         .split(',')
         .map(|s| {

@@ -35,7 +35,7 @@ use arbor_storage::{FaultInjectingStorage, OpKind, Storage};
 use arbor_table::{Table, WriteOperation, WriteOptions};
 use tokio::runtime::Runtime;
 
-use super::branch::{file_rows, named_table_options, FILES_PER_COMMIT};
+use super::branch::{file_rows, named_table_options, parse_list, FILES_PER_COMMIT};
 use super::{copy_dir, local};
 
 const USAGE: &str =
@@ -47,23 +47,6 @@ struct Options {
     keys: Vec<u32>,
     runs: usize,
     dir: Option<PathBuf>,
-}
-
-fn parse_list(flag: &str, v: &str) -> Result<Vec<u32>, String> {
-    let mut out = v
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .replace('_', "")
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("bench: {flag} {v:?}: positive numbers"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {

@@ -8,7 +8,7 @@ use arbor_timeline::avro::WriteOperationType;
 use arbor_timeline::InstantTime;
 
 use super::apply::{apply, Apply};
-use super::options::MergeOptions;
+use super::options::{require_ordering, MergeOptions};
 use super::outcome::MergeOutcome;
 use super::side::{spec_of, Side};
 use crate::diff::state::{unify, Groups};
@@ -137,13 +137,7 @@ pub async fn cherry_pick(
         (CHERRY_PICK_INSTANT, instant.to_string()),
     ];
     let ordering = target.config().ordering_fields().into_iter().next();
-    if options.strategy == super::options::MergeStrategy::Ordering && ordering.is_none() {
-        return Err(BranchingError::refused(
-            op,
-            "--strategy ordering needs the table's ordering field \
-             (hoodie.table.ordering.fields), and this table has none",
-        ));
-    }
+    require_ordering(&op, options.strategy, ordering.as_deref())?;
     let since = parent.map_or_else(|| "the table's start".to_string(), |t| t.to_string());
     apply(
         Apply {

@@ -47,6 +47,7 @@ use crate::diff::{add_groups, merge_base, resolve, writes_after, RefSpec, RootTi
 use crate::error::{BranchingError, Result};
 use crate::roots::branch_identity;
 use apply::{apply, Apply};
+use options::require_ordering;
 use side::{spec_of, Side};
 
 pub use cherry_pick::{cherry_pick, CHERRY_PICK_INSTANT, CHERRY_PICK_SOURCE};
@@ -94,13 +95,7 @@ pub async fn merge(
         ));
     }
     let ordering = target.config().ordering_fields().into_iter().next();
-    if options.strategy == MergeStrategy::Ordering && ordering.is_none() {
-        return Err(BranchingError::refused(
-            op,
-            "--strategy ordering needs the table's ordering field \
-             (hoodie.table.ordering.fields), and this table has none",
-        ));
-    }
+    require_ordering(&op, options.strategy, ordering.as_deref())?;
     let source_id = match &sref.branch {
         Some(b) => branch_identity(&storage, b).await?.branch_id,
         None => MAIN.to_string(),

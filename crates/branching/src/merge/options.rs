@@ -51,3 +51,20 @@ impl MergeOptions {
         self
     }
 }
+
+/// Refuses `--strategy ordering` on a table without an ordering field (`ordering`), naming
+/// `op`.
+pub(crate) fn require_ordering(
+    op: &str,
+    strategy: MergeStrategy,
+    ordering: Option<&str>,
+) -> crate::error::Result<()> {
+    if strategy == MergeStrategy::Ordering && ordering.is_none() {
+        return Err(crate::error::BranchingError::refused(
+            op,
+            "--strategy ordering needs the table's ordering field \
+             (hoodie.table.ordering.fields), and this table has none",
+        ));
+    }
+    Ok(())
+}

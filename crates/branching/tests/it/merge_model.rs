@@ -488,7 +488,9 @@ impl Run {
     }
 }
 
-async fn run_case(table_type: TableType, record_index: bool, ops: Vec<Op>) {
+/// A table of `table_type` (with a record index and a secondary index when `record_index`)
+/// holding six keys on main, branch `dev` cut from it, and the model of both.
+async fn start(table_type: TableType, record_index: bool) -> Run {
     let t = create(table_type, true).await;
     if record_index {
         t.table.create_record_index().await.unwrap();
@@ -510,7 +512,7 @@ async fn run_case(table_type: TableType, record_index: bool, ops: Vec<Op>) {
         source_step: 0,
         target_step: 0,
     };
-    let mut run = Run {
+    Run {
         t,
         dev,
         model: Model {
@@ -522,7 +524,11 @@ async fn run_case(table_type: TableType, record_index: bool, ops: Vec<Op>) {
         },
         table_type,
         log: vec![format!("{table_type:?}, record index {record_index}")],
-    };
+    }
+}
+
+async fn run_case(table_type: TableType, record_index: bool, ops: Vec<Op>) {
+    let mut run = start(table_type, record_index).await;
     for (i, op) in ops.iter().enumerate() {
         let step = i + 1;
         run.log.push(format!("{step}: {op:?}"));
@@ -577,33 +583,7 @@ async fn test_merge_model_check_detects_a_wrong_model() {
     ];
     run_case(TableType::CopyOnWrite, false, ops.clone()).await;
     let wrong = tokio::spawn(async move {
-        let t = create(TableType::CopyOnWrite, true).await;
-        let first = rows_for(0b11_1111, 1, 0);
-        t.write(WriteOperation::Upsert, &first).await;
-        create_branch(&t.table, "dev", BranchSource::MainHead)
-            .await
-            .unwrap();
-        let dev = t.branch("dev").await;
-        let rows: Rows = first.iter().map(|r| (r.0.clone(), r.clone())).collect();
-        let since = Since {
-            source: rows.clone(),
-            target: rows.clone(),
-            source_step: 0,
-            target_step: 0,
-        };
-        let mut run = Run {
-            t,
-            dev,
-            model: Model {
-                main: rows.clone(),
-                dev: rows,
-                main_deletes: Vec::new(),
-                dev_deletes: Vec::new(),
-                since: [since.clone(), since],
-            },
-            table_type: TableType::CopyOnWrite,
-            log: Vec::new(),
-        };
+        let mut run = start(TableType::CopyOnWrite, false).await;
         for (i, op) in ops.iter().enumerate() {
             run.apply(i + 1, op).await;
         }
