@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arbor_storage::{Storage, StorageExt};
 use arbor_table::{Table, Transaction};
 use arbor_timeline::archive::TimelineHistory;
-use arbor_timeline::layout::{PinRecord, DEFAULT_META_DIR};
+use arbor_timeline::layout::{PinRecord, RebaseRecord, DEFAULT_META_DIR};
 use arbor_timeline::metaroot::{normalize_branch_name, same_name, validate_branch_name, MAIN};
 use arbor_timeline::{
     resolve_main, Action, ActiveTimeline, InstantTime, MetaRoot, State, TableConfig, TableLayout,
@@ -97,14 +97,17 @@ pub async fn create_branch(
 ) -> Result<BranchInfo> {
     let name = normalize_branch_name(name)?;
     table
-        .transact(|txn| create_locked(txn, &name, source))
+        .transact(|txn| create_locked(txn, &name, source, None))
         .await
 }
 
-async fn create_locked(
+/// [`create_branch`] of the NFC name `name` under the caller's lock; `rebase_of` is recorded in
+/// the identity (the branch a rebase builds its result in).
+pub(crate) async fn create_locked(
     txn: Transaction<'_>,
     name: &str,
     source: BranchSource<'_>,
+    rebase_of: Option<RebaseRecord>,
 ) -> Result<BranchInfo> {
     let table = txn.table();
     let storage = table.table_storage().clone();
@@ -253,7 +256,8 @@ async fn create_locked(
     if let Some(b) = &base {
         pin_base(table, &spec.from, b, name).await?;
     }
-    let info = BranchInfo::new(name, base.map(|b| b.to_string()), from_tag)?;
+    let mut info = BranchInfo::new(name, base.map(|b| b.to_string()), from_tag)?;
+    info.rebase_of = rebase_of;
     let json = Bytes::from(info.to_json()?);
     put_once(&storage, &mdt_identity_key(name), json.clone()).await?;
     put_once(&storage, &data_identity_key(name), json).await?;
@@ -407,19 +411,12 @@ pub async fn drop_branch(table: &Table, name: &str) -> Result<()> {
     table.with_table_lock(drop_locked(table, name)).await
 }
 
-/// [`drop_branch`] for a caller that already holds the table lock (`table` is any handle of the
-/// table; publication drops the branch it published this way, under its own lock).
-pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
+/// Refuses when branch `name` (as stored) cannot be dropped now: a clone pin names it
+/// ([`BranchingError::PinHeld`]: a clone reads its files), or (when it `exists`) it has
+/// pending instants once failed writes whose heartbeat expired are rolled back. Under the
+/// caller's lock.
+pub(crate) async fn ensure_droppable(table: &Table, name: &str, exists: bool) -> Result<()> {
     let storage = table.table_storage().clone();
-    let found_info = read_identity(&storage, given).await?;
-    let exists = found_info.is_some();
-    // The stored name; for a branch that is gone, the name its leftovers would be under.
-    let name = match &found_info {
-        Some(info) => info.name.clone(),
-        None => normalize_branch_name(given)?,
-    };
-    let name = name.as_str();
-    let root = MetaRoot::Branch(name.to_string());
     let pins: Vec<PinRecord> = PinRecord::list(storage.as_ref())
         .await?
         .into_iter()
@@ -436,22 +433,42 @@ pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
                 .collect(),
         });
     }
+    if !exists {
+        return Ok(());
+    }
+    let branch = table.reopen_at(MetaRoot::Branch(name.to_string())).await?;
+    branch.rollback_failed_locked().await?;
+    let tl = ActiveTimeline::load(branch.view_storage().clone(), branch.layout().clone()).await?;
+    let pending: Vec<String> = tl.pending().iter().map(ToString::to_string).collect();
+    if !pending.is_empty() {
+        return Err(BranchingError::refused(
+            format!("drop branch {name}"),
+            format!(
+                "the branch has pending instants {}; finish or roll them back first",
+                pending.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`drop_branch`] for a caller that already holds the table lock (`table` is any handle of the
+/// table; publication drops the branch it published this way, under its own lock).
+pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
+    let storage = table.table_storage().clone();
+    let found_info = read_identity(&storage, given).await?;
+    let exists = found_info.is_some();
+    // The stored name; for a branch that is gone, the name its leftovers would be under.
+    let name = match &found_info {
+        Some(info) => info.name.clone(),
+        None => normalize_branch_name(given)?,
+    };
+    let name = name.as_str();
+    let root = MetaRoot::Branch(name.to_string());
+    ensure_droppable(table, name, found_info.is_some()).await?;
     if let Some(info) = found_info {
         let branch = table.reopen_at(root.clone()).await?;
-        branch.rollback_failed_locked().await?;
         let view = branch.view_storage().clone();
-        let mut pending: Vec<String> = Vec::new();
-        let tl = ActiveTimeline::load(view.clone(), branch.layout().clone()).await?;
-        pending.extend(tl.pending().iter().map(ToString::to_string));
-        if !pending.is_empty() {
-            return Err(BranchingError::refused(
-                format!("drop branch {name}"),
-                format!(
-                    "the branch has pending instants {}; finish or roll them back first",
-                    pending.join(", ")
-                ),
-            ));
-        }
         // What the branch listed, for the next clean to reclaim once nothing references it;
         // recorded before the branch stops existing (a retried drop records it again).
         let files =
@@ -472,6 +489,7 @@ pub(crate) async fn drop_locked(table: &Table, given: &str) -> Result<()> {
     if !exists && removed == 0 {
         return Err(BranchingError::BranchNotFound {
             name: name.to_string(),
+            interrupted_rebase: None,
         });
     }
     Ok(())

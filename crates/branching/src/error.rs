@@ -34,10 +34,13 @@ pub enum BranchingError {
         reason: String,
     },
     /// No working branch of this name exists (or its identity files do not match).
-    #[error("branch {name} does not exist")]
+    #[error("branch {name} does not exist{}", rebase_hint(.name, .interrupted_rebase.as_deref()))]
     BranchNotFound {
         /// The branch.
         name: String,
+        /// The branch an interrupted rebase of this name left (`<name>~rebase`): the branch is
+        /// between its old and its rebased state, and running the rebase again finishes it.
+        interrupted_rebase: Option<String>,
     },
     /// No tag of this name exists on the branch (or it has expired, for reads).
     #[error("tag {name} on {branch}: {reason}")]
@@ -62,7 +65,9 @@ pub enum BranchingError {
     #[error(
         "publish {branch} refused: main has writes after the branch's base {base} that the \
          branch does not have: {missing_on_branch:?} (the branch's own writes since then: \
-         {branch_only:?}); branches publish only by fast-forward"
+         {branch_only:?}); branches publish only by fast-forward: rebase it onto main first \
+         (`arbor branch rebase <table> {branch}`), or merge it (`arbor branch merge <table> \
+         {branch}`)"
     )]
     Divergent {
         /// The branch.
@@ -144,5 +149,16 @@ impl BranchingError {
             operation: operation.into(),
             reason: reason.into(),
         }
+    }
+}
+
+/// The end of [`BranchingError::BranchNotFound`]'s message when a rebase was interrupted.
+fn rebase_hint(name: &str, staging: Option<&str>) -> String {
+    match staging {
+        Some(s) => format!(
+            " (a rebase of it was interrupted; its rebased state is on branch {s}: run `arbor \
+             branch rebase <table> {name}` to finish it)"
+        ),
+        None => String::new(),
     }
 }

@@ -28,12 +28,25 @@ pub async fn read_identity(storage: &Arc<dyn Storage>, name: &str) -> Result<Opt
 
 /// The identity of working branch `name` (any spelling, [`read_identity`]), or
 /// [`BranchingError::BranchNotFound`].
+/// names an interrupted rebase when one left its rebased state).
 pub async fn branch_identity(storage: &Arc<dyn Storage>, name: &str) -> Result<BranchInfo> {
-    read_identity(storage, name)
-        .await?
-        .ok_or_else(|| BranchingError::BranchNotFound {
-            name: name.to_string(),
-        })
+    if let Some(info) = read_identity(storage, name).await? {
+        return Ok(info);
+    }
+    Err(BranchingError::BranchNotFound {
+        name: name.to_string(),
+        interrupted_rebase: interrupted_rebase(storage, name).await,
+    })
+}
+
+/// The branch an interrupted rebase of `name` left its rebased state on, if any (errors
+/// reading it count as none: this only improves a message).
+async fn interrupted_rebase(storage: &Arc<dyn Storage>, name: &str) -> Option<String> {
+    let staging = crate::rebase::names::staging_name(name).ok()?;
+    let info = read_identity(storage, &staging).await.ok()??;
+    info.rebase_of
+        .is_some_and(|r| arbor_timeline::metaroot::same_name(&r.branch, name))
+        .then_some(info.name)
 }
 
 /// True when `branch` names main (`None` or `"main"`).

@@ -32,6 +32,7 @@ mod merge_model;
 mod model;
 mod model_clones;
 mod names;
+mod rebase;
 mod reclaim;
 mod schema;
 mod stall;

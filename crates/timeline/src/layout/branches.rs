@@ -32,6 +32,24 @@ pub struct BranchInfo {
     pub from_tag: Option<String>,
     /// When the branch was created.
     pub created_at: DateTime<Utc>,
+    /// Set on the branch a rebase builds the rebased state in (`<b>~rebase`) until it
+    /// replaces branch `b`: the branch it rebases, as it was when the rebase began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebase_of: Option<RebaseRecord>,
+    /// Set on the branch a rebase kept branch `b`'s earlier history in (`<b>-pre-rebase`,
+    /// holding the tags the rebased branch no longer has): `b` as it was before the rebase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_rebase_of: Option<RebaseRecord>,
+}
+
+/// The branch a rebase works on, as identified when it began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RebaseRecord {
+    /// The branch's name.
+    pub branch: String,
+    /// Its `branchId` before the rebase (the rebased branch gets a new one).
+    pub branch_id: String,
 }
 
 fn invalid(path: &str, reason: impl Into<String>) -> TimelineError {
@@ -52,6 +70,8 @@ impl BranchInfo {
             base_instant,
             from_tag,
             created_at: Utc::now(),
+            rebase_of: None,
+            before_rebase_of: None,
         })
     }
 

@@ -28,7 +28,7 @@ pub mod paths;
 pub mod rooted;
 pub mod timeline_dirs;
 
-pub use branches::{find_branch, live_roots, BranchInfo};
+pub use branches::{find_branch, live_roots, BranchInfo, RebaseRecord};
 pub use clone_guard::{guard_location, unguard_location, GUARDED_TABLE_TYPE};
 pub use clone_records::{
     pin_key, CloneDescriptor, CloneSource, CloneState, PinRecord, CLONE_FILE, PINS_DIR,
