@@ -14,7 +14,7 @@ mod target;
 mod time;
 
 pub use errors::{branching_error, cleaner_error, from_cleaner};
-pub use merge::{merge_json, merge_text, StrategyArg};
+pub use merge::{merge_json, merge_text, rebase_json, rebase_text, StrategyArg};
 pub use open::{
     label, open_reader_at, open_table_at, open_table_on, open_table_storage, open_working_branch,
     selected, storage_options, MAIN,

@@ -75,6 +75,7 @@ pub(crate) async fn swap(
         return Ok(Swap::Moved);
     }
     ensure_droppable(table, &branch.name, true).await?;
+    staging_settled(table, staging).await?;
     let kept = if lost_tags(&storage, &root, &MetaRoot::Branch(staging.name.clone()))
         .await?
         .is_empty()
@@ -181,6 +182,7 @@ pub(crate) async fn install(table: &Table, staging: &BranchInfo) -> Result<()> {
             "the branch is not a rebase's",
         ));
     };
+    staging_settled(table, staging).await?;
     let to = MetaRoot::Branch(rebase.branch.clone());
     remove_root_metadata(&storage, &to).await?;
     copy_root(
@@ -198,6 +200,29 @@ pub(crate) async fn install(table: &Table, staging: &BranchInfo) -> Result<()> {
     let info = BranchInfo::new(&rebase.branch, staging.base_instant.clone(), None)?;
     write_identity(&storage, &info).await?;
     drop_locked(table, &staging.name).await
+}
+
+/// Refuses, before anything of the swap is done, while `staging` has a pending write: a
+/// crashed rebase's whose heartbeat has not lapsed yet, or a rebase of the same branch still
+/// running (failed writes whose heartbeat lapsed are rolled back first).
+async fn staging_settled(table: &Table, staging: &BranchInfo) -> Result<()> {
+    let of = staging
+        .rebase_of
+        .as_ref()
+        .map_or(staging.name.as_str(), |r| r.branch.as_str());
+    ensure_droppable(table, &staging.name, true)
+        .await
+        .map_err(|e| {
+            BranchingError::refused(
+                format!("rebase {of}"),
+                format!(
+                    "{e}; another rebase of {of} may still be running, or one was killed less \
+                     than a heartbeat timeout ago: rerun once its write on {} has finished or \
+                     its heartbeat has lapsed",
+                    staging.name
+                ),
+            )
+        })
 }
 
 /// Writes both identity files of `info`, the MDT side first (only the data side makes the

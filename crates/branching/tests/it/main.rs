@@ -33,6 +33,7 @@ mod model;
 mod model_clones;
 mod names;
 mod rebase;
+mod rebase_crash;
 mod reclaim;
 mod schema;
 mod stall;

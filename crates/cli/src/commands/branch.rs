@@ -1,9 +1,9 @@
-//! `arbor branch create|list|drop|publish <table>`: working branches (RFC-116). The `--branch`
+//! `arbor branch create|list|drop|merge|rebase|publish <table>`: working branches (RFC-116). The `--branch`
 //! helpers every command uses to open main or a working branch are in [`crate::context`].
 
 use arbor_branching::{
-    create_branch, drop_branch, list_branches, merge, publish, publish_and_drop, BranchSource,
-    BranchStatus, MergeOptions, RefSpec,
+    create_branch, drop_branch, list_branches, merge, publish, publish_and_drop, rebase,
+    BranchSource, BranchStatus, MergeOptions, RefSpec,
 };
 use arbor_storage::StorageOptions;
 use clap::{Args, Subcommand};
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::context::{
     branching_error, merge_json, merge_text, open_table_at, open_table_storage,
-    open_working_branch, StrategyArg, MAIN,
+    open_working_branch, rebase_json, rebase_text, StrategyArg, MAIN,
 };
 use crate::error::CliResult;
 use crate::output::{print_json, print_table, print_text};
@@ -25,7 +25,8 @@ use crate::output::{print_json, print_table, print_text};
     arbor branch publish ./trips audit                # fast-forward main to the branch\n  \
     arbor branch create ./trips replay --from-tag v1  # from a tag on main\n  \
     arbor branch merge ./trips audit --dry-run        # what a merge into main would do\n  \
-    arbor branch merge ./trips audit --strategy ordering")]
+    arbor branch merge ./trips audit --strategy ordering\n  \
+    arbor branch rebase ./trips audit                 # onto main's head, then publish")]
 pub struct BranchArgs {
     /// What to do.
     #[command(subcommand)]
@@ -85,6 +86,27 @@ pub enum BranchCommand {
         #[arg(long, value_enum, default_value = "fail")]
         strategy: StrategyArg,
         /// Print what would be applied and every conflict; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebase a working branch onto main's head: its changes since its base are carried onto
+    /// main's latest state as one commit (conflicts as in `merge`), so it can be published by
+    /// fast-forward. When the branch has tags the rebased branch would lack, its earlier
+    /// history stays readable on branch `<name>-pre-rebase`. Rerun it to finish an
+    /// interrupted rebase.
+    Rebase {
+        /// The table's base path or URL.
+        table: String,
+        /// The branch name.
+        name: String,
+        /// What a conflict (a key the branch and main changed differently) does; `source` is
+        /// the branch's side, `target` main's.
+        #[arg(long, value_enum, default_value = "fail")]
+        strategy: StrategyArg,
+        /// Print what would be carried and every conflict; write nothing.
         #[arg(long)]
         dry_run: bool,
         /// Print JSON instead of text.
@@ -258,6 +280,24 @@ pub async fn run(args: BranchArgs, options: &StorageOptions) -> CliResult<()> {
                 return print_json(&merge_json(&table, &outcome, &options));
             }
             print_text(&merge_text(&table, &outcome, &options, false))
+        }
+        BranchCommand::Rebase {
+            table,
+            name,
+            strategy,
+            dry_run,
+            json,
+        } => {
+            let storage = open_table_storage(&table, options).await?;
+            let main = open_table_at(&table, storage, MAIN).await?;
+            let options = MergeOptions::new(strategy.into()).with_dry_run(dry_run);
+            let outcome = rebase(&main, &name, &options)
+                .await
+                .map_err(|e| branching_error(&table, e))?;
+            if json {
+                return print_json(&rebase_json(&table, &outcome, &options));
+            }
+            print_text(&rebase_text(&table, &outcome, &options))
         }
         BranchCommand::Publish {
             table,

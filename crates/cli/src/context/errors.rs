@@ -22,8 +22,9 @@ pub fn from_branching(e: BranchingError) -> CliError {
         } => CliError::Usage(format!(
             "publish {branch} refused: main has writes after the branch's base {base} that the \
              branch does not have: {} (the branch's own writes since then: {}); branches \
-             publish only by fast-forward: create a new branch from main and redo the \
-             branch's writes there",
+             publish only by fast-forward: rebase it onto main's head first (`arbor branch \
+             rebase <table> {branch}`), or merge it into main (`arbor branch merge <table> \
+             {branch}`)",
             list_or_none(&missing_on_branch),
             list_or_none(&branch_only)
         )),

@@ -1,7 +1,7 @@
-//! What `arbor branch merge` and `arbor cherry-pick` share: `--strategy` and the report of
-//! their outcome.
+//! What `arbor branch merge`, `arbor branch rebase` and `arbor cherry-pick` share:
+//! `--strategy` and the report of their outcome.
 
-use arbor_branching::{MergeOptions, MergeOutcome, MergeStrategy};
+use arbor_branching::{MergeOptions, MergeOutcome, MergeStrategy, RebaseOutcome};
 use clap::ValueEnum;
 
 /// What a merge conflict does (`--strategy`).
@@ -99,22 +99,112 @@ pub fn merge_text(table: &str, o: &MergeOutcome, options: &MergeOptions, picking
             options.strategy.name()
         ),
     };
-    if o.conflict_count > 0 {
-        let settled = match (options.strategy, options.dry_run) {
-            (MergeStrategy::Fail, _) => "the merge would be refused (--strategy fail)".to_string(),
-            (s, true) => format!("--strategy {} would settle them", s.name()),
-            (s, false) => format!("settled by --strategy {}", s.name()),
+    text.push_str(&conflicts_text(o, options));
+    text
+}
+
+/// The conflicts part of a merge's or rebase's text (empty without conflicts): how many, how
+/// they are settled, the first ones.
+fn conflicts_text(o: &MergeOutcome, options: &MergeOptions) -> String {
+    if o.conflict_count == 0 {
+        return String::new();
+    }
+    let settled = match (options.strategy, options.dry_run) {
+        (MergeStrategy::Fail, _) => "they would refuse it (--strategy fail)".to_string(),
+        (s, true) => format!("--strategy {} would settle them", s.name()),
+        (s, false) => format!("settled by --strategy {}", s.name()),
+    };
+    let mut text = format!("\n{} conflict(s), {settled}:", o.conflict_count);
+    for c in &o.conflicts {
+        text.push_str(&format!("\n  {c}"));
+    }
+    if o.conflict_count > o.conflicts.len() {
+        text.push_str(&format!(
+            "\n  ... and {} more",
+            o.conflict_count - o.conflicts.len()
+        ));
+    }
+    text
+}
+
+/// `--json` of `arbor branch rebase`.
+pub fn rebase_json(table: &str, o: &RebaseOutcome, options: &MergeOptions) -> serde_json::Value {
+    let t = |v: &Option<arbor_timeline::InstantTime>| v.as_ref().map(ToString::to_string);
+    serde_json::json!({
+        "table": table,
+        "branch": o.branch,
+        "previous_base": t(&o.previous_base),
+        "onto": t(&o.onto),
+        "strategy": options.strategy.name(),
+        "dry_run": o.dry_run,
+        "up_to_date": o.up_to_date,
+        "resumed": o.resumed,
+        "kept": o.kept,
+        "changes": o.changes.as_ref().map(|c| merge_json(table, c, options)),
+    })
+}
+
+/// The text of `arbor branch rebase`.
+pub fn rebase_text(table: &str, o: &RebaseOutcome, options: &MergeOptions) -> String {
+    let b = &o.branch;
+    let onto = o
+        .onto
+        .as_ref()
+        .map_or_else(|| "(empty)".to_string(), ToString::to_string);
+    if o.up_to_date {
+        return format!(
+            "{table}: branch {b} is already based on main's head {onto}; nothing to rebase"
+        );
+    }
+    let counts = |c: &MergeOutcome| {
+        format!(
+            "{} inserted, {} updated, {} deleted key(s)",
+            c.inserts, c.updates, c.deletes
+        )
+    };
+    let was = o
+        .previous_base
+        .as_ref()
+        .map_or_else(String::new, |p| format!(" (was based on {p})"));
+    let mut text = if o.dry_run {
+        match &o.changes {
+            Some(c) => format!(
+                "{table}: dry run, nothing written: rebasing branch {b} onto main's head {onto}{was} \
+                 would carry {} ({} file group(s) read)",
+                counts(c),
+                c.file_groups_read
+            ),
+            None => format!(
+                "{table}: dry run, nothing written: an interrupted rebase of branch {b} would be \
+                 finished"
+            ),
+        }
+    } else {
+        let carried = match o.changes.as_ref() {
+            Some(c) => match &c.commit {
+                Some(commit) => format!("carried {} as commit {}", counts(c), commit.instant),
+                None => "no change of the branch to carry".to_string(),
+            },
+            None => "its changes were already carried".to_string(),
         };
-        text.push_str(&format!("\n{} conflict(s), {settled}:", o.conflict_count));
-        for c in &o.conflicts {
-            text.push_str(&format!("\n  {c}"));
-        }
-        if o.conflict_count > o.conflicts.len() {
-            text.push_str(&format!(
-                "\n  ... and {} more",
-                o.conflict_count - o.conflicts.len()
-            ));
-        }
+        let resumed = if o.resumed {
+            "finished an interrupted rebase: "
+        } else {
+            ""
+        };
+        format!(
+            "{table}: {resumed}branch {b} rebased onto main's head {onto}{was}; {carried}; publish \
+             it by fast-forward with `arbor branch publish {table} {b}`"
+        )
+    };
+    if let Some(k) = &o.kept {
+        text.push_str(&format!(
+            "\nits earlier history and the tags the rebased branch lacks are on branch {k} \
+             (`arbor read {table} --branch {k} --tag <name>`; drop {k} to free its files)"
+        ));
+    }
+    if let Some(c) = &o.changes {
+        text.push_str(&conflicts_text(c, options));
     }
     text
 }

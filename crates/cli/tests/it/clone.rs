@@ -25,7 +25,7 @@ use crate::read_output::parquet_file;
 static NAIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Rows of `ids`, every awkward type, some nulls; `fare` tells versions apart.
-fn awkward(dir: &Path, name: &str, ids: &[&str], fare: i128) -> PathBuf {
+pub(crate) fn awkward(dir: &Path, name: &str, ids: &[&str], fare: i128) -> PathBuf {
     let n = ids.len();
     let micros: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 3 != 2).then_some(1_705_314_600_000_000 + i as i64 * 1_000_000))
@@ -99,7 +99,7 @@ fn awkward(dir: &Path, name: &str, ids: &[&str], fare: i128) -> PathBuf {
     parquet_file(dir, name, columns)
 }
 
-fn table_of(dir: &Path, kind: &str) -> PathBuf {
+pub(crate) fn table_of(dir: &Path, kind: &str) -> PathBuf {
     let input = awkward(
         dir,
         "first.parquet",

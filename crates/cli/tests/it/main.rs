@@ -28,6 +28,7 @@ mod read_output;
 mod read_predicates;
 mod read_streamed;
 mod read_where;
+mod rebase;
 mod reclaim;
 mod restore;
 mod sql;

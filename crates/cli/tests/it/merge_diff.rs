@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::create_write::{arbor, fails, file, id_fares, ok, read_jsonl, s, tree, trips_table};
 
-fn table_tree(table: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn table_tree(table: &Path) -> Vec<(String, Vec<u8>)> {
     let locks = table.join(".hoodie").join(".locks");
     let locks = locks.to_str().unwrap().to_string();
     tree(table)
@@ -20,12 +20,12 @@ fn table_tree(table: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn json(args: &[&str]) -> Value {
+pub(crate) fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok(args)).unwrap()
 }
 
 /// Writes CSV `rows` (after the `id,city,fare,n` header) to `branch` with `op`.
-fn write(dir: &Path, table: &Path, branch: &str, op: &str, rows: &str) {
+pub(crate) fn write(dir: &Path, table: &Path, branch: &str, op: &str, rows: &str) {
     let name = format!("in-{}.csv", rand_name(rows, branch));
     let header = if op == "delete" {
         "id,city\n"
@@ -43,17 +43,21 @@ fn rand_name(rows: &str, branch: &str) -> String {
     format!("{:x}", h.finish())
 }
 
-fn fares(table: &Path, branch: &str) -> Vec<(String, f64)> {
+pub(crate) fn fares(table: &Path, branch: &str) -> Vec<(String, f64)> {
     id_fares(&read_jsonl(table, &["--branch", branch]))
 }
 
-fn pair(id: &str, fare: f64) -> (String, f64) {
+pub(crate) fn pair(id: &str, fare: f64) -> (String, f64) {
     (id.to_string(), fare)
 }
 
 /// A trips table of `kind` with branch `dev`: dev updated a, inserted d, deleted c; main
 /// updated b. With `conflict`, main also updated a (to another fare).
-fn diverged(kind: &str, record_index: bool, conflict: bool) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn diverged(
+    kind: &str,
+    record_index: bool,
+    conflict: bool,
+) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let table = trips_table(dir.path(), kind);
     if record_index {
@@ -75,7 +79,7 @@ fn diverged(kind: &str, record_index: bool, conflict: bool) -> (tempfile::TempDi
     (dir, table)
 }
 
-fn validate(table: &Path) {
+pub(crate) fn validate(table: &Path) {
     let out = ok(&["validate", s(table)]);
     assert!(out.contains("agrees"), "{out}");
 }
