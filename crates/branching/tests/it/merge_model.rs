@@ -3,7 +3,9 @@
 //! deletes, merge-on-read compactions, cleans keeping one commit, so every state a later merge
 //! compares from must be kept by the cleaner's merge-base protection) interleaved with merges
 //! in both directions (`dev` into main, main into `dev`) under a random strategy, some as dry
-//! runs, checked against a record-level three-way-merge model.
+//! runs, and rebases of `dev` onto main, checked against a record-level three-way-merge model
+//! (a rebase is the model's merge of `dev` into main, given to `dev`; both directions then
+//! compare from main's rows).
 //!
 //! The model keeps each root's rows and, per merge direction, the pair of states the next
 //! merge compares against (the source's and the target's rows when they last merged, the
@@ -32,8 +34,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use arbor_branching::diff::{ChangeKind, CHANGE_TYPE};
 use arbor_branching::select_root;
 use arbor_branching::{
-    clean, create_branch, diff, merge, validate, BranchSource, BranchingError, MergeOptions,
-    MergeStrategy, RefSpec,
+    clean, create_branch, diff, merge, rebase, validate, BranchSource, BranchingError,
+    MergeOptions, MergeStrategy, RefSpec,
 };
 use arbor_cleaner::{CleanOptions, CleanPolicy};
 use arbor_table::validate_indexes;
@@ -88,6 +90,9 @@ enum Op {
         strategy: MergeStrategy,
         dry_run: bool,
     },
+    Rebase {
+        strategy: MergeStrategy,
+    },
 }
 
 fn on() -> impl Strategy<Value = On> {
@@ -107,8 +112,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (on(), 0usize..2).prop_map(|(on, region)| Op::DeletePartition { on, region }),
         1 => on().prop_map(|on| Op::Compact { on }),
         1 => on().prop_map(|on| Op::Clean { on }),
-        3 => (any::<bool>(), strategy, prop::bool::weighted(0.2))
+        3 => (any::<bool>(), strategy.clone(), prop::bool::weighted(0.2))
             .prop_map(|(into_dev, strategy, dry_run)| Op::Merge { into_dev, strategy, dry_run }),
+        1 => strategy.prop_map(|strategy| Op::Rebase { strategy }),
     ]
 }
 
@@ -484,7 +490,60 @@ impl Run {
                     };
                 }
             }
+            Op::Rebase { strategy } => self.rebase(step, op, *strategy).await,
         }
+    }
+
+    /// A rebase of `dev` onto main is, in the model, the merge of `dev` into main applied to
+    /// `dev` instead (main unchanged); afterwards both directions compare from main's rows.
+    async fn rebase(&mut self, step: usize, op: &Op, strategy: MergeStrategy) {
+        let expected = self.model.merge(false, strategy);
+        let before = self.t.listing().await;
+        let got = rebase(&self.t.table, "dev", &MergeOptions::new(strategy)).await;
+        let ctx = format!("step {step} {op:?}: expected {expected:?}\n{:#?}", self.log);
+        if let Ok(out) = &got {
+            if out.up_to_date {
+                // Main has not moved since dev's base: merging dev into main gives dev.
+                assert_eq!(expected.conflicts, 0, "{ctx}");
+                assert_eq!(expected.result, self.model.dev, "{ctx}");
+                assert_eq!(
+                    self.t.listing().await,
+                    before,
+                    "an up-to-date rebase wrote: {ctx}"
+                );
+                return;
+            }
+        }
+        if strategy == MergeStrategy::Fail && expected.conflicts > 0 {
+            match got {
+                Err(BranchingError::MergeConflicts(r)) => {
+                    assert_eq!(r.count, expected.conflicts, "{ctx}")
+                }
+                other => panic!("expected a refusal, got {other:?}\n{ctx}"),
+            }
+            assert_eq!(
+                self.t.listing().await,
+                before,
+                "a refused rebase wrote: {ctx}"
+            );
+            return;
+        }
+        let out = got.unwrap_or_else(|e| panic!("{e}\n{ctx}"));
+        let changes = out
+            .changes
+            .as_ref()
+            .expect("a rebase that was not up to date");
+        assert_eq!(changes.conflict_count, expected.conflicts, "{ctx}");
+        assert_eq!(out.kept, None, "{ctx}");
+        self.dev = self.t.branch("dev").await;
+        self.model.dev = expected.result;
+        let base = Since {
+            source: self.model.main.clone(),
+            target: self.model.main.clone(),
+            source_step: step,
+            target_step: step,
+        };
+        self.model.since = [base.clone(), base];
     }
 }
 
