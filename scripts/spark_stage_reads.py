@@ -9,7 +9,8 @@ columns: the snapshot, time travel to every completed instant, incremental range
 read-optimized, with the metadata table off, and filtered queries with data skipping on (a
 wrong stat silently drops rows) against arbor's own `--where`. Then the same table after a
 partition TTL run and a clean, after a publication (and a main write and a second
-publication), after a merge of a diverged branch (issue 35), and its detached and deep clones.
+publication), after a merge of a diverged branch and after a rebased branch's publication
+(issue 35), and its detached and deep clones.
 """
 
 import datetime
@@ -208,6 +209,15 @@ def after_services(stage, t):
     a("clean", t.path)
     stage.agree(f"{tag}/after_merge_and_clean", t.path, ["--meta"], {"meta": True})
     stage.java_validates(f"{tag}/java_mdt_listing_merged", t.path)
+
+    # A rebase of a diverged branch onto main's head, then a fast-forward publication.
+    a("branch", "create", t.path, "rb")
+    t.write(rows([2, 25], 10), "--op", "upsert", "--branch", "rb")
+    t.write(rows([26], 11), "--op", "upsert")
+    out = a("branch", "rebase", t.path, "rb", "--json").stdout
+    stage.check(f"{tag}/rebase_carried", lambda: require('"commit": "' in out, f"rebase: {out[:500]}"))
+    a("branch", "publish", t.path, "rb", "--drop")
+    stage.agree(f"{tag}/after_rebase_publication", t.path, ["--meta"], {"meta": True})
 
     # Clones: a deep clone and a detached shallow clone are whole tables Spark reads.
     deep = stage.path(f"{t.name}-deep")
