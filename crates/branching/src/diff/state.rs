@@ -11,9 +11,12 @@ use arbor_timeline::InstantTime;
 use arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, StringArray};
 use arrow::compute::{cast, concat_batches};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{BranchingError, Result};
+
+/// How many file slices a state reads at once.
+const SLICES_IN_FLIGHT: usize = 8;
 
 /// File ids per partition.
 pub(crate) type Groups = BTreeMap<String, BTreeSet<String>>;
@@ -72,18 +75,30 @@ impl StateScan {
     pub async fn read(&self, partition: &str, file_ids: &BTreeSet<String>) -> Result<RecordBatch> {
         let mut batches: Vec<RecordBatch> = Vec::new();
         if let Some(plan) = &self.plan {
-            for scan in plan
+            let slices: Vec<_> = plan
                 .partitions()
                 .iter()
                 .filter(|p| p.partition == partition)
-            {
-                for slice in scan.slices.iter().filter(|s| file_ids.contains(&s.file_id)) {
-                    let mut part: Vec<RecordBatch> = plan
-                        .execute_slice(self.storage.clone(), slice.clone())
-                        .try_collect()
-                        .await?;
-                    batches.append(&mut part);
-                }
+                .flat_map(|scan| scan.slices.iter())
+                .filter(|s| file_ids.contains(&s.file_id))
+                .cloned()
+                .collect();
+            // Several slices in flight on the runtime's threads (each is a few small reads
+            // and a decode), results in plan order.
+            let mut read = futures::stream::iter(slices)
+                .map(|slice| {
+                    let reading = plan
+                        .execute_slice(self.storage.clone(), slice)
+                        .try_collect::<Vec<RecordBatch>>();
+                    tokio::spawn(reading)
+                })
+                .buffered(SLICES_IN_FLIGHT);
+            while let Some(joined) = read.next().await {
+                let mut part = joined.map_err(|e| BranchingError::Invalid {
+                    path: self.label.clone(),
+                    reason: format!("a file slice's read stopped: {e}"),
+                })??;
+                batches.append(&mut part);
             }
         }
         concat_batches(&self.schema, &batches).map_err(|e| arrow_error(&self.label, e))
