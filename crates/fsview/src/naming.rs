@@ -279,9 +279,24 @@ fn check_write_token(name: &str, token: &str) -> Result<()> {
     }
 }
 
+/// The file id a data file's name starts with, by Hudi's own rules, without parsing the rest:
+/// a base file `<fileId>_<writeToken>_<instant>.<ext>` splits at its first `_`
+/// (`FSUtils.getFileId`); a log file `.<fileId>_<instant>.log.<version>[_<token>]` at the last
+/// `_` before `.log.` (the greedy group of Java's log file pattern). `None` when the name has
+/// neither shape (it is then parsed in full).
+pub(crate) fn file_id_hint(name: &str) -> Option<&str> {
+    match name.strip_prefix('.') {
+        Some(rest) => {
+            let end = rest.find(".log.").or_else(|| rest.find(".archive."))?;
+            rest.get(..end)?.rsplit_once('_').map(|(id, _)| id)
+        }
+        None => name.split_once('_').map(|(id, _)| id),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
 
     const FID: &str = "3e93c8a9-fda0-4e8a-91dc-b4ade7dab76d-0";
@@ -487,5 +502,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn test_file_id_hint_agrees_with_the_full_parse() {
+        for name in [
+            "f1a2-0_1-2-3_20240101000000000.parquet",
+            ".f1a2-0_20240101000000000.log.1_0-1-2",
+            ".f1a2-0_20240101000000000.log.2",
+            "b7c0e9a4-5f7e-4d8d-9f33-0d3e6f2c7d1a-0_0-22-33_20231231235959999.parquet",
+            ".b7c0e9a4-5f7e-4d8d-9f33-0d3e6f2c7d1a-0_20231231235959999.log.1_0-22-33",
+        ] {
+            let parsed = match parse_data_file_name(name, 1).unwrap() {
+                Some(DataFile::Base(b)) => b.file_id,
+                Some(DataFile::Log(l)) => l.file_id,
+                None => panic!("{name} is a data file"),
+            };
+            assert_eq!(file_id_hint(name), Some(parsed.as_str()), "{name}");
+        }
+        assert_eq!(file_id_hint("hoodie_partition_metadata"), Some("hoodie"));
+        assert_eq!(file_id_hint(".hoodie_partition_metadata"), None);
+        assert_eq!(file_id_hint("README"), None);
     }
 }

@@ -17,7 +17,7 @@ use crate::error::Result;
 mod retained;
 pub(crate) mod writes;
 use crate::listing::{validate_partition, ListedFile, PartitionListing, StorageListing};
-use crate::naming::{parse_data_file_name, BaseFile, DataFile, LogFile};
+use crate::naming::{file_id_hint, parse_data_file_name, BaseFile, DataFile, LogFile};
 use crate::slice::{build_file_groups, FileGroup, FileSlice, LogAttachRule};
 use crate::visibility::{Horizon, PendingCompactionOperation, Replacement, TimelineIndex};
 
@@ -229,10 +229,26 @@ impl FileSystemView {
     /// base file). Writers and table services use this; readers use
     /// [`FileSystemView::latest_file_slices`].
     pub async fn file_groups(&self, partition: &str, horizon: &Horizon) -> Result<Vec<FileGroup>> {
+        self.file_groups_among(partition, horizon, None).await
+    }
+
+    /// [`FileSystemView::file_groups`] limited to the file ids in `only` (`None`: all): the
+    /// names of other file groups are passed over without being parsed.
+    async fn file_groups_among(
+        &self,
+        partition: &str,
+        horizon: &Horizon,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<FileGroup>> {
         let listed = self.partition_files(partition).await?;
         let mut bases: Vec<BaseFile> = Vec::new();
         let mut logs: Vec<LogFile> = Vec::new();
         for f in listed.iter() {
+            if let (Some(only), Some(id)) = (only, file_id_hint(&f.name)) {
+                if !only.contains(id) {
+                    continue;
+                }
+            }
             match parse_data_file_name(&f.name, f.size) {
                 Ok(Some(DataFile::Base(b))) => {
                     if self.index.is_visible(&b.instant_time, horizon) {
@@ -306,6 +322,41 @@ impl FileSystemView {
             None => self.partitions().await?.as_ref().clone(),
         };
         self.latest_in(partitions, horizon, None).await
+    }
+
+    /// The latest slices (as [`FileSystemView::latest_file_slices`] gives them) of just the
+    /// file groups `groups` names (partition path -> file ids) as of `as_of` (`None`: the
+    /// latest state); groups absent or replaced in that state are left out. Ordered by
+    /// partition, then file id. Only the named groups' files are parsed and merged into
+    /// slices, so the cost beyond the partitions' listings follows `groups`, not the table.
+    pub async fn latest_file_slices_of(
+        &self,
+        groups: &BTreeMap<String, BTreeSet<String>>,
+        as_of: Option<&InstantTime>,
+    ) -> Result<Vec<FileSlice>> {
+        let horizon = as_of.map_or(Horizon::Latest, |t| Horizon::AsOf(t.clone()));
+        let partitions = self.partitions().await?;
+        let replaced = self.index.replaced_within(&horizon);
+        let mut out = Vec::new();
+        for (p, ids) in groups {
+            if !partitions.iter().any(|known| known == p) {
+                continue;
+            }
+            let pending = self.pending_starts(p, &horizon);
+            for fg in self.file_groups_among(p, &horizon, Some(ids)).await? {
+                if !ids.contains(&fg.file_id)
+                    || replaced.contains(&(fg.partition.clone(), fg.file_id.clone()))
+                {
+                    continue;
+                }
+                let empty = BTreeSet::new();
+                let pending_of = pending.get(&fg.file_id).unwrap_or(&empty);
+                if let Some(slice) = fg.latest_merged_slice(pending_of) {
+                    out.push(slice);
+                }
+            }
+        }
+        Ok(out)
     }
 
     async fn latest_in(

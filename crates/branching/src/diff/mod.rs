@@ -149,9 +149,8 @@ pub(crate) async fn plan_states(
     groups: &Groups,
     what: &str,
 ) -> Result<(StateScan, StateScan, SchemaRef)> {
-    let partitions: BTreeSet<String> = groups.keys().cloned().collect();
-    let a = StateScan::plan(&a_tl.reader, a_at, &partitions, a_label).await?;
-    let b = StateScan::plan(&b_tl.reader, b_at, &partitions, b_label).await?;
+    let a = StateScan::plan(&a_tl.reader, a_at, groups, a_label).await?;
+    let b = StateScan::plan(&b_tl.reader, b_at, groups, b_label).await?;
     let data = unify(a.schema(), b.schema(), what)?;
     Ok((a, b, data))
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arbor_format::meta;
 use arbor_storage::Storage;
-use arbor_table::read::{PartitionFilter, ReadOptions, ScanPlan, TableReader};
+use arbor_table::read::{ReadOptions, ScanPlan, TableReader};
 use arbor_timeline::InstantTime;
 use arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, StringArray};
 use arrow::compute::{cast, concat_batches};
@@ -32,23 +32,21 @@ pub(crate) struct StateScan {
 }
 
 impl StateScan {
-    /// Plans the state of `reader` as of `instant` (`None`: empty) over `partitions`.
+    /// Plans the state of `reader` as of `instant` (`None`: empty) over the file groups of
+    /// `groups` (only their slices are planned).
     pub async fn plan(
         reader: &TableReader,
         instant: Option<&InstantTime>,
-        partitions: &BTreeSet<String>,
+        groups: &Groups,
         label: &str,
     ) -> Result<StateScan> {
         let storage = reader.storage().clone();
         let plan = match instant {
-            Some(t) if !partitions.is_empty() => {
-                let mut options = ReadOptions::new().as_of(t.clone()).data_skipping(false);
-                if !(partitions.len() == 1 && partitions.contains("")) {
-                    options = options.filter(PartitionFilter::is_in(
-                        meta::PARTITION_PATH,
-                        partitions.iter().cloned(),
-                    ));
-                }
+            Some(t) if !groups.is_empty() => {
+                let options = ReadOptions::new()
+                    .as_of(t.clone())
+                    .data_skipping(false)
+                    .file_groups(groups.clone());
                 Some(reader.plan(&options).await?)
             }
             _ => None,

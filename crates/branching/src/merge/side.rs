@@ -48,9 +48,8 @@ impl Side {
         writes: &[WriteTouch],
         label: String,
     ) -> Result<Side> {
-        let partitions: BTreeSet<String> = groups.keys().cloned().collect();
-        let b = StateScan::plan(&before.0.reader, before.1, &partitions, &label).await?;
-        let a = StateScan::plan(&after.0.reader, after.1, &partitions, &label).await?;
+        let b = StateScan::plan(&before.0.reader, before.1, &groups, &label).await?;
+        let a = StateScan::plan(&after.0.reader, after.1, &groups, &label).await?;
         Ok(Side {
             overwrites: overwrites(writes),
             groups,

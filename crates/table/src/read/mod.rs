@@ -50,7 +50,7 @@ use futures::TryStreamExt;
 pub use datetime::{parse_datetime, parse_time, ParsedDateTime};
 pub use filter::{FilterOp, PartitionFilter, PartitionPruner};
 pub use merge::{merge_slice, LogPart, MergeMode};
-pub use options::{ReadOptions, DEFAULT_BATCH_SIZE};
+pub use options::{FileGroupSet, ReadOptions, DEFAULT_BATCH_SIZE};
 pub use ordering::{newer_wins, OrderKey};
 pub use plan::{PartitionScan, ScanPlan};
 pub use skipping::{PruningReport, SkipReason};

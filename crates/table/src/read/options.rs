@@ -1,6 +1,9 @@
 //! What a read returns: [`ReadOptions`] (query type, projection, filters, batch size, data
 //! skipping, parallelism).
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
 use arbor_timeline::InstantTime;
 
 use super::filter::PartitionFilter;
@@ -35,7 +38,11 @@ pub struct ReadOptions {
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
     data_skipping: bool,
     parallelism: usize,
+    file_groups: Option<Arc<FileGroupSet>>,
 }
+
+/// File ids per partition path ([`ReadOptions::file_groups`]).
+pub type FileGroupSet = BTreeMap<String, BTreeSet<String>>;
 
 impl Default for ReadOptions {
     fn default() -> Self {
@@ -48,6 +55,7 @@ impl Default for ReadOptions {
             incremental: None,
             data_skipping: true,
             parallelism: super::parallel::default_parallelism(),
+            file_groups: None,
         }
     }
 }
@@ -132,6 +140,20 @@ impl ReadOptions {
     pub fn parallelism(mut self, slices: usize) -> Self {
         self.parallelism = slices.max(1);
         self
+    }
+
+    /// Reads only these file groups (partition path -> file ids; groups absent or replaced in
+    /// the state read are left out), planning only their slices: the plan's cost beyond the
+    /// partitions' listings follows the groups named, not the table. Partition filters still
+    /// apply; data skipping is not used. Not for incremental queries (refused when read).
+    pub fn file_groups(mut self, groups: FileGroupSet) -> Self {
+        self.file_groups = Some(Arc::new(groups));
+        self
+    }
+
+    /// The file groups read ([`ReadOptions::file_groups`]; `None`: every one).
+    pub fn get_file_groups(&self) -> Option<&FileGroupSet> {
+        self.file_groups.as_deref()
     }
 
     /// How many file slices are read at once ([`ReadOptions::parallelism`]).

@@ -251,12 +251,15 @@ pub(crate) async fn plan(
     let mut report = PruningReport::default();
     let (slices, admitted) = match options.get_incremental() {
         Some((start, end)) => {
-            if options.get_as_of().is_some() || options.is_read_optimized() {
+            if options.get_as_of().is_some()
+                || options.is_read_optimized()
+                || options.get_file_groups().is_some()
+            {
                 return Err(TableError::InvalidInput {
                     column: None,
                     row: None,
-                    reason: "an incremental query cannot be combined with as_of or \
-                             read_optimized"
+                    reason: "an incremental query cannot be combined with as_of, \
+                             read_optimized or file_groups"
                         .into(),
                 });
             }
@@ -301,6 +304,21 @@ pub(crate) async fn plan(
                 }
                 super::retained::check_retained(view, t).await?;
             }
+            if let Some(groups) = options.get_file_groups() {
+                let mut slices = Vec::new();
+                for s in view
+                    .latest_file_slices_of(groups, options.get_as_of())
+                    .await
+                    .map_err(TableError::from_fsview)?
+                {
+                    if pruner.matches(&s.partition)? {
+                        slices.push(s);
+                    }
+                }
+                report.partitions_considered = groups.len();
+                report.files_considered = slices.len();
+                return finish_plan(reader, options, output, pruner, slices, None, report);
+            }
             let latest = options.get_as_of().is_none();
             let skipper = if options.is_data_skipping() && latest && !pruner.is_empty() {
                 let s = Skipper::open(
@@ -334,6 +352,21 @@ pub(crate) async fn plan(
             (slices, None)
         }
     };
+    finish_plan(reader, options, output, pruner, slices, admitted, report)
+}
+
+/// The plan of `slices` (chosen for `options`).
+fn finish_plan(
+    reader: &SliceReader,
+    options: &ReadOptions,
+    output: SchemaRef,
+    pruner: PartitionPruner,
+    slices: Vec<FileSlice>,
+    admitted: Option<BTreeSet<String>>,
+    report: PruningReport,
+) -> Result<ScanPlan> {
+    let schema = &reader.schema;
+    let view = &reader.view;
     tracing::debug!(pruning = %report, "scan planned");
     let work = work_schema(
         schema,

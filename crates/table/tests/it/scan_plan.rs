@@ -159,3 +159,73 @@ async fn test_as_of_in_the_future_is_refused_naming_now_and_the_latest_commit() 
         );
     }
 }
+
+/// `ReadOptions::file_groups`: only the named file groups are planned and read, as of any
+/// state, each as the full plan has it; unknown groups and partitions are left out; an
+/// incremental query with file groups is refused.
+#[tokio::test]
+async fn test_plan_of_chosen_file_groups_reads_exactly_those_slices() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = written(table_type).await;
+        let reader = t.reader().await;
+        let completed = t.completed().await;
+        for as_of in [None, Some(completed[0].requested_time.clone())] {
+            let full = reader
+                .plan(&ReadOptions::new().as_of_opt(as_of.clone()))
+                .await
+                .unwrap();
+            let all: Vec<_> = full.file_slices().collect();
+            assert!(all.len() >= 2, "{table_type:?}");
+            // Every other group, plus names that match nothing.
+            let mut groups = arbor_table::read::FileGroupSet::new();
+            let chosen: Vec<_> = all.iter().step_by(2).collect();
+            for s in &chosen {
+                groups
+                    .entry(s.partition.clone())
+                    .or_default()
+                    .insert(s.file_id.clone());
+            }
+            groups
+                .entry(chosen[0].partition.clone())
+                .or_default()
+                .insert("no-such-group-0".to_string());
+            groups
+                .entry("region=nowhere".to_string())
+                .or_default()
+                .insert("x-0".to_string());
+            let options = ReadOptions::new()
+                .as_of_opt(as_of.clone())
+                .data_skipping(false)
+                .file_groups(groups);
+            let plan = reader.plan(&options).await.unwrap();
+            let got: Vec<_> = plan.file_slices().cloned().collect();
+            let want: Vec<_> = chosen.iter().map(|s| (**s).clone()).collect();
+            assert_eq!(got, want, "{table_type:?} as of {as_of:?}");
+            let rows: usize = per_slice(&plan, &t)
+                .await
+                .iter()
+                .map(|b| b.num_rows())
+                .sum();
+            let mut partial = 0;
+            for s in &chosen {
+                let batches: Vec<RecordBatch> = full
+                    .execute_slice(t.storage.clone(), (**s).clone())
+                    .try_collect()
+                    .await
+                    .unwrap();
+                partial += batches.iter().map(|b| b.num_rows()).sum::<usize>();
+            }
+            assert_eq!(rows, partial);
+        }
+        let err = reader
+            .plan(
+                &ReadOptions::new()
+                    .incremental(None, None)
+                    .file_groups(Default::default()),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("file_groups"), "{err}");
+    }
+}
