@@ -2,7 +2,8 @@
 //! merge-on-read, with and without a record index) rebased onto main and then published by
 //! fast-forward; a rebase refused on a conflict (the message names the key and both values)
 //! that writes nothing, then settled by a strategy; dry runs; the earlier history kept when a
-//! tag would be lost; a table with awkward types read back by hudi-rs; a Spark fixture.
+//! tag would be lost; a table with awkward types (diffed, merged and rebased) read back by
+//! hudi-rs; a Spark fixture.
 
 use std::path::Path;
 
@@ -188,4 +189,65 @@ fn test_rebase_on_spark_fixture_then_publish() {
     let t7 = after.iter().find(|r| r["txn_id"] == "TXN-007").unwrap();
     assert_eq!(t7["amount"].as_f64(), Some(9900.0), "{t7}");
     validate(&table);
+}
+
+/// Awkward types through diff and merge: the diff lists the changed keys with their values
+/// (decimals, zoned timestamps, struct and list columns, nulls) in JSON lines; a dry run
+/// writes nothing; the merge lands exactly the branch's rows, which hudi-rs reads.
+#[test]
+fn test_diff_and_merge_awkward_types_read_in_hudi_rs() {
+    for kind in ["cow", "mor"] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table_of(dir.path(), kind);
+        ok(&["branch", "create", s(&table), "dev"]);
+        let mine = awkward(dir.path(), "mine.parquet", &["a2", "c1"], 30);
+        ok(&["write", s(&table), s(&mine), "--branch", "dev"]);
+        let out = ok(&["diff", s(&table), "main", "dev", "--format", "jsonl"]);
+        let rows: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let post: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["_change_type"] == "update_postimage" || r["_change_type"] == "insert")
+            .collect();
+        assert_eq!(post.len(), 2, "{kind}: {out}");
+        let a2 = post.iter().find(|r| r["id"] == "a2").unwrap();
+        assert_eq!(a2["n"], 30, "{kind}: {a2}");
+        assert!(
+            a2["point"].is_object() && a2["tags"].is_array(),
+            "{kind}: {a2}"
+        );
+        let before = table_tree(&table);
+        let dry = json(&["branch", "merge", s(&table), "dev", "--dry-run", "--json"]);
+        assert_eq!(
+            (&dry["inserted"], &dry["updated"]),
+            (&Value::from(1), &Value::from(1)),
+            "{kind}: {dry}"
+        );
+        assert_eq!(table_tree(&table), before, "{kind}: a dry run wrote");
+        ok(&["branch", "merge", s(&table), "dev"]);
+        let main = read_jsonl(&table, &[]);
+        let dev = read_jsonl(&table, &["--branch", "dev"]);
+        let strip = |mut rows: Vec<Value>| {
+            for r in rows.iter_mut() {
+                if let Some(o) = r.as_object_mut() {
+                    o.retain(|k, _| !k.starts_with("_hoodie_"));
+                }
+            }
+            rows.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+            rows
+        };
+        assert_eq!(
+            strip(main),
+            strip(dev),
+            "{kind}: main after the merge is dev"
+        );
+        if let Some(peer) = crate::values::peer_rows(&table) {
+            assert_eq!(peer.len(), 7, "{kind}");
+            let p2 = peer.iter().find(|r| r["id"] == "a2").unwrap();
+            assert_eq!(p2["n"], 30, "{kind}: hudi-rs {p2}");
+        }
+        validate(&table);
+    }
 }
