@@ -29,7 +29,7 @@ mod apply;
 mod cherry_pick;
 pub(crate) mod conflict;
 mod keys;
-mod options;
+pub(crate) mod options;
 mod outcome;
 mod resolve;
 mod side;

@@ -35,6 +35,7 @@ use crate::branch::{create_locked, drop_locked, ensure_droppable, BranchSource};
 use crate::diff::{merge_base, resolve, RefSpec};
 use crate::error::{BranchingError, Result};
 use crate::identity::BranchInfo;
+use crate::merge::options::require_ordering;
 use crate::merge::{merge, MergeOptions, MergeRefusal, MergeStrategy};
 use crate::roots::read_identity;
 use names::staging_name;
@@ -155,6 +156,8 @@ async fn start(
     let storage = table.table_storage().clone();
     let name = info.name.as_str();
     let op = format!("rebase {name} onto main");
+    let ordering = table.config().ordering_fields().into_iter().next();
+    require_ordering(&op, options.strategy, ordering.as_deref())?;
     let (mref, mtl) = resolve(&storage, &RefSpec::Main).await?;
     let (bref, btl) = resolve(&storage, &RefSpec::Branch(name.to_string())).await?;
     let base = merge_base(&btl, bref.instant.as_ref(), &mtl, mref.instant.as_ref());
@@ -199,9 +202,9 @@ async fn start(
         .await?;
     outcome.onto = base_of(&staging);
     match carry(table, info, &staging, options, outcome).await {
-        Err(e @ BranchingError::MergeConflicts(_)) => {
-            // Main's head and the branch conflict after all (the branch moved since the
-            // check): nothing of the rebase is kept.
+        Err(e @ (BranchingError::MergeConflicts(_) | BranchingError::Refused { .. })) => {
+            // Refused after all (the branch moved since the check, or its changes cannot
+            // be carried): nothing of the rebase is kept.
             table
                 .with_table_lock(drop_locked(table, &staging.name))
                 .await?;
@@ -226,7 +229,9 @@ async fn carry(
     let source = RefSpec::Branch(info.name.clone());
     outcome.onto = base_of(staging);
     for _ in 0..ATTEMPTS {
-        let merged = merge(&target, &source, options).await?;
+        let merged = merge(&target, &source, options)
+            .await
+            .map_err(|e| as_rebase(e, &info.name))?;
         let carried = merged.source.instant.clone();
         if outcome.changes.is_none() || !merged.is_up_to_date() {
             outcome.changes = Some(merged);
@@ -248,4 +253,21 @@ async fn carry(
             staging.name
         ),
     ))
+}
+
+/// A refusal of the merge into the staging branch, told as the rebase's.
+fn as_rebase(e: BranchingError, branch: &str) -> BranchingError {
+    let op = format!("rebase {branch} onto main");
+    match e {
+        BranchingError::Refused { reason, .. } => BranchingError::Refused {
+            operation: op,
+            reason,
+        },
+        BranchingError::MergeConflicts(mut r) => {
+            r.operation = op;
+            r.target = "main".to_string();
+            BranchingError::MergeConflicts(r)
+        }
+        other => other,
+    }
 }

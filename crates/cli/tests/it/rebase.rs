@@ -251,3 +251,55 @@ fn test_diff_and_merge_awkward_types_read_in_hudi_rs() {
         validate(&table);
     }
 }
+
+/// A rebase refused after its staging branch exists (here: `--strategy ordering` on a table
+/// without an ordering field) keeps nothing of it and says so as a rebase.
+#[test]
+fn test_refused_rebase_leaves_no_staging_branch() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let f = |name: &str, body: &str| crate::create_write::file(dir.path(), name, body);
+    let first = f("a.csv", "id,city,fare\na,sf,1.5\nb,sf,2.5\n");
+    ok(&[
+        "write",
+        s(&table),
+        s(&first),
+        "--type",
+        "cow",
+        "--key",
+        "id",
+        "--partition-by",
+        "city",
+    ]);
+    ok(&["branch", "create", s(&table), "dev"]);
+    ok(&[
+        "write",
+        s(&table),
+        s(&f("b.csv", "id,city,fare\na,sf,10.5\n")),
+        "--branch",
+        "dev",
+    ]);
+    ok(&[
+        "write",
+        s(&table),
+        s(&f("m.csv", "id,city,fare\nb,sf,20.5\n")),
+    ]);
+    let before = table_tree(&table);
+    let err = fails(&[
+        "branch",
+        "rebase",
+        s(&table),
+        "dev",
+        "--strategy",
+        "ordering",
+    ]);
+    assert!(
+        err.contains("rebase dev onto main refused") && err.contains("ordering field"),
+        "{err}"
+    );
+    assert_eq!(table_tree(&table), before, "a refused rebase wrote");
+    let list = json(&["branch", "list", s(&table), "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    ok(&["branch", "rebase", s(&table), "dev"]);
+    assert_eq!(fares(&table, "dev"), [pair("a", 10.5), pair("b", 20.5)]);
+}
