@@ -335,13 +335,12 @@ impl FileSystemView {
         as_of: Option<&InstantTime>,
     ) -> Result<Vec<FileSlice>> {
         let horizon = as_of.map_or(Horizon::Latest, |t| Horizon::AsOf(t.clone()));
-        let partitions = self.partitions().await?;
         let replaced = self.index.replaced_within(&horizon);
         let mut out = Vec::new();
+        // Each partition is listed on its own (a partition that does not exist lists
+        // nothing), never the table's list of partitions: a listing that reads one partition
+        // at a time then reads only these.
         for (p, ids) in groups {
-            if !partitions.iter().any(|known| known == p) {
-                continue;
-            }
             let pending = self.pending_starts(p, &horizon);
             for fg in self.file_groups_among(p, &horizon, Some(ids)).await? {
                 if !ids.contains(&fg.file_id)

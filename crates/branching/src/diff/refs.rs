@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use arbor_storage::Storage;
-use arbor_table::read::TableReader;
+use arbor_table::read::{ListingSource, TableReader};
 use arbor_timeline::metaroot::MAIN;
 use arbor_timeline::{InstantTime, MetaRoot};
 
@@ -126,7 +126,12 @@ pub(crate) struct RootTimeline {
 impl RootTimeline {
     /// Opens `root` for reading and collects its completed writes.
     pub async fn open(storage: &Arc<dyn Storage>, root: &MetaRoot) -> Result<RootTimeline> {
-        let reader = TableReader::open_view(root.view(storage.clone())).await?;
+        // The FILES listing is read per partition, for the partitions a diff touches only.
+        let reader = TableReader::open_view_with(
+            root.view(storage.clone()),
+            ListingSource::AutoPerPartition,
+        )
+        .await?;
         let writes = reader
             .view()
             .index()

@@ -36,7 +36,7 @@ mod write_open;
 use std::sync::Arc;
 
 use arbor_fsview::{FileSlice, FileSystemView, PartitionListing, StorageListing};
-use arbor_mdt::{MdtFilesListing, MetadataTable, FILES_PARTITION, MDT_META_DIR};
+use arbor_mdt::{MdtFilesListing, MdtScopedListing, MetadataTable, FILES_PARTITION, MDT_META_DIR};
 use arbor_storage::Storage;
 use arbor_timeline::archive::TimelineHistory;
 use arbor_timeline::config::RecordMergeMode;
@@ -134,7 +134,7 @@ impl TableReader {
         let use_mdt = match source {
             ListingSource::Storage => false,
             ListingSource::MetadataTable => true,
-            ListingSource::Auto => {
+            ListingSource::Auto | ListingSource::AutoPerPartition => {
                 config.version().code() >= 8
                     && config
                         .metadata_partitions()
@@ -198,6 +198,9 @@ impl TableReader {
             .map_err(TableError::from)?;
         if use_mdt {
             match MetadataTable::open_with(storage.clone(), history.active()).await? {
+                Some(mdt) if source == ListingSource::AutoPerPartition => {
+                    listing = Arc::new(MdtScopedListing::new(Arc::new(mdt)))
+                }
                 Some(mdt) => listing = Arc::new(MdtFilesListing::load(&mdt).await?),
                 None if source == ListingSource::MetadataTable => {
                     return Err(TableError::Corrupt {

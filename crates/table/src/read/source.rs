@@ -11,6 +11,12 @@ pub enum ListingSource {
     Storage,
     /// Always the metadata table (an error when the table has none).
     MetadataTable,
+    /// As [`ListingSource::Auto`], but the metadata table's FILES records are read one
+    /// partition at a time, when a partition is first asked for: an open reads no listing,
+    /// and a read of a few partitions (or of chosen file groups,
+    /// [`ReadOptions::file_groups`](super::ReadOptions::file_groups)) decodes only theirs.
+    /// Listing every partition reads the whole FILES partition, as `Auto` does at open.
+    AutoPerPartition,
 }
 
 /// Whether an open may use the process-wide cache ([`crate::read::cache`]).

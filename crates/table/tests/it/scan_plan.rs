@@ -201,6 +201,21 @@ async fn test_plan_of_chosen_file_groups_reads_exactly_those_slices() {
             let got: Vec<_> = plan.file_slices().cloned().collect();
             let want: Vec<_> = chosen.iter().map(|s| (**s).clone()).collect();
             assert_eq!(got, want, "{table_type:?} as of {as_of:?}");
+            // A reader listing one partition at a time plans and reads the same.
+            let scoped = arbor_table::read::TableReader::open_view_with(
+                t.storage.clone(),
+                arbor_table::read::ListingSource::AutoPerPartition,
+            )
+            .await
+            .unwrap();
+            let again = scoped.plan(&options).await.unwrap();
+            assert_eq!(again.file_slices().cloned().collect::<Vec<_>>(), want);
+            let whole = ReadOptions::new().as_of_opt(as_of.clone());
+            assert_eq!(
+                scoped.read(whole.clone()).await.unwrap(),
+                reader.read(whole).await.unwrap(),
+                "{table_type:?} as of {as_of:?}: a per-partition listing reads the same"
+            );
             let rows: usize = per_slice(&plan, &t)
                 .await
                 .iter()
