@@ -31,12 +31,12 @@ use arrow::array::RecordBatch;
 
 const LOCK_KEY: &str = ".hoodie/.locks/table_lock.json";
 
-fn local(base: &Path) -> Arc<dyn Storage> {
+pub(super) fn local(base: &Path) -> Arc<dyn Storage> {
     Arc::new(ObjectStoreStorage::local(base).unwrap())
 }
 
 /// Moves the expiry of a lease a crashed process left into the past (as if it had lapsed).
-async fn lapse_lease(storage: &Arc<dyn Storage>) {
+pub(super) async fn lapse_lease(storage: &Arc<dyn Storage>) {
     let Some((bytes, _)) = storage.get_opt(LOCK_KEY).await.unwrap() else {
         return;
     };
@@ -51,7 +51,7 @@ async fn lapse_lease(storage: &Arc<dyn Storage>) {
         .unwrap();
 }
 
-async fn main_batches(storage: &Arc<dyn Storage>) -> Vec<RecordBatch> {
+pub(super) async fn main_batches(storage: &Arc<dyn Storage>) -> Vec<RecordBatch> {
     TableReader::open(storage.clone())
         .await
         .unwrap()

@@ -21,42 +21,18 @@
 //! time; `ARBOR_CRASH_STRIDE=1` crashes at every one (both sweeps then take about 5 minutes).
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 
+use super::merge_crash::{lapse_lease, local, main_batches};
 use arbor_branching::{
     create_branch, create_tag, list_branches, open_table, publish_and_drop, rebase, select_root,
     validate, BranchSource, BranchingError, MergeOptions, MergeStrategy,
 };
-use arbor_storage::{FaultInjectingStorage, FaultMode, ObjectStoreStorage, Storage, StorageExt};
-use arbor_table::read::TableReader;
+use arbor_storage::{FaultInjectingStorage, FaultMode, Storage, StorageExt};
 use arbor_table::{validate_indexes, Table, WriteOperation};
 use arbor_testkit::crash::{copy_dir, fingerprint};
 use arbor_testkit_tables::{create, rows, rows_of, Row, TestTable};
 use arbor_timeline::config::TableType;
-use arrow::array::RecordBatch;
-
-const LOCK_KEY: &str = ".hoodie/.locks/table_lock.json";
-
-fn local(base: &Path) -> Arc<dyn Storage> {
-    Arc::new(ObjectStoreStorage::local(base).unwrap())
-}
-
-/// Moves the expiry of a lease a crashed process left into the past (as if it had lapsed).
-async fn lapse_lease(storage: &Arc<dyn Storage>) {
-    let Some((bytes, _)) = storage.get_opt(LOCK_KEY).await.unwrap() else {
-        return;
-    };
-    let mut state: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-    if state["owner"].is_null() {
-        return;
-    }
-    state["expires_at"] = serde_json::json!(chrono::Utc::now() - chrono::Duration::seconds(1));
-    storage
-        .put(LOCK_KEY, serde_json::to_vec(&state).unwrap().into())
-        .await
-        .unwrap();
-}
 
 /// Makes every writer heartbeat a crashed process left look lapsed (as the heartbeat timeout
 /// passing would).
@@ -66,15 +42,6 @@ async fn lapse_heartbeats(storage: &Arc<dyn Storage>) {
             storage.put(&o.key, "0".into()).await.unwrap();
         }
     }
-}
-
-async fn main_batches(storage: &Arc<dyn Storage>) -> Vec<RecordBatch> {
-    TableReader::open(storage.clone())
-        .await
-        .unwrap()
-        .snapshot(None)
-        .await
-        .unwrap()
 }
 
 /// The rows of `branch`, or `None` when it does not exist because a rebase of it was

@@ -79,6 +79,17 @@ pub(crate) fn diverged(
     (dir, table)
 }
 
+/// One JSON line of the `v9_txns_complex_meta` fixture's schema (account `ACC-E`).
+pub(crate) fn txn_row(ts: i64, amount: &str, id: &str, region: &str) -> String {
+    format!(
+        "{{\"txn_id\":\"{id}\",\"account_id\":\"ACC-E\",\"txn_ts\":{ts},\
+         \"txn_datetime\":\"2024-01-16T08:15:00Z\",\"txn_date\":\"2024-01-16\",\
+         \"amount\":\"{amount}\",\"currency\":\"USD\",\"txn_type\":\"debit\",\
+         \"merchant_name\":null,\"is_international\":true,\"fee_amount\":\"75.00\",\
+         \"txn_metadata\":null,\"region\":\"{region}\"}}\n"
+    )
+}
+
 pub(crate) fn validate(table: &Path) {
     let out = ok(&["validate", s(table)]);
     assert!(out.contains("agrees"), "{out}");
@@ -297,15 +308,7 @@ fn test_merge_on_spark_fixture_with_complex_keys_and_record_index() {
     let (tmp, table) = arbor_testkit::unzip_table(&zip);
     let before = read_jsonl(&table, &[]);
     ok(&["branch", "create", s(&table), "fix"]);
-    let row = |ts: i64, amount: &str, id: &str, region: &str| {
-        format!(
-            "{{\"txn_id\":\"{id}\",\"account_id\":\"ACC-E\",\"txn_ts\":{ts},\
-             \"txn_datetime\":\"2024-01-16T08:15:00Z\",\"txn_date\":\"2024-01-16\",\
-             \"amount\":\"{amount}\",\"currency\":\"USD\",\"txn_type\":\"debit\",\
-             \"merchant_name\":null,\"is_international\":true,\"fee_amount\":\"75.00\",\
-             \"txn_metadata\":null,\"region\":\"{region}\"}}\n"
-        )
-    };
+    let row = txn_row;
     let b = file(
         tmp.path(),
         "b.jsonl",

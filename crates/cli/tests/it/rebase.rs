@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::clone::{awkward, table_of};
 use crate::create_write::{fails, ok, read_jsonl, s};
-use crate::merge_diff::{diverged, fares, json, pair, table_tree, validate, write};
+use crate::merge_diff::{diverged, fares, json, pair, table_tree, txn_row, validate, write};
 
 fn publish(table: &Path, branch: &str) {
     let out = ok(&["branch", "publish", s(table), branch, "--drop"]);
@@ -117,16 +117,23 @@ fn test_rebase_keeps_the_earlier_history_of_a_tagged_branch() {
     validate(&table);
 }
 
+/// A table of awkward types (`clone::table_of`) whose branch `dev` upserted `a2` and inserted
+/// `c1` (`n` 30).
+fn awkward_with_dev(kind: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = table_of(dir.path(), kind);
+    ok(&["branch", "create", s(&table), "dev"]);
+    let mine = awkward(dir.path(), "mine.parquet", &["a2", "c1"], 30);
+    ok(&["write", s(&table), s(&mine), "--branch", "dev"]);
+    (dir, table)
+}
+
 /// Awkward types (zoned timestamps, decimals, a struct, a list, nulls): the rebased branch
 /// published reads the same in arbor and hudi-rs.
 #[test]
 fn test_rebase_awkward_types_published_reads_in_hudi_rs() {
     for kind in ["cow", "mor"] {
-        let dir = tempfile::tempdir().unwrap();
-        let table = table_of(dir.path(), kind);
-        ok(&["branch", "create", s(&table), "dev"]);
-        let mine = awkward(dir.path(), "mine.parquet", &["a2", "c1"], 30);
-        ok(&["write", s(&table), s(&mine), "--branch", "dev"]);
+        let (dir, table) = awkward_with_dev(kind);
         let theirs = awkward(dir.path(), "theirs.parquet", &["a3", "c3"], 40);
         ok(&["write", s(&table), s(&theirs)]);
         ok(&["branch", "rebase", s(&table), "dev"]);
@@ -160,15 +167,7 @@ fn test_rebase_on_spark_fixture_then_publish() {
     let (tmp, table) = arbor_testkit::unzip_table(&zip);
     let before = read_jsonl(&table, &[]).len();
     ok(&["branch", "create", s(&table), "fix"]);
-    let row = |ts: i64, amount: &str, id: &str, region: &str| {
-        format!(
-            "{{\"txn_id\":\"{id}\",\"account_id\":\"ACC-E\",\"txn_ts\":{ts},\
-             \"txn_datetime\":\"2024-01-16T08:15:00Z\",\"txn_date\":\"2024-01-16\",\
-             \"amount\":\"{amount}\",\"currency\":\"USD\",\"txn_type\":\"debit\",\
-             \"merchant_name\":null,\"is_international\":true,\"fee_amount\":\"75.00\",\
-             \"txn_metadata\":null,\"region\":\"{region}\"}}\n"
-        )
-    };
+    let row = txn_row;
     let b = crate::create_write::file(
         tmp.path(),
         "b.jsonl",
@@ -197,11 +196,7 @@ fn test_rebase_on_spark_fixture_then_publish() {
 #[test]
 fn test_diff_and_merge_awkward_types_read_in_hudi_rs() {
     for kind in ["cow", "mor"] {
-        let dir = tempfile::tempdir().unwrap();
-        let table = table_of(dir.path(), kind);
-        ok(&["branch", "create", s(&table), "dev"]);
-        let mine = awkward(dir.path(), "mine.parquet", &["a2", "c1"], 30);
-        ok(&["write", s(&table), s(&mine), "--branch", "dev"]);
+        let (_dir, table) = awkward_with_dev(kind);
         let out = ok(&["diff", s(&table), "main", "dev", "--format", "jsonl"]);
         let rows: Vec<Value> = out
             .lines()
