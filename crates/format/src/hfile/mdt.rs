@@ -1,7 +1,7 @@
 //! The MDT `files` partition values stored in HFiles: Avro `HoodieMetadataRecord`s of type 1
 //! (`__all_partitions__`) and 2 (one partition's files), spec §6.3.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use apache_avro::types::Value;
@@ -30,26 +30,7 @@ pub fn metadata_record_schema() -> Result<&'static Schema> {
         })
 }
 
-/// One entry of `filesystemMetadata`: a file (type 2) or partition (type 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FilesEntry {
-    /// File size in bytes (0 for partitions).
-    pub size: i64,
-    /// Whether the record deletes the entry.
-    pub is_deleted: bool,
-}
-
-/// A `files`-partition record: its type and `filesystemMetadata` map.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FilesRecord {
-    /// `type`: [`RECORD_TYPE_ALL_PARTITIONS`] or [`RECORD_TYPE_FILES`] (other types decode
-    /// with an empty map when `filesystemMetadata` is null).
-    pub record_type: i32,
-    /// `_hoodie_file_name` (set by Java in compacted base HFiles to the HFile's own name).
-    pub file_name: Option<String>,
-    /// `filesystemMetadata`, sorted by name; empty when null.
-    pub files: BTreeMap<String, FilesEntry>,
-}
+pub use super::mdt_files_record::{FilesEntry, FilesRecord};
 
 fn avro_err(path: &str, reason: impl Into<String>) -> FormatError {
     FormatError::Avro {
@@ -69,6 +50,28 @@ fn unwrap_union(v: &Value) -> &Value {
 /// from the file-info `schema` entry; [`metadata_record_schema`] for files written by arbor).
 /// `path` names the file in errors.
 pub fn decode_files_record(
+    value: &[u8],
+    writer_schema: &Schema,
+    path: &str,
+) -> Result<FilesRecord> {
+    // The direct decoder answers as the generic decoding below; anything it refuses is
+    // decoded generically, which reports what is wrong.
+    if let Ok(record) = super::mdt_files_direct::decode(value, writer_schema) {
+        return Ok(record);
+    }
+    decode_files_record_generic(value, writer_schema, path)
+}
+
+/// The direct decoding alone (`None` where [`decode_files_record`] would fall back to the
+/// generic one). For tests that check the direct decoder reads real files itself.
+#[doc(hidden)]
+pub fn decode_files_record_direct(value: &[u8], writer_schema: &Schema) -> Option<FilesRecord> {
+    super::mdt_files_direct::decode(value, writer_schema).ok()
+}
+
+/// [`decode_files_record`] through apache-avro's generic values (the reference the direct
+/// decoder is tested against, and its fallback).
+pub(super) fn decode_files_record_generic(
     value: &[u8],
     writer_schema: &Schema,
     path: &str,

@@ -15,6 +15,8 @@
 mod block;
 pub mod mdt;
 pub mod mdt_column_stats;
+mod mdt_files_direct;
+mod mdt_files_record;
 pub mod mdt_index;
 mod mdt_stat_value;
 mod proto;

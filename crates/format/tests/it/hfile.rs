@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arbor_format::hfile::mdt::{
-    decode_files_record, encode_files_record, metadata_record_schema, FilesEntry, FilesRecord,
-    METADATA_RECORD_SCHEMA_JSON, RECORD_TYPE_ALL_PARTITIONS, RECORD_TYPE_FILES,
+    decode_files_record, decode_files_record_direct, encode_files_record, metadata_record_schema,
+    FilesEntry, FilesRecord, METADATA_RECORD_SCHEMA_JSON, RECORD_TYPE_ALL_PARTITIONS,
+    RECORD_TYPE_FILES,
 };
 use arbor_format::hfile::{Compression, HFileReader, HFileWriter, HFileWriterOptions};
 use arbor_format::log::{read_log_bytes, BlockType, ReadMode};
@@ -272,6 +273,50 @@ proptest! {
     }
 }
 
+/// A `files`-partition record decoded through apache-avro's generic values, independently of
+/// arbor's decoders.
+fn generic_files(value: &[u8], schema: &apache_avro::Schema) -> FilesRecord {
+    use apache_avro::types::Value;
+    let inner = |v: &Value| match v {
+        Value::Union(_, b) => (**b).clone(),
+        other => other.clone(),
+    };
+    let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema)
+        .build()
+        .unwrap();
+    let Value::Record(fields) = reader.read_value(&mut &value[..]).unwrap() else {
+        panic!("not a record");
+    };
+    let mut out = FilesRecord::default();
+    for (name, v) in &fields {
+        match (name.as_str(), inner(v)) {
+            ("type", Value::Int(t)) => out.record_type = t,
+            ("_hoodie_file_name", Value::String(s)) => out.file_name = Some(s),
+            ("filesystemMetadata", Value::Map(m)) => {
+                for (file, info) in m {
+                    let Value::Record(info) = inner(&info) else {
+                        panic!("info of {file}");
+                    };
+                    let mut e = FilesEntry {
+                        size: 0,
+                        is_deleted: false,
+                    };
+                    for (f, fv) in &info {
+                        match (f.as_str(), inner(fv)) {
+                            ("size", Value::Long(n)) => e.size = n,
+                            ("isDeleted", Value::Boolean(d)) => e.is_deleted = d,
+                            _ => {}
+                        }
+                    }
+                    out.files.insert(file, e);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Decodes every value of `files`-partition HFile `bytes` with its own file-info schema.
 fn decode_files_hfile(bytes: Bytes, path: &str) -> usize {
     let r = HFileReader::open(bytes, path).unwrap();
@@ -279,6 +324,11 @@ fn decode_files_hfile(bytes: Bytes, path: &str) -> usize {
     let mut n = 0;
     for (key, value) in r.entries().unwrap() {
         let rec = decode_files_record(&value, &schema, path).unwrap_or_else(|e| panic!("{e}"));
+        // The direct decoder reads every Spark-written value itself, and equals a decoding
+        // through apache-avro's generic values.
+        let direct = decode_files_record_direct(&value, &schema);
+        assert_eq!(direct.as_ref(), Some(&rec), "{path} {key:?}");
+        assert_eq!(generic_files(&value, &schema), rec, "{path} {key:?}");
         if key.as_ref() == b"__all_partitions__" {
             assert_eq!(rec.record_type, RECORD_TYPE_ALL_PARTITIONS, "{path}");
         } else {
