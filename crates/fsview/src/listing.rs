@@ -41,6 +41,14 @@ pub trait PartitionListing: Debug + Send + Sync {
 
     /// The files directly inside `partition`.
     async fn list_files(&self, partition: &str) -> Result<Vec<ListedFile>>;
+
+    /// Tells the listing that each of `partitions` is about to be listed, so that one that
+    /// reads per partition can read them all in one pass. Answers of later calls are as
+    /// without it (the default reads nothing). A failure here is not final: the caller lists
+    /// each partition anyway, and that call reports what is wrong.
+    async fn prefetch(&self, _partitions: &[&str]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Top-level directories that never hold partitions (hudi-rs skips the same three; names

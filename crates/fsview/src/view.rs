@@ -339,7 +339,17 @@ impl FileSystemView {
         let mut out = Vec::new();
         // Each partition is listed on its own (a partition that does not exist lists
         // nothing), never the table's list of partitions: a listing that reads one partition
-        // at a time then reads only these.
+        // at a time then reads only these, in one pass when it can.
+        let unlisted: Vec<&str> = groups
+            .keys()
+            .map(String::as_str)
+            .filter(|p| validate_partition(p).is_ok() && self.files.get(*p).is_none())
+            .collect();
+        if unlisted.len() > 1 {
+            if let Err(e) = self.listing.prefetch(&unlisted).await {
+                tracing::debug!(error = %e, "reading listings ahead failed; listing one by one");
+            }
+        }
         for (p, ids) in groups {
             let pending = self.pending_starts(p, &horizon);
             for fg in self.file_groups_among(p, &horizon, Some(ids)).await? {

@@ -410,6 +410,12 @@ fn listing_of(merged: &BTreeMap<String, BTreeMap<String, FilesEntry>>) -> FilesL
 /// `HoodieMetadataPayload` rule): a deletion removes a live entry and replaces a tombstone; a
 /// live entry keeps the larger size; a new name is inserted as is (live or tombstone).
 fn merge_entries(existing: &mut BTreeMap<String, FilesEntry>, newer: BTreeMap<String, FilesEntry>) {
+    // The first record of a key (a base file's, usually the largest) is taken whole: merging
+    // into nothing keeps every entry as it is, deletions included.
+    if existing.is_empty() {
+        *existing = newer;
+        return;
+    }
     for (name, new) in newer {
         match existing.get(&name) {
             Some(old) if new.is_deleted && !old.is_deleted => {

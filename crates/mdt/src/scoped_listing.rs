@@ -88,6 +88,15 @@ impl PartitionListing for MdtScopedListing {
         self.whole().await?.list_partitions().await
     }
 
+    async fn prefetch(&self, partitions: &[&str]) -> Result<(), FsViewError> {
+        if self.all.get().is_some() {
+            return Ok(());
+        }
+        MdtScopedListing::prefetch(self, partitions)
+            .await
+            .map_err(to_fsview(partitions.first().copied().unwrap_or_default()))
+    }
+
     async fn list_files(&self, partition: &str) -> Result<Vec<ListedFile>, FsViewError> {
         arbor_fsview::listing::validate_partition(partition)?;
         if let Some(all) = self.all.get() {
