@@ -358,6 +358,15 @@ impl Table {
         delete_partitions::delete_partitions(self, partitions).await
     }
 
+    /// Phase one of [`Table::delete_partitions`]: starts the `delete_partition` replacecommit
+    /// and names the file groups it replaces; complete it with [`Table::commit`] (which checks
+    /// for conflicts with writes completed since, as for any prepared write). Lets a caller
+    /// record `extraMetadata` or narrow the writes counted as seen
+    /// ([`PreparedWrite::seen_only`]) first.
+    pub async fn prepare_delete_partitions(&self, partitions: &[String]) -> Result<PreparedWrite> {
+        delete_partitions::prepare_delete_partitions(self, partitions).await
+    }
+
     /// The TTL policies of the handle's config (as the table was opened: a handle does not see
     /// later changes; [`Table::run_ttl`] reads them afresh). Errors: contradicting or invalid
     /// TTL keys, named.

@@ -1,6 +1,7 @@
 //! The common end of a merge and a cherry-pick: both sides' changes joined partition by
-//! partition, conflicts settled or refused, and what the target receives written as one upsert
-//! commit.
+//! partition, conflicts settled or refused, and what the target receives written as one
+//! commit: an upsert (with deletes), or a `delete_partition` when all it receives is whole
+//! partitions the source deleted.
 
 use std::collections::BTreeSet;
 
@@ -90,6 +91,10 @@ pub(crate) async fn apply(
     partitions.extend(t.groups.keys().cloned());
     let mut upserts: Vec<RecordBatch> = Vec::new();
     let mut deletes: Vec<RecordBatch> = Vec::new();
+    // Partitions the source deleted whole (nothing of them left on its side) that the target
+    // left as they were: their deletes, kept apart (see `dropped_only`).
+    let mut dropped: Vec<String> = Vec::new();
+    let mut dropped_deletes: Vec<RecordBatch> = Vec::new();
     let mut known = KnownLocations::new();
     for p in &partitions {
         // A partition only the target changed needs no reading unless the source replaced
@@ -112,13 +117,28 @@ pub(crate) async fn apply(
         outcome.updates += m.updates;
         outcome.deletes += m.deleted;
         outcome.conflict_count += m.conflicts.len();
+        let conflicted = !m.conflicts.is_empty();
         for c in m.conflicts {
             if outcome.conflicts.len() < CONFLICTS_SHOWN {
                 outcome.conflicts.push(c);
             }
         }
-        upserts.extend(m.upserts);
-        deletes.extend(m.deletes);
+        let whole = s.overwrites.partitions.contains(p)
+            && !s.overwrites.table
+            && !t.overwrites.table
+            && !t.groups.contains_key(p)
+            && sc.after.num_rows() == 0
+            && m.upserts.is_none()
+            && !conflicted;
+        if whole && m.deletes.is_none() {
+            // Nothing of it on either side: nothing to receive.
+        } else if whole {
+            dropped.push(p.clone());
+            dropped_deletes.extend(m.deletes);
+        } else {
+            upserts.extend(m.upserts);
+            deletes.extend(m.deletes);
+        }
         locations(&mut known, &sc, &tc, a.ordering.as_deref(), a.same_since);
     }
     if options.strategy == MergeStrategy::Fail && outcome.conflict_count > 0 {
@@ -134,9 +154,23 @@ pub(crate) async fn apply(
             conflicts: outcome.conflicts,
         })));
     }
-    if options.dry_run || (upserts.is_empty() && deletes.is_empty()) {
+    if options.dry_run || (upserts.is_empty() && deletes.is_empty() && dropped.is_empty()) {
         return Ok(outcome);
     }
+    // Only whole partitions deleted: the target receives Hudi's own `delete_partition`
+    // replacecommit (every file group of them replaced, nothing written), as the source did.
+    // With other changes besides, one commit must carry all of them, so those partitions'
+    // records are deleted by key in the upsert commit.
+    if upserts.is_empty() && deletes.is_empty() {
+        let mut prepared = a.target.prepare_delete_partitions(&dropped).await?;
+        for (k, v) in &a.extra {
+            prepared.insert_extra_metadata(k, v)?;
+        }
+        prepared.seen_only(a.seen);
+        outcome.commit = Some(a.target.commit(prepared).await?);
+        return Ok(outcome);
+    }
+    deletes.append(&mut dropped_deletes);
     let write_options = WriteOptions {
         schema_evolution: true,
         ..a.target.write_options().clone()

@@ -29,6 +29,7 @@ mod legacy;
 mod mdt_clean;
 mod merge_crash;
 mod merge_model;
+mod merge_partitions;
 mod model;
 mod model_clones;
 mod names;

@@ -54,6 +54,7 @@ pub fn merge_json(table: &str, o: &MergeOutcome, options: &MergeOptions) -> serd
             "target": c.target,
         })).collect::<Vec<_>>(),
         "commit": o.commit.as_ref().map(|c| c.instant.to_string()),
+        "operation": o.commit.as_ref().map(|c| c.operation.name()),
     })
 }
 

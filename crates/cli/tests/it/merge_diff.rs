@@ -492,3 +492,48 @@ fn test_repeated_merge_after_aggressive_cleans_carries_the_new_changes() {
     );
     validate(&table);
 }
+
+/// A partition deleted on a branch of a Spark fixture reaches main as Hudi's own
+/// `delete_partition` when it is all the merge carries; main's own write elsewhere stays.
+#[test]
+fn test_merge_of_a_partition_deleted_on_a_branch_of_a_spark_fixture() {
+    let Some(root) = arbor_testkit::fixtures_root_or_skip("partition merge on a Spark fixture")
+    else {
+        return;
+    };
+    let zip = root.join("sample_table/mor/avro/v9_txns_complex_meta.zip");
+    let (tmp, table) = arbor_testkit::unzip_table(&zip);
+    let before = read_jsonl(&table, &[]);
+    ok(&["branch", "create", s(&table), "fix"]);
+    ok(&[
+        "delete-partition",
+        s(&table),
+        "region=eu",
+        "--branch",
+        "fix",
+    ]);
+    let m = file(
+        tmp.path(),
+        "m.jsonl",
+        &txn_row(1700300000098, "8800.00", "TXN-007", "apac"),
+    );
+    ok(&["write", s(&table), s(&m)]);
+    let eu = before.iter().filter(|r| r["region"] == "eu").count();
+    assert!(eu > 0, "the fixture has rows in region=eu");
+    let dry = json(&["branch", "merge", s(&table), "fix", "--dry-run", "--json"]);
+    assert_eq!(dry["deleted"], Value::from(eu), "{dry}");
+    let out = json(&["branch", "merge", s(&table), "fix", "--json"]);
+    assert_eq!(
+        (&out["operation"], &out["deleted"]),
+        (&Value::from("DELETE_PARTITION"), &Value::from(eu)),
+        "{out}"
+    );
+    let after = read_jsonl(&table, &[]);
+    assert_eq!(after.len(), before.len() - eu);
+    assert!(after.iter().all(|r| r["region"] != "eu"));
+    let t7 = after.iter().find(|r| r["txn_id"] == "TXN-007").unwrap();
+    assert_eq!(t7["amount"].as_f64(), Some(8800.0), "{t7}");
+    validate(&table);
+    let again = json(&["branch", "merge", s(&table), "fix", "--json"]);
+    assert_eq!(again["up_to_date"], Value::from(true), "{again}");
+}

@@ -26,14 +26,8 @@ pub(crate) async fn delete_partitions(
     table: &Table,
     partitions: &[String],
 ) -> Result<CommitResult> {
-    check_partitions(partitions)?;
-    let begun = begin_instant(
-        table,
-        Action::ReplaceCommit,
-        WriteOperationType::DeletePartition,
-    )
-    .await?;
-    delete_partitions_with(table, partitions, begun).await
+    let prepared = prepare_delete_partitions(table, partitions).await?;
+    commit(table, prepared).await
 }
 
 /// Checks the partitions of a delete: at least one, each a valid partition path.
@@ -53,15 +47,42 @@ pub(crate) fn check_partitions(partitions: &[String]) -> Result<()> {
 
 /// The body of a delete of `partitions` (checked with [`check_partitions`]) whose
 /// `replacecommit` instant `begun` an earlier locked step started
-/// ([`crate::txn::Transaction::start_instant`] with `DELETE_PARTITION`): without the lock,
-/// names every file group of the partitions' latest slices, records the index deltas and
-/// moves the instant to inflight; then commits it ([`commit`]: conflict check, MDT, commit
+/// ([`crate::txn::Transaction::start_instant`] with `DELETE_PARTITION`): prepared as
+/// [`prepare_delete_with`] says, then committed ([`commit`]: conflict check, MDT, commit
 /// point). On an error before the commit point the instant is removed.
 pub(crate) async fn delete_partitions_with(
     table: &Table,
     partitions: &[String],
     begun: (ActiveTimeline, Instant, Heartbeat),
 ) -> Result<CommitResult> {
+    let prepared = prepare_delete_with(table, partitions, begun).await?;
+    commit(table, prepared).await
+}
+
+/// Phase one of a delete of `partitions` as [`crate::Table::prepare_delete_partitions`]
+/// documents: starts the `DELETE_PARTITION` replacecommit and prepares it.
+pub(crate) async fn prepare_delete_partitions(
+    table: &Table,
+    partitions: &[String],
+) -> Result<PreparedWrite> {
+    check_partitions(partitions)?;
+    let begun = begin_instant(
+        table,
+        Action::ReplaceCommit,
+        WriteOperationType::DeletePartition,
+    )
+    .await?;
+    prepare_delete_with(table, partitions, begun).await
+}
+
+/// Without the lock, names every file group of the partitions' latest slices, records the
+/// index deltas and moves the instant `begun` to inflight. On an error the instant is
+/// removed.
+async fn prepare_delete_with(
+    table: &Table,
+    partitions: &[String],
+    begun: (ActiveTimeline, Instant, Heartbeat),
+) -> Result<PreparedWrite> {
     let ctx = &table.ctx;
     let op = WriteOperationType::DeletePartition;
     let (mut tl, requested, heartbeat) = begun;
@@ -142,7 +163,7 @@ pub(crate) async fn delete_partitions_with(
     }
     .await;
     match prepared {
-        Ok(p) => commit(table, p).await,
+        Ok(p) => Ok(p),
         Err(e) => {
             let latest = tl
                 .get(&requested.requested_time, Action::ReplaceCommit)
