@@ -1,12 +1,12 @@
 //! The common end of a merge and a cherry-pick: both sides' changes joined partition by
 //! partition, conflicts settled or refused, and what the target receives written as one
-//! commit: an upsert (with deletes), or a `delete_partition` when all it receives is whole
-//! partitions the source deleted.
+//! commit: an upsert (with deletes), or a `delete_partition` / `insert_overwrite` when all it
+//! receives is whole partitions the source deleted / overwrote.
 
 use std::collections::BTreeSet;
 
 use arbor_table::read::OrderKey;
-use arbor_table::{KnownLocations, Table, WriteOptions};
+use arbor_table::{KnownLocations, Table, WriteOperation, WriteOptions};
 use arbor_timeline::InstantTime;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -40,6 +40,17 @@ pub(crate) struct Apply<'a> {
     /// cherry-pick): a key the target side did not read is where the source's earlier state
     /// has it.
     pub same_since: bool,
+}
+
+/// Partitions the source deleted or overwrote whole while the target left them as they were
+/// (so the merged partition is the source's): the source's records of each (none when it
+/// deleted it), and the changes by key that carry them otherwise.
+#[derive(Default)]
+struct Replaced {
+    partitions: Vec<String>,
+    rows: Vec<RecordBatch>,
+    upserts: Vec<RecordBatch>,
+    deletes: Vec<RecordBatch>,
 }
 
 /// Where the target holds each key of `s` and `t` (changed on either side) in its latest
@@ -91,10 +102,7 @@ pub(crate) async fn apply(
     partitions.extend(t.groups.keys().cloned());
     let mut upserts: Vec<RecordBatch> = Vec::new();
     let mut deletes: Vec<RecordBatch> = Vec::new();
-    // Partitions the source deleted whole (nothing of them left on its side) that the target
-    // left as they were: their deletes, kept apart (see `dropped_only`).
-    let mut dropped: Vec<String> = Vec::new();
-    let mut dropped_deletes: Vec<RecordBatch> = Vec::new();
+    let mut replaced = Replaced::default();
     let mut known = KnownLocations::new();
     for p in &partitions {
         // A partition only the target changed needs no reading unless the source replaced
@@ -127,14 +135,14 @@ pub(crate) async fn apply(
             && !s.overwrites.table
             && !t.overwrites.table
             && !t.groups.contains_key(p)
-            && sc.after.num_rows() == 0
-            && m.upserts.is_none()
             && !conflicted;
-        if whole && m.deletes.is_none() {
-            // Nothing of it on either side: nothing to receive.
-        } else if whole {
-            dropped.push(p.clone());
-            dropped_deletes.extend(m.deletes);
+        if whole && (m.upserts.is_some() || m.deletes.is_some()) {
+            replaced.partitions.push(p.clone());
+            if sc.after.num_rows() > 0 {
+                replaced.rows.push(sc.after.clone());
+            }
+            replaced.upserts.extend(m.upserts);
+            replaced.deletes.extend(m.deletes);
         } else {
             upserts.extend(m.upserts);
             deletes.extend(m.deletes);
@@ -154,28 +162,49 @@ pub(crate) async fn apply(
             conflicts: outcome.conflicts,
         })));
     }
-    if options.dry_run || (upserts.is_empty() && deletes.is_empty() && dropped.is_empty()) {
+    if options.dry_run
+        || (upserts.is_empty() && deletes.is_empty() && replaced.partitions.is_empty())
+    {
         return Ok(outcome);
     }
-    // Only whole partitions deleted: the target receives Hudi's own `delete_partition`
-    // replacecommit (every file group of them replaced, nothing written), as the source did.
-    // With other changes besides, one commit must carry all of them, so those partitions'
-    // records are deleted by key in the upsert commit.
-    if upserts.is_empty() && deletes.is_empty() {
-        let mut prepared = a.target.prepare_delete_partitions(&dropped).await?;
-        for (k, v) in &a.extra {
-            prepared.insert_extra_metadata(k, v)?;
-        }
-        prepared.seen_only(a.seen);
-        outcome.commit = Some(a.target.commit(prepared).await?);
-        return Ok(outcome);
-    }
-    deletes.append(&mut dropped_deletes);
     let write_options = WriteOptions {
         schema_evolution: true,
         ..a.target.write_options().clone()
     };
     let writer = a.target.clone().with_write_options(write_options);
+    // Only whole partitions the source deleted, or only ones it overwrote: the target
+    // receives the same Hudi operation (`delete_partition`, or `insert_overwrite` of the
+    // source's records of them), every file group of them replaced. With other changes
+    // besides (or both kinds), one commit must carry all of them: those partitions' changes
+    // go by key into the upsert commit.
+    if upserts.is_empty() && deletes.is_empty() {
+        let whole = if replaced.rows.is_empty() {
+            Some(
+                writer
+                    .prepare_delete_partitions(&replaced.partitions)
+                    .await?,
+            )
+        } else if replaced.rows.len() == replaced.partitions.len() {
+            let rows = std::mem::take(&mut replaced.rows);
+            Some(
+                writer
+                    .prepare(WriteOperation::InsertOverwrite, rows)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        if let Some(mut prepared) = whole {
+            for (k, v) in &a.extra {
+                prepared.insert_extra_metadata(k, v)?;
+            }
+            prepared.seen_only(a.seen);
+            outcome.commit = Some(writer.commit(prepared).await?);
+            return Ok(outcome);
+        }
+    }
+    upserts.append(&mut replaced.upserts);
+    deletes.append(&mut replaced.deletes);
     let mut prepared = writer.prepare_changes_with(upserts, deletes, known).await?;
     for (k, v) in &a.extra {
         prepared.insert_extra_metadata(k, v)?;

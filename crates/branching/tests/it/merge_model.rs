@@ -79,6 +79,13 @@ enum Op {
         on: On,
         region: usize,
     },
+    /// `insert_overwrite` of one region with the keys of `keys` that fall in it.
+    Overwrite {
+        on: On,
+        region: usize,
+        keys: u8,
+        ts: i64,
+    },
     Compact {
         on: On,
     },
@@ -110,6 +117,8 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (on(), 1u8..64, 0i64..8).prop_map(|(on, keys, ts)| Op::Upsert { on, keys, ts }),
         2 => (on(), 1u8..64).prop_map(|(on, keys)| Op::Delete { on, keys }),
         1 => (on(), 0usize..2).prop_map(|(on, region)| Op::DeletePartition { on, region }),
+        1 => (on(), 0usize..2, 1u8..=255, 0i64..8)
+            .prop_map(|(on, region, keys, ts)| Op::Overwrite { on, region, keys, ts }),
         1 => on().prop_map(|on| Op::Compact { on }),
         1 => on().prop_map(|on| Op::Clean { on }),
         3 => (any::<bool>(), strategy.clone(), prop::bool::weighted(0.2))
@@ -134,7 +143,7 @@ struct Since {
 struct Model {
     main: Rows,
     dev: Rows,
-    /// `(step, region)` of every partition delete, per root.
+    /// `(step, region)` of every partition delete or overwrite, per root.
     main_deletes: Vec<(usize, String)>,
     dev_deletes: Vec<(usize, String)>,
     /// `[dev into main, main into dev]`.
@@ -417,6 +426,34 @@ impl Run {
                     .await
                     .unwrap();
                 self.model.rows_mut(*on).retain(|_, row| row.1 != r);
+                match on {
+                    On::Main => self.model.main_deletes.push((step, p)),
+                    On::Dev => self.model.dev_deletes.push((step, p)),
+                }
+            }
+            Op::Overwrite {
+                on,
+                region,
+                keys,
+                ts,
+            } => {
+                let r = REGIONS[*region];
+                let rows: Vec<Row> = rows_for(*keys, *ts, step)
+                    .into_iter()
+                    .filter(|row| row.1 == r)
+                    .collect();
+                if rows.is_empty() {
+                    return;
+                }
+                self.t
+                    .write_on(self.handle(*on), WriteOperation::InsertOverwrite, &rows)
+                    .await;
+                let model = self.model.rows_mut(*on);
+                model.retain(|_, row| row.1 != r);
+                for row in rows {
+                    model.insert(row.0.clone(), row);
+                }
+                let p = format!("region={r}");
                 match on {
                     On::Main => self.model.main_deletes.push((step, p)),
                     On::Dev => self.model.dev_deletes.push((step, p)),

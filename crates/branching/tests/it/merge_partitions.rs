@@ -1,7 +1,7 @@
-//! Merges that carry whole partitions the source deleted: the target receives Hudi's own
-//! `delete_partition` replacecommit when that is all it receives (readers, hudi-rs and the
-//! metadata table agree; a second merge finds nothing new), and deletes by key in the one
-//! upsert commit when other changes come with them.
+//! Merges that carry whole partitions the source deleted or overwrote: the target receives
+//! Hudi's own `delete_partition` / `insert_overwrite` replacecommit when that is all it
+//! receives (readers, hudi-rs and the metadata table agree; a second merge finds nothing new),
+//! and changes by key in the one upsert commit when other changes come with them.
 
 use arbor_branching::{create_branch, merge, BranchSource, MergeOptions, MergeStrategy, RefSpec};
 use arbor_table::WriteOperation;
@@ -107,5 +107,49 @@ async fn test_merge_of_a_deleted_partition_with_other_changes_is_one_upsert() {
         t.assert_valid("after the merge").await;
         t.assert_peer_agrees("merge peer check", "after a merge with a dropped partition")
             .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_merge_of_a_partition_overwritten_on_the_branch_is_an_insert_overwrite() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(table_type, true).await;
+        t.write(WriteOperation::Upsert, &rows(0..6, 5, "a")).await;
+        create_branch(&t.table, "dev", BranchSource::MainHead)
+            .await
+            .unwrap();
+        let dev = t.branch("dev").await;
+        // region=eu becomes: k1 changed, k3 as it was, k5 gone, k7 new.
+        let mut eu: Vec<Row> = rows(1..2, 6, "dev");
+        eu.extend(rows(3..4, 5, "a"));
+        eu.extend(rows(7..8, 6, "dev"));
+        t.write_on(&dev, WriteOperation::InsertOverwrite, &eu).await;
+        t.write(WriteOperation::Upsert, &rows(2..3, 9, "main"))
+            .await;
+        let out = merge(&t.table, &RefSpec::Branch("dev".into()), &fail())
+            .await
+            .unwrap();
+        let commit = out.commit.expect("a commit");
+        assert_eq!(
+            (commit.action, commit.operation),
+            (Action::ReplaceCommit, WriteOperationType::InsertOverwrite),
+            "{table_type:?}"
+        );
+        assert_eq!(
+            (out.inserts, out.updates, out.deletes),
+            (1, 1, 1),
+            "{table_type:?}"
+        );
+        let mut want = us_rows_after_main();
+        want.extend(eu.iter().cloned());
+        want.sort();
+        assert_eq!(t.read(None).await, want, "{table_type:?}");
+        t.assert_valid("after the merge").await;
+        t.assert_peer_agrees("merge peer check", "after a merged insert_overwrite")
+            .await;
+        let again = merge(&t.table, &RefSpec::Branch("dev".into()), &fail())
+            .await
+            .unwrap();
+        assert!(again.commit.is_none(), "{table_type:?}: {again:?}");
     }
 }
