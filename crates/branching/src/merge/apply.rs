@@ -177,20 +177,14 @@ pub(crate) async fn apply(
     // source's records of them), every file group of them replaced. With other changes
     // besides (or both kinds), one commit must carry all of them: those partitions' changes
     // go by key into the upsert commit.
+    // (The write futures are boxed: inlined, they made this future too large for the stack
+    // of a debug build's rebase, which awaits a merge inside its own.)
     if upserts.is_empty() && deletes.is_empty() {
         let whole = if replaced.rows.is_empty() {
-            Some(
-                writer
-                    .prepare_delete_partitions(&replaced.partitions)
-                    .await?,
-            )
+            Some(Box::pin(writer.prepare_delete_partitions(&replaced.partitions)).await?)
         } else if replaced.rows.len() == replaced.partitions.len() {
             let rows = std::mem::take(&mut replaced.rows);
-            Some(
-                writer
-                    .prepare(WriteOperation::InsertOverwrite, rows)
-                    .await?,
-            )
+            Some(Box::pin(writer.prepare(WriteOperation::InsertOverwrite, rows)).await?)
         } else {
             None
         };
@@ -199,17 +193,17 @@ pub(crate) async fn apply(
                 prepared.insert_extra_metadata(k, v)?;
             }
             prepared.seen_only(a.seen);
-            outcome.commit = Some(writer.commit(prepared).await?);
+            outcome.commit = Some(Box::pin(writer.commit(prepared)).await?);
             return Ok(outcome);
         }
     }
     upserts.append(&mut replaced.upserts);
     deletes.append(&mut replaced.deletes);
-    let mut prepared = writer.prepare_changes_with(upserts, deletes, known).await?;
+    let mut prepared = Box::pin(writer.prepare_changes_with(upserts, deletes, known)).await?;
     for (k, v) in &a.extra {
         prepared.insert_extra_metadata(k, v)?;
     }
     prepared.seen_only(a.seen);
-    outcome.commit = Some(writer.commit(prepared).await?);
+    outcome.commit = Some(Box::pin(writer.commit(prepared)).await?);
     Ok(outcome)
 }
