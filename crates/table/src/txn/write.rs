@@ -491,9 +491,11 @@ async fn prepare_started(
     };
     let plan = planner::plan(&plan_ctx, input).await?;
     plan.refuse_pending_clustering(view)?;
-    if operation != WriteOperation::Delete {
+    let new_keys: usize = plan.groups.iter().map(|g| g.inserts.len()).sum();
+    // Only a write that places new keys or replaces file groups can be refused, so only such
+    // a write looks for evidence of a bucket index (which lists the partitions' file groups).
+    if operation != WriteOperation::Delete && (new_keys > 0 || !plan.replaced.is_empty()) {
         let evidence = bucket_index::evidence(ctx.root_storage.as_ref(), view, &partitions).await?;
-        let new_keys: usize = plan.groups.iter().map(|g| g.inserts.len()).sum();
         let example = plan
             .groups
             .iter()

@@ -311,18 +311,20 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
     for (partition, rows) in by_partition {
         let partition = partition.to_string();
         let mut groups: BTreeMap<String, GroupPlan> = BTreeMap::new();
-        let slices = match ctx.operation {
-            Op::InsertOverwrite | Op::InsertOverwriteTable | Op::BulkInsert => Vec::new(),
-            _ => latest_slices(ctx.view, &partition).await?,
+        // The partition's latest slices, listed only when needed: a write that updates or
+        // deletes located keys reads the slices of those groups alone (below), so its cost
+        // does not grow with the partition; inserts that may pack small files list them all.
+        let mut slices: Option<Vec<FileSlice>> = match ctx.operation {
+            Op::InsertOverwrite | Op::InsertOverwriteTable | Op::BulkInsert => Some(Vec::new()),
+            _ => None,
         };
         let mut inserts: Vec<usize> = Vec::new();
         // Rows that replace a stored record from a new file group (`PlanContext::replace`).
         let mut fresh: Vec<usize> = Vec::new();
         for (row, file_id) in forced.remove(&partition).unwrap_or_default() {
-            let existing = slices.iter().find(|s| s.file_id == file_id).cloned();
             groups
                 .entry(file_id.clone())
-                .or_insert_with(|| GroupPlan::new(&partition, file_id.clone(), existing))
+                .or_insert_with(|| GroupPlan::new(&partition, file_id.clone(), None))
                 .deletes
                 .push(row);
         }
@@ -349,9 +351,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                     for (&row, key) in delete_rows.iter().zip(&delete_keys) {
                         for loc in found.get(key).into_iter().flatten() {
                             let group = groups.entry(loc.file_id.clone()).or_insert_with(|| {
-                                let existing =
-                                    slices.iter().find(|s| s.file_id == loc.file_id).cloned();
-                                GroupPlan::new(&partition, loc.file_id.clone(), existing)
+                                GroupPlan::new(&partition, loc.file_id.clone(), None)
                             });
                             group.deletes.push(row);
                         }
@@ -398,11 +398,7 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                             Some((loc, stored)) => {
                                 let group =
                                     groups.entry(loc.file_id.clone()).or_insert_with(|| {
-                                        let existing = slices
-                                            .iter()
-                                            .find(|s| s.file_id == loc.file_id)
-                                            .cloned();
-                                        GroupPlan::new(&partition, loc.file_id.clone(), existing)
+                                        GroupPlan::new(&partition, loc.file_id.clone(), None)
                                     });
                                 if ctx.operation == Op::Delete {
                                     group.deletes.push(row);
@@ -422,6 +418,27 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
                 }
             }
             _ => inserts = rows,
+        }
+        // The latest slices of the groups named so far.
+        let named: BTreeSet<String> = groups.keys().cloned().collect();
+        if !named.is_empty() {
+            let found = match &slices {
+                Some(all) => all
+                    .iter()
+                    .filter(|s| named.contains(&s.file_id))
+                    .cloned()
+                    .collect(),
+                None => ctx
+                    .view
+                    .latest_file_slices_of(&BTreeMap::from([(partition.clone(), named)]), None)
+                    .await
+                    .map_err(TableError::from_fsview)?,
+            };
+            for slice in found {
+                if let Some(g) = groups.get_mut(&slice.file_id) {
+                    g.existing = Some(slice);
+                }
+            }
         }
         // A group the index names must have a latest slice; anything else is a stale index.
         for g in groups.values() {
@@ -452,7 +469,11 @@ pub async fn plan(ctx: &PlanContext<'_>, input: &Input) -> Result<WritePlan> {
             && ctx.options.small_file_limit > 0
             && !repeats_keys;
         if packing && !rest.is_empty() {
-            for slice in small_files(ctx, &slices) {
+            let all = match slices.take() {
+                Some(all) => all,
+                None => latest_slices(ctx.view, &partition).await?,
+            };
+            for slice in small_files(ctx, &all) {
                 if rest.is_empty() {
                     break;
                 }
