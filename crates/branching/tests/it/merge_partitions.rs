@@ -13,18 +13,24 @@ use arbor_timeline::Action;
 /// Main `k0..k6` (even keys in `region=us`, odd in `region=eu`), branch `dev` cut from it,
 /// `dev` deletes `region=eu`, main updates k2.
 async fn dropped_on_dev(table_type: TableType) -> TestTable {
-    let t = create(table_type, true).await;
-    t.write(WriteOperation::Upsert, &rows(0..6, 5, "a")).await;
-    create_branch(&t.table, "dev", BranchSource::MainHead)
-        .await
-        .unwrap();
-    let dev = t.branch("dev").await;
+    let (t, dev) = with_dev(table_type).await;
     dev.delete_partitions(&["region=eu".to_string()])
         .await
         .unwrap();
     t.write(WriteOperation::Upsert, &rows(2..3, 9, "main"))
         .await;
     t
+}
+
+/// Main `k0..k6` (record index on) and branch `dev` cut from it, with `dev`'s handle.
+async fn with_dev(table_type: TableType) -> (TestTable, arbor_table::Table) {
+    let t = create(table_type, true).await;
+    t.write(WriteOperation::Upsert, &rows(0..6, 5, "a")).await;
+    create_branch(&t.table, "dev", BranchSource::MainHead)
+        .await
+        .unwrap();
+    let dev = t.branch("dev").await;
+    (t, dev)
 }
 
 fn us_rows_after_main() -> Vec<Row> {
@@ -113,12 +119,7 @@ async fn test_merge_of_a_deleted_partition_with_other_changes_is_one_upsert() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_merge_of_a_partition_overwritten_on_the_branch_is_an_insert_overwrite() {
     for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
-        let t = create(table_type, true).await;
-        t.write(WriteOperation::Upsert, &rows(0..6, 5, "a")).await;
-        create_branch(&t.table, "dev", BranchSource::MainHead)
-            .await
-            .unwrap();
-        let dev = t.branch("dev").await;
+        let (t, dev) = with_dev(table_type).await;
         // region=eu becomes: k1 changed, k3 as it was, k5 gone, k7 new.
         let mut eu: Vec<Row> = rows(1..2, 6, "dev");
         eu.extend(rows(3..4, 5, "a"));

@@ -145,6 +145,15 @@ impl<'a> Cursor<'a> {
             if n < 0 {
                 self.long()?; // the block's size in bytes
             }
+            // More items than bytes left can only be items of no bytes (nulls): refused, so a
+            // forged count cannot spin; the generic decoding reads what is real.
+            if n.unsigned_abs() > self.rest.len() as u64 {
+                return Err(format!(
+                    "{} items, {} bytes left",
+                    n.unsigned_abs(),
+                    self.rest.len()
+                ));
+            }
             for _ in 0..n.unsigned_abs() {
                 item(self)?;
             }
@@ -349,6 +358,17 @@ mod tests {
                 prop_assert_eq!(Some(direct), decode_files_record_generic(&flipped, schema, "t").ok());
             }
         }
+    }
+
+    #[test]
+    fn test_a_forged_item_count_is_refused_not_spun_on() {
+        let json = r#"{"type":"record","name":"R","fields":[
+            {"name":"nulls","type":{"type":"array","items":"null"}},{"name":"type","type":"int"}]}"#;
+        let schema = Schema::parse_str(json).unwrap();
+        // Count i64::MAX (zig-zag varint), then nothing.
+        let mut bytes = vec![0xfe; 9];
+        bytes.push(0x01);
+        assert!(decode(&bytes, &schema).unwrap_err().contains("items"));
     }
 
     #[test]
