@@ -25,6 +25,7 @@ use crate::commands::branch::BranchArgs;
 use crate::commands::cherry_pick::CherryPickArgs;
 use crate::commands::clean::CleanArgs;
 use crate::commands::clone::CloneArgs;
+use crate::commands::cluster::ClusterArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::create::CreateArgs;
 use crate::commands::delete_partition::DeletePartitionArgs;
@@ -103,6 +104,9 @@ enum Command {
     /// Compact a merge-on-read table: merge each file group's log files into a new base file
     /// (`arbor compact <table> [--branch B]`).
     Compact(CompactArgs),
+    /// Cluster: rewrite small file slices as sorted file groups of the target size
+    /// (`arbor cluster <table> [--sort-by C1,C2] [--layout linear|z-order|hilbert]`).
+    Cluster(ClusterArgs),
     /// Restore the table to a savepoint: every later write is rolled back
     /// (`arbor restore <table> --to T`).
     Restore(RestoreArgs),
@@ -177,6 +181,7 @@ fn main() -> ExitCode {
             Command::Archive(args) => commands::archive::run(args, &options).await,
             Command::Doctor(args) => commands::doctor::run(args, &options).await,
             Command::Compact(args) => commands::compact::run(args, &options).await,
+            Command::Cluster(args) => commands::cluster::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
             Command::Diff(args) => commands::diff::run(args, &options).await,

@@ -14,6 +14,7 @@
 //! [`keygen`] (record keys and partition paths, as Java's key generators) and
 //! [`validate_indexes`] (the indexes checked against the data).
 
+pub mod cluster;
 pub mod doctor;
 mod error;
 pub mod keygen;

@@ -351,6 +351,50 @@ impl Table {
         compact::compact(self).await
     }
 
+    /// Clusters the table as `options` say (module [`crate::cluster`]): schedules a plan under
+    /// the lock (`<t>.clustering.requested`), rewrites its groups' small file slices as sorted
+    /// file groups of the target size without the lock, and completes a `CLUSTER`
+    /// replacecommit through the same commit point as a write (conflict check, metadata
+    /// table, record index re-pointed). `instant: None` when nothing needs clustering. Plans
+    /// already pending are left alone ([`Table::run_pending_clustering`]). On a failure before
+    /// the commit point the instant and its files are removed. Errors: `InvalidInput` for bad
+    /// options, an unknown partition or sort column; `CommitConflict` when a write completed
+    /// since the plan touched one of its file groups (the clustering is rolled back).
+    pub async fn cluster(
+        &self,
+        options: &crate::cluster::ClusterOptions,
+    ) -> Result<crate::cluster::ClusterOutcome> {
+        crate::txn::cluster::cluster(self, options).await
+    }
+
+    /// What [`Table::cluster`] with `options` would rewrite now; writes nothing, takes no lock.
+    pub async fn plan_clustering(
+        &self,
+        options: &crate::cluster::ClusterOptions,
+    ) -> Result<crate::cluster::ClusterOutcome> {
+        crate::txn::cluster::plan_only(self, options).await
+    }
+
+    /// The clustering plans pending on the table (this writer's, crashed ones, or another
+    /// engine's), oldest first, with whether their writer's heartbeat is live.
+    pub async fn pending_clustering(&self) -> Result<Vec<crate::cluster::PendingClustering>> {
+        crate::txn::cluster::pending(self).await
+    }
+
+    /// Runs every pending clustering plan whose writer is not running, oldest first, exactly
+    /// as its plan says (Java's plans included: sort columns from its strategy parameters,
+    /// else the table's `hoodie.clustering.*` keys). A plan a live writer runs is an error
+    /// naming it. A failed run leaves the plan pending (a rerun removes what it wrote).
+    pub async fn run_pending_clustering(&self) -> Result<Vec<crate::cluster::ClusterOutcome>> {
+        crate::txn::cluster::run_pending(self).await
+    }
+
+    /// Rolls back every pending clustering plan whose writer is not running: its files and
+    /// instant go, its file groups take updates again. Returns the rolled-back instants.
+    pub async fn rollback_pending_clustering(&self) -> Result<Vec<arbor_timeline::InstantTime>> {
+        crate::txn::cluster::rollback_pending(self).await
+    }
+
     /// Deletes whole partitions (a `delete_partition` replacecommit): every file group of the
     /// partitions is replaced, no file is written, `extraMetadata.schema` is recorded. Fails
     /// with `InvalidInput` for an empty list; partitions without file groups are accepted.

@@ -5,6 +5,7 @@ pub mod branch;
 pub mod cherry_pick;
 pub mod clean;
 pub mod clone;
+pub mod cluster;
 pub mod compact;
 pub mod create;
 pub mod delete_partition;

@@ -18,7 +18,7 @@ use parquet::file::properties::{WriterProperties, DEFAULT_DICTIONARY_PAGE_SIZE_L
 use parquet::schema::types::ColumnPath;
 
 use super::writer::{
-    file_schema_plain, parquet_schema, BaseFileWriter, Compression, EncodedBaseFile,
+    file_schema_plain, parquet_schema, BaseFileWriter, BatchRows, Compression, EncodedBaseFile,
     FOOTER_AVRO_SCHEMA, FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, FOOTER_WRITER_MODEL,
 };
 use super::{dictionary, meta_columns};
@@ -89,15 +89,54 @@ impl BaseFileStream {
     /// Appends `batch` (data columns of the file's schema) with `record_keys`, one non-null
     /// key per row in order.
     pub fn write(&mut self, batch: &RecordBatch, record_keys: &StringArray) -> Result<()> {
+        self.write_rows(BatchRows {
+            batch,
+            record_keys,
+            commit_metadata: None,
+        })
+    }
+
+    /// [`write`](Self::write) for rows that keep the `_hoodie_commit_time` and
+    /// `_hoodie_commit_seqno` they were first written with (clustering a streamed input): one
+    /// value of each per row, nulls written as nulls. The writer must have been set up with
+    /// [`BaseFileWriter::preserve_commit_metadata_per_batch`] (and without preserved values
+    /// for the whole file, with meta values written). Fails, writing nothing of the batch,
+    /// otherwise or when a list has another length than the batch.
+    pub fn write_preserving(
+        &mut self,
+        batch: &RecordBatch,
+        record_keys: &StringArray,
+        commit_times: &StringArray,
+        commit_seqnos: &StringArray,
+    ) -> Result<()> {
+        if !self.config.preserves_per_batch() {
+            return Err(FormatError::Arrow {
+                path: self.key.clone(),
+                reason: "per-batch commit metadata for a file not opened for it \
+                         (BaseFileWriter::preserve_commit_metadata_per_batch)"
+                    .into(),
+            });
+        }
+        self.write_rows(BatchRows {
+            batch,
+            record_keys,
+            commit_metadata: Some((commit_times, commit_seqnos)),
+        })
+    }
+
+    fn write_rows(&mut self, rows: BatchRows<'_>) -> Result<()> {
+        let BatchRows {
+            batch, record_keys, ..
+        } = rows;
         if batch.schema().fields() != self.data_schema.fields() {
             return Err(FormatError::Arrow {
                 path: self.key.clone(),
                 reason: "a batch has a different schema than the file's data columns".into(),
             });
         }
-        let out =
-            self.config
-                .file_batch(&self.key, &self.file_schema, batch, record_keys, self.rows)?;
+        let out = self
+            .config
+            .file_batch(&self.key, &self.file_schema, rows, self.rows)?;
         if self.config.writes_meta_values() {
             let (min, max) = meta_columns::key_range(record_keys);
             self.min_key = pick(self.min_key.take(), min, Ordering::Less);

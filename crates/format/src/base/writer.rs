@@ -110,7 +110,18 @@ pub struct BaseFileWriter {
     pub(super) compression: Compression,
     pub(super) row_group_rows: usize,
     preserved: Option<(StringArray, StringArray)>,
+    preserved_per_batch: bool,
     populate_meta_fields: bool,
+}
+
+/// The rows of one batch a base file receives: data columns, one record key per row and, for
+/// rows that keep the commit time and sequence number they were written with (clustering of a
+/// streamed input), those two values per row.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BatchRows<'a> {
+    pub(super) batch: &'a RecordBatch,
+    pub(super) record_keys: &'a StringArray,
+    pub(super) commit_metadata: Option<(&'a StringArray, &'a StringArray)>,
 }
 
 impl BaseFileWriter {
@@ -134,6 +145,7 @@ impl BaseFileWriter {
             compression: Compression::default(),
             row_group_rows: DEFAULT_ROW_GROUP_ROWS,
             preserved: None,
+            preserved_per_batch: false,
             populate_meta_fields: true,
         }
     }
@@ -189,6 +201,19 @@ impl BaseFileWriter {
     ) -> Self {
         self.preserved = Some((commit_times, commit_seqnos));
         self
+    }
+
+    /// Keeps each row's original `_hoodie_commit_time` and `_hoodie_commit_seqno`, given with
+    /// each batch of a stream ([`super::BaseFileStream::write_preserving`], the form a
+    /// streamed clustering writes); every batch must then carry them.
+    pub fn preserve_commit_metadata_per_batch(mut self) -> Self {
+        self.preserved_per_batch = true;
+        self
+    }
+
+    /// True when commit metadata comes with each batch.
+    pub(super) fn preserves_per_batch(&self) -> bool {
+        self.preserved_per_batch && self.preserved.is_none() && self.populate_meta_fields
     }
 
     /// Prepends the five meta fields (`["null","string"]`, default null, as Hudi declares them)
@@ -329,7 +354,8 @@ impl BaseFileWriter {
                 || name == meta::PARTITION_PATH
                 || (name == meta::COMMIT_TIME
                     && self.populate_meta_fields
-                    && self.preserved.is_none())
+                    && self.preserved.is_none()
+                    && !self.preserved_per_batch)
         };
         let fields: Vec<Field> = plain
             .fields()
@@ -361,10 +387,14 @@ impl BaseFileWriter {
         &self,
         key: &str,
         file_schema: &SchemaRef,
-        batch: &RecordBatch,
-        record_keys: &StringArray,
+        rows: BatchRows<'_>,
         first_row: usize,
     ) -> Result<RecordBatch> {
+        let BatchRows {
+            batch,
+            record_keys,
+            commit_metadata,
+        } = rows;
         let n = batch.num_rows();
         let missing = |what: &str| FormatError::Arrow {
             path: key.to_string(),
@@ -379,26 +409,36 @@ impl BaseFileWriter {
         }
         let file_names = meta_columns::constant(&self.file_name, n);
         let mut columns: Vec<ArrayRef> = if self.populate_meta_fields {
-            let (commit_times, seqnos): (ArrayRef, ArrayRef) = match &self.preserved {
-                Some((times, seqs)) => {
-                    if !rows_present(times.len()) || !rows_present(seqs.len()) {
-                        return Err(missing("preserved commit metadata"));
+            let (commit_times, seqnos): (ArrayRef, ArrayRef) =
+                match (commit_metadata, &self.preserved) {
+                    (Some((times, seqs)), _) => {
+                        if times.len() != n || seqs.len() != n {
+                            return Err(missing("commit metadata of the batch"));
+                        }
+                        (Arc::new(times.clone()), Arc::new(seqs.clone()))
                     }
-                    (
-                        Arc::new(times.slice(first_row, n)),
-                        Arc::new(seqs.slice(first_row, n)),
-                    )
-                }
-                None => (
-                    meta_columns::constant(&self.instant_time, n),
-                    Arc::new(meta_columns::seqnos(
-                        &self.instant_time,
-                        self.task_partition_id,
-                        first_row,
-                        n,
-                    )),
-                ),
-            };
+                    (None, Some((times, seqs))) => {
+                        if !rows_present(times.len()) || !rows_present(seqs.len()) {
+                            return Err(missing("preserved commit metadata"));
+                        }
+                        (
+                            Arc::new(times.slice(first_row, n)),
+                            Arc::new(seqs.slice(first_row, n)),
+                        )
+                    }
+                    (None, None) if self.preserved_per_batch => {
+                        return Err(missing("commit metadata of the batch"))
+                    }
+                    (None, None) => (
+                        meta_columns::constant(&self.instant_time, n),
+                        Arc::new(meta_columns::seqnos(
+                            &self.instant_time,
+                            self.task_partition_id,
+                            first_row,
+                            n,
+                        )),
+                    ),
+                };
             vec![
                 commit_times,
                 seqnos,

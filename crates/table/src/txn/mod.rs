@@ -60,6 +60,7 @@
 //! `delete_partitions.rs` does and completes it with `prepared::commit`, so the commit point
 //! stays in one place. It never takes the lock or rolls back failed writes itself.
 
+pub(crate) mod cluster;
 pub(crate) mod compact;
 pub(crate) mod context;
 pub(crate) mod create;

@@ -269,6 +269,8 @@ async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result
     .await?;
     let completion = tl.next_instant_time(&ctx.generator).await?;
     let mut completed = prepared.inflight.with_state(State::Completed);
+    // A clustering completes as a replacecommit.
+    completed.action = completed.action.completed_action();
     completed.completion_time = Some(completion.clone());
     let content = match &prepared.replaced {
         Some(replaced) => InstantContent::ReplaceCommit(Box::new(

@@ -519,7 +519,7 @@ fn split_meta(batch: &RecordBatch, bad: &dyn Fn(String) -> TableError) -> Result
 /// The Avro schema JSON of the table's data columns: `extraMetadata.schema` of the latest
 /// completed write that has one, else `hoodie.table.create.schema`, else derived from the read
 /// schema.
-async fn data_schema_json(reader: &TableReader) -> Result<String> {
+pub(crate) async fn data_schema_json(reader: &TableReader) -> Result<String> {
     let view = reader.view();
     let history = view.history();
     let layout = view.layout();

@@ -97,9 +97,9 @@ impl WritePlan {
                     reason: format!(
                         "updating {} record(s) of file group {} in partition {:?}, which the \
                          pending clustering {instant} is rewriting (Java's default \
-                         SparkRejectUpdateStrategy refuses this too): run the clustering with \
-                         Spark (CALL run_clustering) or roll it back, then write again. Nothing \
-                         was written",
+                         SparkRejectUpdateStrategy refuses this too): finish it (`arbor cluster \
+                         --pending`, or Spark's CALL run_clustering) or roll it back (`arbor \
+                         cluster --rollback-pending`), then write again. Nothing was written",
                         g.updates.len() + g.deletes.len(),
                         g.file_id,
                         g.partition

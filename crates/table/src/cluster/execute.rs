@@ -1,0 +1,347 @@
+//! Running one clustering group: its planned slices are read one at a time (each merged as a
+//! reader merges it), ordered by the sort key through a sort that spills past its memory
+//! budget ([`super::external_sort`]), and written as new file groups of the target size,
+//! every record keeping its `_hoodie_commit_time` and `_hoodie_commit_seqno`
+//! (`preserveHoodieMetadata`, as Java's clustering), so incremental reads are unchanged.
+
+use std::sync::Arc;
+
+use arbor_format::base::{BaseFileStream, BaseFileWriter};
+use arbor_format::meta;
+use arbor_fsview::slice::join;
+use arbor_fsview::{BaseFile, FileSlice, LogFile};
+use arbor_storage::Storage;
+use arbor_timeline::avro::{HoodieClusteringGroup, HoodieSliceInfo, HoodieWriteStat};
+use arbor_timeline::InstantTime;
+use arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, SchemaRef};
+
+use super::external_sort::ExternalSort;
+use super::options::ClusterOptions;
+use super::sort_key::SortKeys;
+use crate::error::{Result, TableError};
+use crate::read::TableReader;
+
+/// What one group wrote.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GroupOutput {
+    /// The partition of the group.
+    pub(crate) partition: String,
+    /// Write stats of the new files, in order.
+    pub(crate) stats: Vec<HoodieWriteStat>,
+    /// `(record key, new file id)` of every row written.
+    pub(crate) keys: Vec<(String, String)>,
+    /// Rows read (and written).
+    pub(crate) rows: u64,
+    /// Input bytes (base and log files).
+    pub(crate) input_bytes: u64,
+    /// Whether the sort spilled runs to temporary files.
+    pub(crate) spilled_runs: usize,
+}
+
+/// The fixed inputs of running a plan's groups.
+pub(crate) struct GroupRunner<'a> {
+    pub(crate) storage: &'a Arc<dyn Storage>,
+    pub(crate) reader: &'a TableReader,
+    pub(crate) instant: &'a InstantTime,
+    /// The Avro schema (meta and data fields) stored in the new files' footers.
+    pub(crate) avro_schema: &'a str,
+    pub(crate) options: &'a ClusterOptions,
+    /// Whether the keys written are collected (for the record index).
+    pub(crate) collect_keys: bool,
+}
+
+fn bad_plan(instant: &InstantTime, group: usize, reason: impl std::fmt::Display) -> TableError {
+    TableError::Unsupported {
+        reason: format!("clustering {instant}, group {group}: {reason}"),
+    }
+}
+
+fn file_name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+impl GroupRunner<'_> {
+    /// The file slices of group `index` of the plan, their files' sizes from storage.
+    pub(crate) async fn slices_of(
+        &self,
+        index: usize,
+        group: &HoodieClusteringGroup,
+    ) -> Result<Vec<FileSlice>> {
+        let mut out = Vec::new();
+        for info in group.slices.iter().flatten() {
+            out.push(self.slice_of(index, info).await?);
+        }
+        Ok(out)
+    }
+
+    async fn slice_of(&self, index: usize, info: &HoodieSliceInfo) -> Result<FileSlice> {
+        let partition = info.partition_path.clone().unwrap_or_default();
+        let file_id = info
+            .file_id
+            .clone()
+            .filter(|f| !f.is_empty())
+            .ok_or_else(|| bad_plan(self.instant, index, "a slice has no file id"))?;
+        let base = match info.data_file_path.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => {
+                let name = file_name_of(p);
+                let size = self.storage.head(&join(&partition, name)).await?.size;
+                Some(BaseFile::parse(name, size).map_err(TableError::from_fsview)?)
+            }
+            None => None,
+        };
+        let mut logs = Vec::new();
+        for p in info.delta_file_paths.iter().flatten() {
+            let name = file_name_of(p);
+            let size = self.storage.head(&join(&partition, name)).await?.size;
+            logs.push(LogFile::parse(name, size).map_err(TableError::from_fsview)?);
+        }
+        logs.sort();
+        let base_instant = match (&base, logs.first()) {
+            (Some(b), _) => b.instant_time.clone(),
+            (None, Some(l)) => l.delta_commit_time.clone(),
+            (None, None) => {
+                return Err(bad_plan(
+                    self.instant,
+                    index,
+                    format!("slice of file group {file_id} names no file"),
+                ))
+            }
+        };
+        let mut slice = FileSlice::new(&partition, &file_id, base_instant);
+        slice.base_file = base;
+        slice.log_files = logs;
+        Ok(slice)
+    }
+
+    /// Runs group `index` over `slices` (all of one partition).
+    pub(crate) async fn run(&self, index: usize, slices: &[FileSlice]) -> Result<GroupOutput> {
+        let partition = slices
+            .first()
+            .map(|s| s.partition.clone())
+            .unwrap_or_default();
+        if let Some(other) = slices.iter().find(|s| s.partition != partition) {
+            return Err(bad_plan(
+                self.instant,
+                index,
+                format!(
+                    "slices of partitions {partition:?} and {:?} in one group",
+                    other.partition
+                ),
+            ));
+        }
+        let schema = self.reader.schema().clone();
+        let mut keys = SortKeys::new(&schema, &self.options.sort_by, self.options.layout)?;
+        let mut out = OutputFiles::new(self, index, &partition);
+        out.input_bytes = slices
+            .iter()
+            .map(|s| {
+                s.base_file.as_ref().map_or(0, |b| b.size)
+                    + s.log_files.iter().map(|l| l.size).sum::<u64>()
+            })
+            .sum();
+        let mut rows_in = 0u64;
+        let mut sort = ExternalSort::new(schema.clone(), self.options.memory_budget);
+        // Batches held until the curve's boundaries are known (the first budget of rows).
+        let mut sample: Vec<RecordBatch> = Vec::new();
+        let mut sample_bytes = 0usize;
+        for slice in slices {
+            let Some(batch) = self.reader.read_slice(slice, None, false).await? else {
+                continue;
+            };
+            rows_in += batch.num_rows() as u64;
+            match keys.as_mut() {
+                None => out.write(&batch).await?,
+                Some(k) if k.needs_calibration() => {
+                    sample_bytes += batch.get_array_memory_size();
+                    sample.push(batch);
+                    if sample_bytes >= self.options.memory_budget {
+                        k.calibrate(&sample)?;
+                        for b in sample.drain(..) {
+                            let key = k.keys(&b)?;
+                            sort.push(b, key)?;
+                        }
+                    }
+                }
+                Some(k) => {
+                    let key = k.keys(&batch)?;
+                    sort.push(batch, key)?;
+                }
+            }
+        }
+        if let Some(k) = keys.as_mut() {
+            if k.needs_calibration() {
+                k.calibrate(&sample)?;
+            }
+            for b in sample.drain(..) {
+                let key = k.keys(&b)?;
+                sort.push(b, key)?;
+            }
+            out.spilled_runs = sort.runs();
+            let mut sorted = sort.finish()?;
+            while let Some(b) = sorted.next_batch()? {
+                out.write(&b).await?;
+            }
+        }
+        let output = out.finish().await?;
+        if output.rows != rows_in {
+            return Err(bad_plan(
+                self.instant,
+                index,
+                format!("{rows_in} rows read but {} written", output.rows),
+            ));
+        }
+        Ok(output)
+    }
+}
+
+/// The files one group writes, closed at the target size.
+struct OutputFiles<'a> {
+    runner: &'a GroupRunner<'a>,
+    group: usize,
+    partition: String,
+    open: Option<(String, String, BaseFileStream)>,
+    files: usize,
+    stats: Vec<HoodieWriteStat>,
+    keys: Vec<(String, String)>,
+    rows: u64,
+    input_bytes: u64,
+    spilled_runs: usize,
+}
+
+impl<'a> OutputFiles<'a> {
+    fn new(runner: &'a GroupRunner<'a>, group: usize, partition: &str) -> Self {
+        OutputFiles {
+            runner,
+            group,
+            partition: partition.to_string(),
+            open: None,
+            files: 0,
+            stats: Vec::new(),
+            keys: Vec::new(),
+            rows: 0,
+            input_bytes: 0,
+            spilled_runs: 0,
+        }
+    }
+
+    fn err(&self, reason: impl std::fmt::Display) -> TableError {
+        bad_plan(self.runner.instant, self.group, reason)
+    }
+
+    /// Writes merged rows (meta and data columns).
+    async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let strings = |name: &str| -> Result<StringArray> {
+            let col = batch
+                .column_by_name(name)
+                .ok_or_else(|| self.err(format!("rows without a {name} column")))?;
+            let col = arrow::compute::cast(col, &DataType::Utf8)
+                .map_err(|e| self.err(format!("column {name}: {e}")))?;
+            Ok(col.as_string::<i32>().clone())
+        };
+        let record_keys = strings(meta::RECORD_KEY)?;
+        if record_keys.null_count() > 0 {
+            return Err(self.err(
+                "a record has no _hoodie_record_key (tables without meta fields are not \
+                 clustered by arbor)",
+            ));
+        }
+        let times = strings(meta::COMMIT_TIME)?;
+        let seqnos = strings(meta::COMMIT_SEQNO)?;
+        let schema = batch.schema();
+        let data_idx: Vec<usize> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !meta::is_meta_column(f.name()))
+            .map(|(i, _)| i)
+            .collect();
+        let data = batch
+            .project(&data_idx)
+            .map_err(|e| self.err(format!("data columns: {e}")))?;
+        if self.open.is_none() {
+            self.open_file(data.schema(), &data)?;
+        }
+        let Some((file_id, _, stream)) = self.open.as_mut() else {
+            return Err(self.err("no open file"));
+        };
+        stream.write_preserving(&data, &record_keys, &times, &seqnos)?;
+        if self.runner.collect_keys {
+            let id = file_id.clone();
+            self.keys.extend(
+                record_keys
+                    .iter()
+                    .flatten()
+                    .map(|k| (k.to_string(), id.clone())),
+            );
+        }
+        self.rows += batch.num_rows() as u64;
+        if stream.size_estimate() as u64 >= self.runner.options.target_file_size {
+            self.close().await?;
+        }
+        Ok(())
+    }
+
+    fn open_file(&mut self, data_schema: SchemaRef, sample: &RecordBatch) -> Result<()> {
+        let file_id = format!("{}-0", uuid::Uuid::new_v4());
+        let instant = self.runner.instant;
+        let name = format!(
+            "{file_id}_{}-{}-0_{instant}.parquet",
+            self.group, self.files
+        );
+        let key = join(&self.partition, &name);
+        let writer = BaseFileWriter::new(
+            instant.as_str(),
+            name.clone(),
+            self.partition.as_str(),
+            self.runner.avro_schema,
+        )
+        .preserve_commit_metadata_per_batch();
+        let stream = writer.open_stream(&key, data_schema, std::slice::from_ref(sample))?;
+        self.files += 1;
+        self.open = Some((file_id, key, stream));
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        let Some((file_id, key, stream)) = self.open.take() else {
+            return Ok(());
+        };
+        let written = stream
+            .finish()?
+            .store(self.runner.storage.as_ref(), &key)
+            .await?;
+        let size = i64::try_from(written.size).unwrap_or(i64::MAX);
+        let rows = i64::try_from(written.num_rows).unwrap_or(i64::MAX);
+        self.stats.push(HoodieWriteStat {
+            file_id: Some(file_id),
+            path: Some(key),
+            prev_commit: Some("null".to_string()),
+            num_writes: Some(rows),
+            num_inserts: Some(rows),
+            num_deletes: Some(0),
+            num_update_writes: Some(0),
+            total_write_bytes: Some(size),
+            total_write_errors: Some(0),
+            partition_path: Some(self.partition.clone()),
+            file_size_in_bytes: Some(size),
+            ..HoodieWriteStat::default()
+        });
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<GroupOutput> {
+        self.close().await?;
+        Ok(GroupOutput {
+            partition: self.partition,
+            stats: self.stats,
+            keys: self.keys,
+            rows: self.rows,
+            input_bytes: self.input_bytes,
+            spilled_runs: self.spilled_runs,
+        })
+    }
+}
