@@ -22,6 +22,9 @@ use super::sort_key::SortKeys;
 use crate::error::{Result, TableError};
 use crate::read::TableReader;
 
+/// Rows a new file takes before its bytes per row are known.
+const FIRST_ROWS: usize = 1024;
+
 /// What one group wrote.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupOutput {
@@ -262,25 +265,46 @@ impl<'a> OutputFiles<'a> {
         let data = batch
             .project(&data_idx)
             .map_err(|e| self.err(format!("data columns: {e}")))?;
-        if self.open.is_none() {
-            self.open_file(data.schema(), &data)?;
-        }
-        let Some((file_id, _, stream)) = self.open.as_mut() else {
-            return Err(self.err("no open file"));
-        };
-        stream.write_preserving(&data, &record_keys, &times, &seqnos)?;
-        if self.runner.collect_keys {
-            let id = file_id.clone();
-            self.keys.extend(
-                record_keys
-                    .iter()
-                    .flatten()
-                    .map(|k| (k.to_string(), id.clone())),
-            );
-        }
-        self.rows += batch.num_rows() as u64;
-        if stream.size_estimate() as u64 >= self.runner.options.target_file_size {
-            self.close().await?;
+        let n = data.num_rows();
+        let target = self.runner.options.target_file_size;
+        let mut offset = 0;
+        while offset < n {
+            if self.open.is_none() {
+                let sample = data.slice(offset, (n - offset).min(FIRST_ROWS));
+                self.open_file(data.schema(), &sample)?;
+            }
+            let Some((file_id, _, stream)) = self.open.as_mut() else {
+                return Err(self.err("no open file"));
+            };
+            // Rows that fit the file: the first rows give the file's bytes per row.
+            let (in_file, bytes) = (stream.rows(), stream.size_estimate() as u64);
+            let take = match bytes.checked_div(in_file) {
+                None => (n - offset).min(FIRST_ROWS),
+                Some(per_row) => {
+                    let room = target.saturating_sub(bytes) / per_row.max(1);
+                    usize::try_from(room)
+                        .unwrap_or(usize::MAX)
+                        .clamp(1, n - offset)
+                }
+            };
+            let keys = record_keys.slice(offset, take);
+            stream.write_preserving(
+                &data.slice(offset, take),
+                &keys,
+                &times.slice(offset, take),
+                &seqnos.slice(offset, take),
+            )?;
+            if self.runner.collect_keys {
+                let id = file_id.clone();
+                self.keys
+                    .extend(keys.iter().flatten().map(|k| (k.to_string(), id.clone())));
+            }
+            let full = stream.size_estimate() as u64 >= target;
+            offset += take;
+            self.rows += take as u64;
+            if full {
+                self.close().await?;
+            }
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 )]
 
 mod cache;
+mod cluster;
 mod column_stats;
 mod compaction;
 mod contention;
