@@ -42,6 +42,7 @@ mod branch;
 mod cache;
 mod clean;
 mod clone;
+mod cluster;
 mod contention;
 mod data;
 mod history;
@@ -146,6 +147,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("clone") {
         return clone::run(args);
+    }
+    if args.first().map(String::as_str) == Some("cluster") {
+        return cluster::run(args);
     }
     if args.first().map(String::as_str) == Some("cache") {
         return cache::run(args);

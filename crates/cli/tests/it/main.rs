@@ -11,6 +11,7 @@ mod branch;
 mod cli_output;
 mod clone;
 mod closed_pipes;
+mod cluster;
 mod compact;
 mod concurrent_writers;
 mod create_write;

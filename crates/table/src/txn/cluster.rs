@@ -53,6 +53,8 @@ pub(crate) async fn cluster(table: &Table, options: &ClusterOptions) -> Result<C
     options.validate()?;
     super::writable::refuse_change_data_capture(&table.ctx.config, "clustering")?;
     let ctx = &table.ctx;
+    // Bad sort columns and partitions are refused before the lock is taken.
+    plan_groups_of(&TableReader::open_view(ctx.storage.clone()).await?, options).await?;
     let scheduled = Transaction::run(table, Entry::Begin, |txn| async move {
         let mut tl = txn.timeline().await?;
         refuse_during_restore(&tl)?;
