@@ -23,6 +23,7 @@ mod clone_pins;
 mod clone_race;
 mod clone_s3;
 mod clone_support;
+mod cluster_tags;
 mod concurrency;
 mod crash;
 mod legacy;
