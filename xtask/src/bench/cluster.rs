@@ -33,8 +33,6 @@ use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tokio::runtime::Runtime;
 
-use super::peak_memory::peak_of;
-
 const USAGE: &str = "usage: cargo xtask bench cluster [--files N] [--rows-per-file N] \
                      [--scale N] [--memory MiB] [--dir DIR]";
 
@@ -45,6 +43,18 @@ struct Options {
     scale: u64,
     memory_mib: u64,
     dir: Option<std::path::PathBuf>,
+    /// Internal: cluster the table at this directory in this process and print its time and
+    /// peak memory (`--one DIR --sort C1,C2 --layout L --target BYTES`).
+    one: Option<One>,
+}
+
+/// One clustering measured in a process of its own.
+#[derive(Debug, Clone, PartialEq)]
+struct One {
+    dir: std::path::PathBuf,
+    sort: Vec<String>,
+    layout: String,
+    target: u64,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -58,6 +68,13 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         scale: 4,
         memory_mib: 64,
         dir: None,
+        one: None,
+    };
+    let mut one = One {
+        dir: std::path::PathBuf::new(),
+        sort: Vec::new(),
+        layout: "linear".to_string(),
+        target: 0,
     };
     let positive = |v: Option<&String>| -> Result<u64, String> {
         v.and_then(|v| v.replace('_', "").parse::<u64>().ok())
@@ -75,12 +92,32 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     it.next().ok_or_else(|| USAGE.to_string())?,
                 ))
             }
+            "--one" => {
+                one.dir = std::path::PathBuf::from(it.next().ok_or_else(|| USAGE.to_string())?);
+                o.one = Some(one.clone());
+            }
+            "--sort" => {
+                one.sort = it
+                    .next()
+                    .ok_or_else(|| USAGE.to_string())?
+                    .split(',')
+                    .map(str::to_string)
+                    .collect()
+            }
+            "--layout" => one.layout = it.next().ok_or_else(|| USAGE.to_string())?.clone(),
+            "--target" => one.target = positive(it.next())?,
             other => {
                 return Err(format!(
                     "bench cluster: unknown argument {other:?}; {USAGE}"
                 ))
             }
         }
+    }
+    if let Some(x) = o.one.as_mut() {
+        x.dir = one.dir;
+        x.sort = one.sort;
+        x.layout = one.layout;
+        x.target = one.target;
     }
     if o.files < 20 {
         return Err(format!(
@@ -100,13 +137,14 @@ fn schema() -> SchemaRef {
     ]))
 }
 
-/// A permutation of `0..n` (multiplication by a prime coprime with `n`, modulo `n`).
-fn permuted(i: u64, n: u64, prime: u64) -> i64 {
-    let mut p = prime;
+/// A permutation of `0..n` that scatters neighbours: multiplication modulo `n` by a number
+/// near `n * fraction` that is coprime with `n`.
+fn permuted(i: u64, n: u64, fraction: f64) -> i64 {
+    let mut p = ((n as f64 * fraction) as u64) | 1;
     while gcd(p, n) != 1 {
         p += 2;
     }
-    ((i as u128 * p as u128) % n as u128) as i64
+    ((i as u128 * p as u128) % n.max(1) as u128) as i64
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -119,8 +157,8 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 fn batch(rows: u64) -> Result<RecordBatch, String> {
     let ids = StringArray::from_iter_values((0..rows).map(|i| format!("k{i:010}")));
-    let v = Int64Array::from_iter_values((0..rows).map(|i| permuted(i, rows, 1_000_003)));
-    let w = Int64Array::from_iter_values((0..rows).map(|i| permuted(i, rows, 7_919)));
+    let v = Int64Array::from_iter_values((0..rows).map(|i| permuted(i, rows, 0.618_033_988_7)));
+    let w = Int64Array::from_iter_values((0..rows).map(|i| permuted(i, rows, 0.414_213_562_3)));
     let ts = Int64Array::from_iter_values((0..rows).map(|_| 1));
     let payload = StringArray::from_iter_values((0..rows).map(|i| format!("payload-{i:09}-xyz")));
     RecordBatch::try_new(
@@ -282,28 +320,106 @@ fn table_bytes(dir: &Path) -> Result<u64, String> {
     Ok(total)
 }
 
-/// Clusters the table at `dir`; returns (seconds, peak bytes, outcome).
-fn cluster(
+/// Clusters the table at `dir` in this process; returns (seconds, outcome).
+fn cluster_here(
     rt: &Runtime,
     dir: &Path,
     options: &ClusterOptions,
-) -> Result<(f64, Option<u64>, ClusterOutcome), String> {
+) -> Result<(f64, ClusterOutcome), String> {
     arbor_table::read::cache::clear();
     let storage = super::local(dir)?;
-    let ((seconds, outcome), peak) = peak_of(|| {
-        let start = Instant::now();
-        let outcome = rt.block_on(async {
-            let table = Table::open(storage)
-                .await
-                .map_err(|e| format!("bench cluster: opening: {e}"))?;
-            table
-                .cluster(options)
-                .await
-                .map_err(|e| format!("bench cluster: clustering: {e}"))
-        });
-        (start.elapsed().as_secs_f64(), outcome)
-    });
-    Ok((seconds, peak, outcome?))
+    let start = Instant::now();
+    let outcome = rt.block_on(async {
+        let table = Table::open(storage)
+            .await
+            .map_err(|e| format!("bench cluster: opening: {e}"))?;
+        table
+            .cluster(options)
+            .await
+            .map_err(|e| format!("bench cluster: clustering: {e}"))
+    })?;
+    Ok((start.elapsed().as_secs_f64(), outcome))
+}
+
+/// The internal `--one` mode: one clustering, then `seconds=S peak_kib=K spilled=N` on stdout
+/// (the peak resident set of this whole process, `VmHWM`).
+fn run_one(one: &One, memory_mib: u64) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("bench cluster: runtime: {e}"))?;
+    let options = ClusterOptions {
+        sort_by: one.sort.clone(),
+        layout: one
+            .layout
+            .parse::<Layout>()
+            .map_err(|e| format!("bench cluster: {e}"))?,
+        target_file_size: one.target,
+        memory_budget: usize::try_from(memory_mib * 1024 * 1024).unwrap_or(usize::MAX),
+        ..ClusterOptions::default()
+    };
+    let (secs, outcome) = cluster_here(&rt, &one.dir, &options)?;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("0");
+    let spilled: usize = outcome.groups.iter().map(|g| g.spilled_runs).sum();
+    println!("seconds={secs} peak_kib={peak} spilled={spilled}");
+    Ok(())
+}
+
+/// Clusters the table at `dir` in a child process (this xtask with `--one`); returns
+/// (seconds of the clustering, peak resident bytes of the child, runs spilled).
+fn cluster(
+    dir: &Path,
+    sort: &[&str],
+    layout: Layout,
+    target: u64,
+    memory_mib: u64,
+) -> Result<(f64, Option<u64>, usize), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("bench cluster: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .args([
+            "bench",
+            "cluster",
+            "--memory",
+            &memory_mib.to_string(),
+            "--sort",
+        ])
+        .arg(sort.join(","))
+        .args([
+            "--layout",
+            layout.name(),
+            "--target",
+            &target.to_string(),
+            "--one",
+        ])
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("bench cluster: running the child: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "bench cluster: the child failed: {}{}",
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let field = |k: &str| -> Option<String> {
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")).map(str::to_string))
+    };
+    let secs = field("seconds")
+        .and_then(|v| v.parse::<f64>().ok())
+        .ok_or_else(|| format!("bench cluster: the child printed {text:?}"))?;
+    let peak = field("peak_kib")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|k| *k > 0)
+        .map(|k| k * 1024);
+    let spilled = field("spilled").and_then(|v| v.parse().ok()).unwrap_or(0);
+    Ok((secs, peak, spilled))
 }
 
 fn mib(b: Option<u64>) -> String {
@@ -317,6 +433,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let o = parse_args(args)?;
     if cfg!(debug_assertions) {
         return super::run_release(args);
+    }
+    if let Some(one) = &o.one {
+        return run_one(one, o.memory_mib);
     }
     let super::BenchStart {
         work,
@@ -339,7 +458,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let target = bytes.div_ceil(outputs).max(1);
     let (before_read, before_all) = range_query(&rt, super::local(&template)?, rows)?;
     let baseline = arrow_rewrite(&template, &work.join("arrow-out"), outputs as usize)?;
-    let memory = usize::try_from(o.memory_mib * 1024 * 1024).unwrap_or(usize::MAX);
     let cases: [(&str, &[&str], Layout); 4] = [
         ("linear v", &["v"], Layout::Linear),
         ("z-order v", &["v"], Layout::ZOrder),
@@ -351,17 +469,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     for (name, cols, layout) in cases {
         let dir = work.join(name.replace([' ', ','], "_"));
         super::copy_dir(&template, &dir)?;
-        let options = ClusterOptions {
-            sort_by: cols.iter().map(|c| c.to_string()).collect(),
-            layout,
-            target_file_size: target,
-            memory_budget: memory,
-            ..ClusterOptions::default()
-        };
-        let (secs, peak, outcome) = cluster(&rt, &dir, &options)?;
+        let (secs, peak, spilled) = cluster(&dir, cols, layout, target, o.memory_mib)?;
         let (read, all) = range_query(&rt, super::local(&dir)?, rows)?;
         let share = 100.0 * read as f64 / all.max(1) as f64;
-        let spilled: usize = outcome.groups.iter().map(|g| g.spilled_runs).sum();
         if cols == ["v"] && share > 5.0 {
             failures.push(format!(
                 "{name}: the 1% range reads {share:.1}% of the files"
@@ -378,20 +488,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let big = work.join("scaled");
     build(&rt, &big, o.files, o.rows_per_file * o.scale)?;
     let big_bytes = table_bytes(&big)?;
-    let options = ClusterOptions {
-        sort_by: vec!["v".into()],
-        layout: Layout::ZOrder,
-        target_file_size: target,
-        memory_budget: memory,
-        ..ClusterOptions::default()
-    };
     let big_baseline = arrow_rewrite(
         &big,
         &work.join("arrow-out-scaled"),
-        (big_bytes.div_ceil(target)) as usize,
+        big_bytes.div_ceil(target) as usize,
     )?;
-    let (big_secs, big_peak, big_outcome) = cluster(&rt, &big, &options)?;
-    let big_spilled: usize = big_outcome.groups.iter().map(|g| g.spilled_runs).sum();
+    let (big_secs, big_peak, big_spilled) =
+        cluster(&big, &["v"], Layout::ZOrder, target, o.memory_mib)?;
     println!();
     println!("machine: {}", machine.describe());
     println!("load average (1, 5, 15 min) at the start: {load}");
@@ -450,12 +553,21 @@ mod tests {
         assert!(parse_args(&args(&["cluster", "--files", "0"])).is_err());
         assert!(parse_args(&args(&["cluster", "--files", "10"])).is_err());
         assert!(parse_args(&args(&["cluster", "--nope"])).is_err());
+        let o = parse_args(&args(&[
+            "cluster", "--one", "/t", "--sort", "v,w", "--layout", "hilbert", "--target", "9",
+        ]))
+        .unwrap();
+        let one = o.one.unwrap();
+        assert_eq!(
+            (one.sort.len(), one.layout.as_str(), one.target),
+            (2, "hilbert", 9)
+        );
     }
 
     #[test]
     fn test_permuted_is_a_permutation() {
         let n = 1000;
-        let mut seen: Vec<i64> = (0..n).map(|i| permuted(i, n, 1_000_003)).collect();
+        let mut seen: Vec<i64> = (0..n).map(|i| permuted(i, n, 0.618_033_988_7)).collect();
         seen.sort();
         assert_eq!(seen, (0..n as i64).collect::<Vec<_>>());
     }

@@ -89,6 +89,10 @@ enum Op {
     Compact {
         on: On,
     },
+    /// Clustering of every small file slice, sorted by `ts` (rows unchanged).
+    Cluster {
+        on: On,
+    },
     Clean {
         on: On,
     },
@@ -120,6 +124,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (on(), 0usize..2, 1u8..=255, 0i64..8)
             .prop_map(|(on, region, keys, ts)| Op::Overwrite { on, region, keys, ts }),
         1 => on().prop_map(|on| Op::Compact { on }),
+        1 => on().prop_map(|on| Op::Cluster { on }),
         1 => on().prop_map(|on| Op::Clean { on }),
         3 => (any::<bool>(), strategy.clone(), prop::bool::weighted(0.2))
             .prop_map(|(into_dev, strategy, dry_run)| Op::Merge { into_dev, strategy, dry_run }),
@@ -463,6 +468,13 @@ impl Run {
                 if self.table_type == TableType::MergeOnRead {
                     self.handle(*on).compact().await.unwrap();
                 }
+            }
+            Op::Cluster { on } => {
+                let options = arbor_table::cluster::ClusterOptions {
+                    sort_by: vec!["ts".to_string()],
+                    ..Default::default()
+                };
+                self.handle(*on).cluster(&options).await.unwrap();
             }
             Op::Clean { on } => {
                 clean(

@@ -237,14 +237,9 @@ impl<'a> OutputFiles<'a> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let strings = |name: &str| -> Result<StringArray> {
-            let col = batch
-                .column_by_name(name)
-                .ok_or_else(|| self.err(format!("rows without a {name} column")))?;
-            let col = arrow::compute::cast(col, &DataType::Utf8)
-                .map_err(|e| self.err(format!("column {name}: {e}")))?;
-            Ok(col.as_string::<i32>().clone())
-        };
+        let (instant, group) = (self.runner.instant, self.group);
+        // Not a closure over `self`: the future must stay `Send` (the open file is not `Sync`).
+        let strings = |name: &str| meta_strings(batch, name, instant, group);
         let record_keys = strings(meta::RECORD_KEY)?;
         if record_keys.null_count() > 0 {
             return Err(self.err(
@@ -368,4 +363,19 @@ impl<'a> OutputFiles<'a> {
             spilled_runs: self.spilled_runs,
         })
     }
+}
+
+/// Column `name` of `batch` as strings.
+fn meta_strings(
+    batch: &RecordBatch,
+    name: &str,
+    instant: &InstantTime,
+    group: usize,
+) -> Result<StringArray> {
+    let col = batch
+        .column_by_name(name)
+        .ok_or_else(|| bad_plan(instant, group, format!("rows without a {name} column")))?;
+    let col = arrow::compute::cast(col, &DataType::Utf8)
+        .map_err(|e| bad_plan(instant, group, format!("column {name}: {e}")))?;
+    Ok(col.as_string::<i32>().clone())
 }

@@ -716,3 +716,17 @@ fn template_has(t: &TestTable, time: &InstantTime) -> bool {
                 .starts_with(time.as_str())
         })
 }
+
+/// The futures of the clustering API can run on any runtime thread (`tokio::spawn`).
+#[test]
+fn test_clustering_futures_are_send() {
+    fn send<T: Send>(_: &T) {}
+    fn check(t: &Table, o: &ClusterOptions) {
+        send(&t.cluster(o));
+        send(&t.plan_clustering(o));
+        send(&t.run_pending_clustering());
+        send(&t.rollback_pending_clustering());
+        send(&t.pending_clustering());
+    }
+    let _ = check;
+}
