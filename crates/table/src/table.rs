@@ -395,6 +395,19 @@ impl Table {
         crate::txn::cluster::rollback_pending(self).await
     }
 
+    /// Runs only the compactions already pending (another writer's plans, such as Spark's, or
+    /// one a killed run left), oldest first, under the lock; schedules nothing. Empty for a
+    /// copy-on-write table or when nothing is pending.
+    pub async fn compact_pending(&self) -> Result<Vec<CommitResult>> {
+        compact::compact_pending(self).await
+    }
+
+    /// Rolls back every pending compaction (output files and plan) under the lock; returns
+    /// the rolled-back compaction instants.
+    pub async fn rollback_pending_compactions(&self) -> Result<Vec<arbor_timeline::InstantTime>> {
+        compact::rollback_pending_compactions(self).await
+    }
+
     /// Deletes whole partitions (a `delete_partition` replacecommit): every file group of the
     /// partitions is replaced, no file is written, `extraMetadata.schema` is recorded. Fails
     /// with `InvalidInput` for an empty list; partitions without file groups are accepted.

@@ -24,6 +24,8 @@ use crate::output::{print_json, print_table, print_text};
     tables have anything to compact.\n\n\
     Examples:\n  \
     arbor compact ./trips\n  \
+    arbor compact ./trips --pending            # run the compactions Spark scheduled\n  \
+    arbor compact ./trips --rollback-pending\n  \
     arbor compact ./trips --branch audit --json"
 )]
 pub struct CompactArgs {
@@ -32,6 +34,13 @@ pub struct CompactArgs {
     /// The branch to compact (main, or a working branch).
     #[arg(long, value_name = "B", default_value = crate::context::MAIN)]
     pub branch: String,
+    /// Only run the compactions already pending (scheduled by another writer such as Spark,
+    /// or left by a killed run); schedule nothing new.
+    #[arg(long, conflicts_with = "rollback_pending")]
+    pub pending: bool,
+    /// Roll back the pending compactions instead (their slices read as before).
+    #[arg(long)]
+    pub rollback_pending: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -114,11 +123,38 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
             ),
         ));
     }
+    if args.rollback_pending {
+        let progress = Progress::start(&format!("{at}: rolling back pending compactions"));
+        let done = table
+            .rollback_pending_compactions()
+            .await
+            .map_err(|e: TableError| CliError::at(&args.table, e))?;
+        progress.finish();
+        let names: Vec<String> = done.iter().map(|t| t.to_string()).collect();
+        if args.json {
+            return print_json(&serde_json::json!({
+                "table": args.table,
+                "branch": args.branch,
+                "rolled_back": names,
+            }));
+        }
+        return print_text(&if names.is_empty() {
+            format!("{at}: no compaction is pending")
+        } else {
+            format!(
+                "{at}: rolled back {} pending compaction(s): {}",
+                names.len(),
+                names.join(", ")
+            )
+        });
+    }
     let progress = Progress::start(&format!("{at}: compacting"));
-    let results = table
-        .compact()
-        .await
-        .map_err(|e: TableError| CliError::at(&args.table, e))?;
+    let results = if args.pending {
+        table.compact_pending().await
+    } else {
+        table.compact().await
+    }
+    .map_err(|e: TableError| CliError::at(&args.table, e))?;
     progress.set(&format!("{at}: reading the compaction reports"));
     let mut done = Vec::with_capacity(results.len());
     for r in &results {
@@ -137,9 +173,11 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
         }));
     }
     if done.is_empty() {
-        return print_text(&format!(
-            "{at}: nothing to compact (no file group has log files)"
-        ));
+        return print_text(&if args.pending {
+            format!("{at}: no compaction is pending")
+        } else {
+            format!("{at}: nothing to compact (no file group has log files)")
+        });
     }
     print_table(
         &["INSTANT", "PARTITION", "FILE GROUP", "RECORDS"],

@@ -97,3 +97,17 @@ fn test_compact_json_lists_file_groups_and_records() {
         .unwrap()
         .ends_with(".parquet"));
 }
+
+#[test]
+fn test_compact_pending_and_rollback_pending_say_when_nothing_is_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "mor");
+    let n = instants(&table).len();
+    let out = ok(&["compact", s(&table), "--pending"]);
+    assert!(out.contains("no compaction is pending"), "{out}");
+    let out = ok(&["compact", s(&table), "--rollback-pending"]);
+    assert!(out.contains("no compaction is pending"), "{out}");
+    assert_eq!(instants(&table).len(), n);
+    let err = fails(&["compact", s(&table), "--pending", "--rollback-pending"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+}

@@ -90,3 +90,57 @@ pub(crate) async fn compact(table: &Table) -> Result<Vec<CommitResult>> {
     })
     .await
 }
+
+/// Runs only the compactions already pending on the table (scheduled by another writer such
+/// as Spark, or left by a killed run), oldest first, under the table lock; schedules nothing.
+/// Returns what each did (empty when none was pending).
+pub(crate) async fn compact_pending(table: &Table) -> Result<Vec<CommitResult>> {
+    let ctx = &table.ctx;
+    if ctx.table_type() != TableType::MergeOnRead {
+        return Ok(Vec::new());
+    }
+    super::writable::refuse_change_data_capture(&ctx.config, "compaction")?;
+    Transaction::run(table, Entry::Service, |txn| async move {
+        refuse_during_restore(&txn.timeline().await?)?;
+        let out =
+            compaction::run_pending_compactions(&ctx.storage, &ctx.layout, &ctx.generator).await?;
+        if !out.is_empty() {
+            txn.maintain_mdt().await;
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// Rolls back every pending compaction (its output files and plan), under the table lock;
+/// the slices it planned read as before and can be compacted again. Returns the rolled-back
+/// compaction instants.
+pub(crate) async fn rollback_pending_compactions(
+    table: &Table,
+) -> Result<Vec<arbor_timeline::InstantTime>> {
+    Transaction::run(table, Entry::Service, |txn| async move {
+        let tl = txn.timeline().await?;
+        let mut done = Vec::new();
+        for pending in tl.filter(
+            &[Action::Compaction],
+            &[
+                arbor_timeline::State::Requested,
+                arbor_timeline::State::Inflight,
+            ],
+        ) {
+            let Some(latest) = tl
+                .get(&pending.requested_time, Action::Compaction)
+                .and_then(|f| f.latest().cloned())
+            else {
+                continue;
+            };
+            if done.contains(&latest.requested_time) {
+                continue;
+            }
+            txn.rollback_instant(&latest).await?;
+            done.push(latest.requested_time);
+        }
+        Ok(done)
+    })
+    .await
+}

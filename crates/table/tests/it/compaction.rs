@@ -554,3 +554,60 @@ async fn test_run_compaction_after_client_writes_reads_unchanged() {
         );
     }
 }
+
+/// A compaction plan another writer scheduled, in Java's plan-version-1 shape (full `file:`
+/// paths): `Table::compact_pending` runs it and schedules nothing else; a second plan rolled
+/// back with `rollback_pending_compactions` leaves the table as it was.
+#[tokio::test]
+async fn test_compact_pending_runs_a_foreign_plan_and_rollback_pending_removes_one() {
+    let (t, instants) = mor_table().await;
+    let expected = snapshot_lines(&t.storage, None).await;
+    let c = schedule_compaction(&t.storage, &t.layout, &t.generator)
+        .await
+        .unwrap()
+        .unwrap();
+    // Rewrite the plan as Java 0.x/1.x plan version 1 writes it: paths, not file names.
+    let mut plan = plan_of(&t, &c).await;
+    let base = format!("file:{}", t.base.display());
+    for op in plan.operations.iter_mut().flatten() {
+        let p = op.partition_path.clone().unwrap_or_default();
+        if let Some(d) = op.data_file_path.as_mut().filter(|d| !d.is_empty()) {
+            *d = format!("{base}/{p}/{d}");
+        }
+        for l in op.delta_file_paths.iter_mut().flatten() {
+            *l = format!("{base}/{p}/{l}");
+        }
+    }
+    plan.version = Some(1);
+    let key = t
+        .base
+        .join(format!(".hoodie/timeline/{c}.compaction.requested"));
+    std::fs::write(&key, arbor_timeline::avro::encode(&plan).unwrap()).unwrap();
+
+    let table = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+    let done = table.compact_pending().await.unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].instant, c);
+    assert_eq!(snapshot_lines(&t.storage, None).await, expected);
+    for s in latest_slices(&t.storage).await {
+        assert!(s.log_files.is_empty(), "{s:?}");
+    }
+    assert!(table.compact_pending().await.unwrap().is_empty());
+
+    // Another pending plan, rolled back.
+    t.write(Kind::UpdateLog, &[row("k2", 9, "a")], Finish::Complete)
+        .await;
+    let after_update = snapshot_lines(&t.storage, None).await;
+    let c2 = schedule_compaction(&t.storage, &t.layout, &t.generator)
+        .await
+        .unwrap()
+        .unwrap();
+    let table = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+    assert_eq!(
+        table.rollback_pending_compactions().await.unwrap(),
+        vec![c2]
+    );
+    assert!(t.timeline().await.pending().is_empty());
+    assert_eq!(snapshot_lines(&t.storage, None).await, after_update);
+    let _ = instants;
+}
