@@ -30,7 +30,7 @@ import spark_peer  # noqa: E402
 from canonical_rows import dumps  # noqa: E402
 from spark_stage_lib import Arbor, Stage, error_text  # noqa: E402
 
-SCENARIOS = ["reads", "writes", "protect", "shapes", "concurrent"]
+SCENARIOS = ["reads", "writes", "protect", "shapes", "concurrent", "cluster"]
 
 # CI runs every scenario on every Hudi version, each scenario with its CI share of its own
 # matrix there (spark_stage_lib.CI_TABLE_TYPES, spark_stage_shapes.CI_SHAPES: one table type
