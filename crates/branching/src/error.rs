@@ -33,6 +33,14 @@ pub enum BranchingError {
         /// What is wrong.
         reason: String,
     },
+    /// A table service `maintain` ran (or judged) failed; the services before it completed.
+    #[error("maintain: {service}: {reason}")]
+    Service {
+        /// The service (`compaction`, `clean`, ...).
+        service: String,
+        /// What failed.
+        reason: String,
+    },
     /// No working branch of this name exists (or its identity files do not match).
     #[error("branch {name} does not exist{}", rebase_hint(.name, .interrupted_rebase.as_deref()))]
     BranchNotFound {

@@ -34,6 +34,7 @@ use crate::commands::diff::DiffArgs;
 use crate::commands::doctor::DoctorArgs;
 use crate::commands::files::FilesArgs;
 use crate::commands::index::IndexArgs;
+use crate::commands::maintain::MaintainArgs;
 use crate::commands::mdt::MdtArgs;
 use crate::commands::read::ReadArgs;
 use crate::commands::restore::RestoreArgs;
@@ -107,6 +108,9 @@ enum Command {
     /// Cluster: rewrite small file slices as sorted file groups of the target size
     /// (`arbor cluster <table> [--sort-by C1,C2] [--layout linear|z-order|hilbert]`).
     Cluster(ClusterArgs),
+    /// Run every table service that is due (compaction, clustering, TTL, expired tags, clone
+    /// pins, clean, archival), each once, in a safe order (`arbor maintain <table> [--dry-run]`).
+    Maintain(MaintainArgs),
     /// Restore the table to a savepoint: every later write is rolled back
     /// (`arbor restore <table> --to T`).
     Restore(RestoreArgs),
@@ -182,6 +186,7 @@ fn main() -> ExitCode {
             Command::Doctor(args) => commands::doctor::run(args, &options).await,
             Command::Compact(args) => commands::compact::run(args, &options).await,
             Command::Cluster(args) => commands::cluster::run(args, &options).await,
+            Command::Maintain(args) => commands::maintain::run(args, &options).await,
             Command::Restore(args) => commands::restore::run(args, &options).await,
             Command::Branch(args) => commands::branch::run(args, &options).await,
             Command::Diff(args) => commands::diff::run(args, &options).await,

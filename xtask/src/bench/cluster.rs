@@ -299,7 +299,11 @@ fn arrow_rewrite(dir: &Path, out: &Path, outputs: usize) -> Result<f64, String> 
         let len = per_file.min(all.num_rows() - offset);
         let file = std::fs::File::create(out.join(format!("f{n}.parquet")))
             .map_err(|e| format!("bench cluster: {e}"))?;
-        let mut w = parquet::arrow::ArrowWriter::try_new(file, schema.clone(), None)
+        // Snappy, as arbor (and Hudi) write base files.
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, schema.clone(), Some(props))
             .map_err(|e| format!("bench cluster: {e}"))?;
         w.write(&all.slice(offset, len))
             .map_err(|e| format!("bench cluster: {e}"))?;

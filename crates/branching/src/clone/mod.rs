@@ -32,5 +32,5 @@ pub mod types;
 
 pub use create::clone_table;
 pub use detach::detach_clone;
-pub use pins::{forget_pin, list_pins, prune_pins};
+pub use pins::{abandoned_pins, forget_pin, list_pins, prune_pins};
 pub use types::{CloneAt, CloneOutcome, CloneRequest, DetachOutcome, PruneOutcome};

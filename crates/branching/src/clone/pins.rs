@@ -97,13 +97,24 @@ pub async fn forget_pin(
 /// pins of clones that are `Active` or `Creating`; reports (and keeps) those whose location
 /// cannot be read.
 pub async fn prune_pins(opener: &dyn LocationOpener, source: &str) -> Result<PruneOutcome> {
+    prune(opener, source, false).await
+}
+
+/// What [`prune_pins`] would do, changing nothing: `removed` names the pins it would remove.
+pub async fn abandoned_pins(opener: &dyn LocationOpener, source: &str) -> Result<PruneOutcome> {
+    prune(opener, source, true).await
+}
+
+async fn prune(opener: &dyn LocationOpener, source: &str, dry_run: bool) -> Result<PruneOutcome> {
     let src = open_source(opener, source).await?;
     let mut out = PruneOutcome::default();
     for pin in PinRecord::list(src.storage.as_ref()).await? {
         match clone_at(opener, &pin).await {
             Ok(Holder::Alive) => out.kept.push(pin),
             Ok(Holder::Gone) => {
-                unpin_in(&src.storage, &pin).await?;
+                if !dry_run {
+                    unpin_in(&src.storage, &pin).await?;
+                }
                 out.removed.push(pin);
             }
             Err(reason) => out.unreachable.push((pin, reason)),

@@ -27,6 +27,7 @@ mod cluster_tags;
 mod concurrency;
 mod crash;
 mod legacy;
+mod maintain;
 mod mdt_clean;
 mod merge_crash;
 mod merge_model;

@@ -14,6 +14,7 @@ pub mod diff;
 pub mod doctor;
 pub mod files;
 pub mod index;
+pub mod maintain;
 pub mod mdt;
 pub mod read;
 pub mod read_rows;

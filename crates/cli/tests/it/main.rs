@@ -22,6 +22,7 @@ mod holder_log;
 mod index;
 mod issue33;
 mod locks;
+mod maintain;
 mod mdt;
 mod merge_diff;
 mod read;

@@ -15,12 +15,16 @@ use arbor_timeline::avro::{HoodieClusteringGroup, HoodieSliceInfo, HoodieWriteSt
 use arbor_timeline::InstantTime;
 use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, SchemaRef};
+use futures::StreamExt;
 
 use super::external_sort::ExternalSort;
 use super::options::ClusterOptions;
 use super::sort_key::SortKeys;
 use crate::error::{Result, TableError};
 use crate::read::TableReader;
+
+/// Slices read ahead of the sort (on runtime tasks, so decoding runs beside it).
+const READ_AHEAD: usize = 2;
 
 /// Rows a new file takes before its bytes per row are known.
 const FIRST_ROWS: usize = 1024;
@@ -45,7 +49,8 @@ pub(crate) struct GroupOutput {
 /// The fixed inputs of running a plan's groups.
 pub(crate) struct GroupRunner<'a> {
     pub(crate) storage: &'a Arc<dyn Storage>,
-    pub(crate) reader: &'a TableReader,
+    /// The reader (shared with the tasks that read slices ahead).
+    pub(crate) reader: &'a Arc<TableReader>,
     pub(crate) instant: &'a InstantTime,
     /// The Avro schema (meta and data fields) stored in the new files' footers.
     pub(crate) avro_schema: &'a str,
@@ -133,7 +138,21 @@ impl GroupRunner<'_> {
                 ),
             ));
         }
-        let schema = self.reader.schema().clone();
+        // The file name and partition of a row are written anew: they are not carried through
+        // the sort (two string columns fewer to gather).
+        let read_schema = self.reader.schema().clone();
+        let carried: Vec<usize> = read_schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.name() != meta::FILE_NAME && f.name() != meta::PARTITION_PATH)
+            .map(|(i, _)| i)
+            .collect();
+        let schema = Arc::new(
+            read_schema
+                .project(&carried)
+                .map_err(|e| bad_plan(self.instant, index, e))?,
+        );
         let mut keys = SortKeys::new(&schema, &self.options.sort_by, self.options.layout)?;
         let mut out = OutputFiles::new(self, index, &partition);
         out.input_bytes = slices
@@ -148,10 +167,22 @@ impl GroupRunner<'_> {
         // Batches held until the curve's boundaries are known (the first budget of rows).
         let mut sample: Vec<RecordBatch> = Vec::new();
         let mut sample_bytes = 0usize;
-        for slice in slices {
-            let Some(batch) = self.reader.read_slice(slice, None, false).await? else {
+        // Slices are read (and decoded) on runtime tasks, READ_AHEAD at a time, in order.
+        let mut reads = futures::stream::iter(slices.iter().cloned())
+            .map(|slice| {
+                let reader = Arc::clone(self.reader);
+                tokio::spawn(async move { reader.read_slice(&slice, None, false).await })
+            })
+            .buffered(READ_AHEAD);
+        while let Some(joined) = reads.next().await {
+            let read =
+                joined.map_err(|e| bad_plan(self.instant, index, format!("a read task: {e}")))?;
+            let Some(batch) = read? else {
                 continue;
             };
+            let batch = batch
+                .project(&carried)
+                .map_err(|e| bad_plan(self.instant, index, e))?;
             rows_in += batch.num_rows() as u64;
             match keys.as_mut() {
                 None => out.write(&batch).await?,

@@ -133,18 +133,37 @@ impl ExternalSort {
     }
 }
 
-/// `(batch, row)` of every buffered row in key order (stable).
+/// The first 16 bytes of `key`, big-endian, zero-padded: comparing two prefixes orders their
+/// keys unless they are equal (then the whole keys are compared).
+fn prefix(key: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = key.len().min(16);
+    if let (Some(dst), Some(src)) = (b.get_mut(..n), key.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    u128::from_be_bytes(b)
+}
+
+/// `(batch, row)` of every buffered row in key order (stable: equal keys keep input order).
 fn sorted_order(buffered: &[(RecordBatch, BinaryArray)]) -> Vec<(usize, usize)> {
-    let mut order: Vec<(usize, usize)> = buffered
+    let mut order: Vec<(u128, u32, u32)> = buffered
         .iter()
         .enumerate()
-        .flat_map(|(b, (batch, _))| (0..batch.num_rows()).map(move |r| (b, r)))
+        .flat_map(|(b, (batch, keys))| {
+            (0..batch.num_rows()).map(move |r| {
+                let (b32, r32) = (b as u32, r as u32);
+                (prefix(keys.value(r)), b32, r32)
+            })
+        })
         .collect();
-    order.sort_by(|&(ab, ar), &(bb, br)| {
-        let key = |b: usize, r: usize| buffered.get(b).map(|(_, k)| k.value(r));
-        key(ab, ar).cmp(&key(bb, br))
+    let key = |b: u32, r: u32| buffered.get(b as usize).map(|(_, k)| k.value(r as usize));
+    order.sort_by(|&(ap, ab, ar), &(bp, bb, br)| {
+        ap.cmp(&bp).then_with(|| key(ab, ar).cmp(&key(bb, br)))
     });
     order
+        .into_iter()
+        .map(|(_, b, r)| (b as usize, r as usize))
+        .collect()
 }
 
 /// The rows `picks` (`(batch, row)`) of `sources` as one batch of `schema` (with the key

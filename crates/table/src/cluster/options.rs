@@ -126,7 +126,7 @@ impl ClusterOptions {
     }
 
     /// Overrides the options from the keys `get` returns (table config, plan parameters).
-    pub(crate) fn apply(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
+    pub fn apply(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<()> {
         let number = |key: &str| -> Result<Option<u64>> {
             match get(key) {
                 None => Ok(None),

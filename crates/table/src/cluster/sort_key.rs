@@ -17,8 +17,13 @@ use super::curve;
 use super::options::Layout;
 use crate::error::{Result, TableError};
 
-/// Most boundaries kept per column (the ranks fit [`curve::BITS`] bits).
-const MAX_BOUNDARIES: usize = (1 << curve::BITS) - 1;
+/// Most boundaries kept per column (ranks are scaled to [`curve::BITS`] bits): 4,095 cells
+/// per column are finer than any file layout needs.
+const MAX_BOUNDARIES: usize = 4095;
+
+/// Most sample values per column the boundaries are taken from (an even stride over the
+/// sample rows).
+const MAX_SAMPLE: usize = 64 * 1024;
 
 /// Computes the sort key of rows of one schema.
 pub(crate) struct SortKeys {
@@ -81,6 +86,13 @@ impl SortKeys {
         let converter = |f: Vec<SortField>| {
             RowConverter::new(f).map_err(|e| unsupported(format!("sort columns: {e}")))
         };
+        // A curve over one column is that column's order (Java builds no curve for one
+        // column either).
+        let layout = if idx.len() == 1 {
+            Layout::Linear
+        } else {
+            layout
+        };
         let dims = match layout {
             Layout::Linear => Vec::new(),
             Layout::ZOrder | Layout::Hilbert => fields
@@ -113,10 +125,18 @@ impl SortKeys {
                 .columns
                 .get(d)
                 .ok_or_else(|| unsupported("sort column".into()))?;
+            let total: usize = sample.iter().map(RecordBatch::num_rows).sum();
+            let stride = total.div_ceil(MAX_SAMPLE).max(1);
             let mut values: Vec<Vec<u8>> = Vec::new();
+            let mut at = 0usize;
             for b in sample {
                 let rows = convert(conv, b, &[col])?;
-                values.extend(rows.iter().map(|r| r.as_ref().to_vec()));
+                for (i, r) in rows.iter().enumerate() {
+                    if (at + i) % stride == 0 {
+                        values.push(r.as_ref().to_vec());
+                    }
+                }
+                at += rows.num_rows();
             }
             values.sort_unstable();
             values.dedup();
@@ -247,8 +267,8 @@ mod tests {
         let cols = ["x".to_string()];
         for layout in [Layout::ZOrder, Layout::Hilbert] {
             let mut k = SortKeys::new(&b.schema(), &cols, layout).unwrap().unwrap();
-            assert!(k.needs_calibration());
-            assert!(k.keys(&b).is_err());
+            // One column: no curve, nothing to calibrate.
+            assert!(!k.needs_calibration());
             k.calibrate(std::slice::from_ref(&b)).unwrap();
             let o = order(&k.keys(&b).unwrap());
             let sorted: Vec<i64> = o.iter().map(|&i| xs[i]).collect();
@@ -275,6 +295,8 @@ mod tests {
         let mut k = SortKeys::new(&b.schema(), &cols, Layout::ZOrder)
             .unwrap()
             .unwrap();
+        assert!(k.needs_calibration());
+        assert!(k.keys(&b).is_err(), "keys before calibration");
         k.calibrate(std::slice::from_ref(&b)).unwrap();
         let o = order(&k.keys(&b).unwrap());
         for quarter in o.chunks(64) {

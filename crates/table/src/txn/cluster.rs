@@ -338,7 +338,7 @@ async fn execute(
             .map_err(|e| (e.into(), requested.clone()))?
     };
     let result = async {
-        let reader = TableReader::open_view(ctx.storage.clone()).await?;
+        let reader = std::sync::Arc::new(TableReader::open_view(ctx.storage.clone()).await?);
         let schema_json = data_schema_json(&reader).await?;
         let avro_schema =
             arbor_format::base::BaseFileWriter::avro_schema_with_meta_fields(&schema_json)?;
