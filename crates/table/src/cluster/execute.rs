@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use arbor_format::base::{BaseFileStream, BaseFileWriter};
+use arbor_format::base::BaseFileWriter;
 use arbor_format::meta;
 use arbor_fsview::slice::join;
 use arbor_fsview::{BaseFile, FileSlice, LogFile};
@@ -17,6 +17,7 @@ use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, SchemaRef};
 use futures::StreamExt;
 
+use super::encoder::{Chunk, FileEncoder};
 use super::external_sort::ExternalSort;
 use super::options::ClusterOptions;
 use super::sort_key::SortKeys;
@@ -234,7 +235,7 @@ struct OutputFiles<'a> {
     runner: &'a GroupRunner<'a>,
     group: usize,
     partition: String,
-    open: Option<(String, String, BaseFileStream)>,
+    open: Option<(String, String, FileEncoder)>,
     files: usize,
     stats: Vec<HoodieWriteStat>,
     keys: Vec<(String, String)>,
@@ -299,33 +300,38 @@ impl<'a> OutputFiles<'a> {
                 let sample = data.slice(offset, (n - offset).min(FIRST_ROWS));
                 self.open_file(data.schema(), &sample)?;
             }
-            let Some((file_id, _, stream)) = self.open.as_mut() else {
+            let Some((file_id, _, encoder)) = self.open.as_mut() else {
                 return Err(self.err("no open file"));
             };
-            // Rows that fit the file: the first rows give the file's bytes per row.
-            let (in_file, bytes) = (stream.rows(), stream.size_estimate() as u64);
-            let take = match bytes.checked_div(in_file) {
+            // Rows that fit the file: its first rows give its bytes per row.
+            let sent = encoder.rows();
+            let per_row = encoder.bytes_per_row();
+            let take = match per_row {
                 None => (n - offset).min(FIRST_ROWS),
                 Some(per_row) => {
-                    let room = target.saturating_sub(bytes) / per_row.max(1);
+                    let room = target.saturating_sub(per_row * sent) / per_row;
                     usize::try_from(room)
                         .unwrap_or(usize::MAX)
                         .clamp(1, n - offset)
                 }
             };
             let keys = record_keys.slice(offset, take);
-            stream.write_preserving(
-                &data.slice(offset, take),
-                &keys,
-                &times.slice(offset, take),
-                &seqnos.slice(offset, take),
-            )?;
             if self.runner.collect_keys {
                 let id = file_id.clone();
                 self.keys
                     .extend(keys.iter().flatten().map(|k| (k.to_string(), id.clone())));
             }
-            let full = stream.size_estimate() as u64 >= target;
+            encoder
+                .send(Chunk {
+                    data: data.slice(offset, take),
+                    keys,
+                    times: times.slice(offset, take),
+                    seqnos: seqnos.slice(offset, take),
+                })
+                .await?;
+            let full = encoder
+                .bytes_per_row()
+                .is_some_and(|p| p * encoder.rows() >= target);
             offset += take;
             self.rows += take as u64;
             if full {
@@ -352,16 +358,18 @@ impl<'a> OutputFiles<'a> {
         .preserve_commit_metadata_per_batch();
         let stream = writer.open_stream(&key, data_schema, std::slice::from_ref(sample))?;
         self.files += 1;
-        self.open = Some((file_id, key, stream));
+        let encoder = FileEncoder::start(stream, &key);
+        self.open = Some((file_id, key, encoder));
         Ok(())
     }
 
     async fn close(&mut self) -> Result<()> {
-        let Some((file_id, key, stream)) = self.open.take() else {
+        let Some((file_id, key, encoder)) = self.open.take() else {
             return Ok(());
         };
-        let written = stream
-            .finish()?
+        let written = encoder
+            .finish()
+            .await?
             .store(self.runner.storage.as_ref(), &key)
             .await?;
         let size = i64::try_from(written.size).unwrap_or(i64::MAX);

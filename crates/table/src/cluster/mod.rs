@@ -15,6 +15,7 @@
 //! refused (Java's default `SparkRejectUpdateStrategy`) and inserts are not packed into them.
 
 pub(crate) mod curve;
+pub(crate) mod encoder;
 pub(crate) mod execute;
 pub(crate) mod external_sort;
 pub mod options;
