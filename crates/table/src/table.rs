@@ -395,6 +395,15 @@ impl Table {
         crate::txn::cluster::rollback_pending(self).await
     }
 
+    /// Log-compacts a merge-on-read table under the lock ([`crate::write::log_compaction`]):
+    /// pending log compactions first, then the slices with at least `threshold` log files
+    /// (default: the table's `hoodie.log.compaction.blocks.threshold`, else 5) each get one
+    /// compacted log file; base files are not rewritten. Empty when nothing qualifies.
+    /// Errors: `Unsupported` for a copy-on-write table.
+    pub async fn log_compact(&self, threshold: Option<usize>) -> Result<Vec<CommitResult>> {
+        compact::log_compact(self, threshold).await
+    }
+
     /// Runs only the compactions already pending (another writer's plans, such as Spark's, or
     /// one a killed run left), oldest first, under the lock; schedules nothing. Empty for a
     /// copy-on-write table or when nothing is pending.

@@ -26,6 +26,7 @@ use crate::output::{print_json, print_table, print_text};
     arbor compact ./trips\n  \
     arbor compact ./trips --pending            # run the compactions Spark scheduled\n  \
     arbor compact ./trips --rollback-pending\n  \
+    arbor compact ./trips --log --threshold 5     # merge log files, keep base files\n  \
     arbor compact ./trips --branch audit --json"
 )]
 pub struct CompactArgs {
@@ -41,6 +42,14 @@ pub struct CompactArgs {
     /// Roll back the pending compactions instead (their slices read as before).
     #[arg(long)]
     pub rollback_pending: bool,
+    /// Log compaction instead (Hudi's `logcompaction`): each slice with at least --threshold
+    /// log files gets one compacted log file; base files are not rewritten.
+    #[arg(long, conflicts_with_all = ["pending", "rollback_pending"])]
+    pub log: bool,
+    /// With --log: log files a slice needs (default: the table's
+    /// hoodie.log.compaction.blocks.threshold, else 5).
+    #[arg(long, value_name = "N", requires = "log")]
+    pub threshold: Option<usize>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -149,7 +158,9 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
         });
     }
     let progress = Progress::start(&format!("{at}: compacting"));
-    let results = if args.pending {
+    let results = if args.log {
+        table.log_compact(args.threshold).await
+    } else if args.pending {
         table.compact_pending().await
     } else {
         table.compact().await
@@ -173,7 +184,9 @@ pub async fn run(args: CompactArgs, options: &StorageOptions) -> CliResult<()> {
         }));
     }
     if done.is_empty() {
-        return print_text(&if args.pending {
+        return print_text(&if args.log {
+            format!("{at}: nothing to log-compact (no slice has enough log files)")
+        } else if args.pending {
             format!("{at}: no compaction is pending")
         } else {
             format!("{at}: nothing to compact (no file group has log files)")

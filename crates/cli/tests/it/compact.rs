@@ -113,3 +113,40 @@ fn test_compact_pending_and_rollback_pending_say_when_nothing_is_pending() {
     assert!(!both.status.success());
     assert!(String::from_utf8_lossy(&both.stderr).contains("cannot be used with"));
 }
+
+#[test]
+fn test_compact_log_merges_log_files_and_keeps_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = trips_table(dir.path(), "mor");
+    for i in 1..=3 {
+        let f = file(
+            dir.path(),
+            &format!("u{i}.csv"),
+            &format!("id,city,fare,n\na,sf,{i}.5,1{i}\nc,nyc,{i}.0,1{i}\n"),
+        );
+        ok(&["write", s(&table), s(&f)]);
+    }
+    let before = id_fares(&read_jsonl(&table, &[]));
+    let logs = log_files(&table);
+    let none = ok(&["compact", s(&table), "--log", "--threshold", "9"]);
+    assert!(none.contains("nothing to log-compact"), "{none}");
+    let out = ok(&["compact", s(&table), "--log", "--threshold", "2"]);
+    assert!(out.contains("compacted 2 file group(s)"), "{out}");
+    assert_eq!(
+        log_files(&table),
+        logs + 2,
+        "one compacted log file per group"
+    );
+    assert_eq!(id_fares(&read_jsonl(&table, &[])), before);
+    let tl = ok(&["timeline", s(&table)]);
+    assert!(
+        tl.contains("LOG_COMPACT") || tl.contains("deltacommit"),
+        "{tl}"
+    );
+    let again = ok(&["compact", s(&table), "--log", "--threshold", "2"]);
+    assert!(again.contains("nothing to log-compact"), "{again}");
+    let out = ok(&["validate", s(&table)]);
+    assert!(out.contains("agrees"), "{out}");
+    let both = crate::create_write::arbor(&["compact", s(&table), "--threshold", "2"]);
+    assert!(!both.status.success());
+}

@@ -30,6 +30,7 @@ pub use reader::{
     read_log_bytes, read_log_file, read_log_file_with, CorruptRegion, LogFileContents, ReadMode,
 };
 pub use writer::{
-    encode_avro_data_block, encode_avro_data_block_from_batch, encode_block, encode_command_block,
-    encode_delete_block, encode_parquet_data_block,
+    encode_avro_data_block, encode_avro_data_block_from_batch, encode_avro_data_block_with,
+    encode_block, encode_command_block, encode_delete_block, encode_delete_block_with,
+    encode_parquet_data_block,
 };

@@ -73,6 +73,17 @@ pub fn encode_avro_data_block(
     schema_json: &str,
     records: &[Value],
 ) -> Result<Bytes> {
+    encode_avro_data_block_with(instant, schema_json, records, &[])
+}
+
+/// [`encode_avro_data_block`] with more header entries (e.g. `COMPACTED_BLOCK_TIMES` of a log
+/// compaction's block).
+pub fn encode_avro_data_block_with(
+    instant: &str,
+    schema_json: &str,
+    records: &[Value],
+    extra: &[(HeaderKey, String)],
+) -> Result<Bytes> {
     let schema = parse_avro_schema(schema_json)?;
     let mut content = BytesMut::new();
     content.put_i32(BLOCK_CONTENT_VERSION);
@@ -93,12 +104,11 @@ pub fn encode_avro_data_block(
         content.put_i32(len_i32(datum.len(), "record")?);
         content.put_slice(&datum);
     }
-    encode_block(
-        BlockType::AvroData,
-        &header(instant, Some(schema_json)),
-        &content,
-        &BlockMetadata::new(),
-    )
+    let mut h = header(instant, Some(schema_json));
+    for (k, v) in extra {
+        h.insert(*k, v.clone());
+    }
+    encode_block(BlockType::AvroData, &h, &content, &BlockMetadata::new())
 }
 
 /// [`encode_avro_data_block`] of the rows of `batch` (columns matched to schema fields by
@@ -136,17 +146,26 @@ pub fn encode_delete_block(
     schema_json: Option<&str>,
     records: &[DeleteRecord],
 ) -> Result<Bytes> {
+    encode_delete_block_with(instant, schema_json, records, &[])
+}
+
+/// [`encode_delete_block`] with more header entries.
+pub fn encode_delete_block_with(
+    instant: &str,
+    schema_json: Option<&str>,
+    records: &[DeleteRecord],
+    extra: &[(HeaderKey, String)],
+) -> Result<Bytes> {
     let datum = encode_delete_records(records);
     let mut content = BytesMut::with_capacity(datum.len() + 8);
     content.put_i32(BLOCK_CONTENT_VERSION);
     content.put_i32(len_i32(datum.len(), "delete record list")?);
     content.put_slice(&datum);
-    encode_block(
-        BlockType::Delete,
-        &header(instant, schema_json),
-        &content,
-        &BlockMetadata::new(),
-    )
+    let mut h = header(instant, schema_json);
+    for (k, v) in extra {
+        h.insert(*k, v.clone());
+    }
+    encode_block(BlockType::Delete, &h, &content, &BlockMetadata::new())
 }
 
 /// Encodes a rollback command block: header `{INSTANT_TIME, TARGET_INSTANT_TIME,

@@ -439,6 +439,19 @@ impl TableReader {
             .await
     }
 
+    /// One slice's log files merged without its base file: surviving rows (read schema), every
+    /// delete record in log order, the instants of the blocks read (log compaction's input).
+    pub(crate) async fn merge_log_only(
+        &self,
+        slice: &FileSlice,
+    ) -> Result<(
+        Option<RecordBatch>,
+        Vec<arbor_format::log::DeleteRecord>,
+        Vec<String>,
+    )> {
+        self.slices.merge_log_only(slice).await
+    }
+
     /// Reads and merges one file slice (all columns of the read schema).
     pub async fn read_slice(
         &self,

@@ -177,8 +177,90 @@ impl SliceReader {
                 base.push(conform(&b, work, &path, names)?);
             }
         }
+        let parts = if base_only {
+            Vec::new()
+        } else {
+            self.log_parts(slice, as_of, work).await?
+        };
+        let context = slice_context(slice);
+        if parts.is_empty() {
+            return merge_slice(
+                work,
+                MergeMode::CommitTime,
+                None,
+                base,
+                Vec::new(),
+                &context,
+            );
+        }
+        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
+            reason: format!(
+                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
+            ),
+        })?;
+        merge_slice(
+            work,
+            mode,
+            self.ordering_field.as_deref(),
+            base,
+            parts.into_iter().map(|(_, p)| p).collect(),
+            &context,
+        )
+    }
+
+    /// A slice's log files merged without its base file (a log compaction's input): the
+    /// merged rows of every key the log holds that is not deleted, every delete record in log
+    /// order, and the instants of the blocks read. `None` rows when no record survives.
+    pub(crate) async fn merge_log_only(
+        &self,
+        slice: &FileSlice,
+    ) -> Result<(
+        Option<RecordBatch>,
+        Vec<arbor_format::log::DeleteRecord>,
+        Vec<String>,
+    )> {
+        if let Some(reason) = &self.refusal {
+            return Err(TableError::Unsupported {
+                reason: reason.to_string(),
+            });
+        }
+        let parts = self.log_parts(slice, None, &self.schema).await?;
+        let mut instants: Vec<String> = parts.iter().map(|(t, _)| t.clone()).collect();
+        instants.dedup();
+        let deletes = parts
+            .iter()
+            .flat_map(|(_, p)| match p {
+                LogPart::Deletes(d) => d.clone(),
+                LogPart::Rows(_) => Vec::new(),
+            })
+            .collect();
+        let context = slice_context(slice);
+        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
+            reason: format!(
+                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
+            ),
+        })?;
+        let rows = merge_slice(
+            &self.schema,
+            mode,
+            self.ordering_field.as_deref(),
+            Vec::new(),
+            parts.into_iter().map(|(_, p)| p).collect(),
+            &context,
+        )?;
+        Ok((rows, deletes, instants))
+    }
+
+    /// The committed blocks of a slice's log files, in log order, with their instants (rolled
+    /// back blocks removed).
+    async fn log_parts(
+        &self,
+        slice: &FileSlice,
+        as_of: Option<&InstantTime>,
+        work: &SchemaRef,
+    ) -> Result<Vec<(String, LogPart)>> {
         let mut parts: Vec<(String, LogPart)> = Vec::new();
-        if !base_only {
+        {
             for path in slice.log_file_paths() {
                 let bytes = self.storage.get(&path).await?.0;
                 let contents = read_log_bytes(&bytes, &path, ReadMode::Lenient)?;
@@ -231,30 +313,7 @@ impl SliceReader {
                 }
             }
         }
-        let context = slice_context(slice);
-        if parts.is_empty() {
-            return merge_slice(
-                work,
-                MergeMode::CommitTime,
-                None,
-                base,
-                Vec::new(),
-                &context,
-            );
-        }
-        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
-            reason: format!(
-                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
-            ),
-        })?;
-        merge_slice(
-            work,
-            mode,
-            self.ordering_field.as_deref(),
-            base,
-            parts.into_iter().map(|(_, p)| p).collect(),
-            &context,
-        )
+        Ok(parts)
     }
 
     /// The names of the schema version a file or block written at `instant` has, when

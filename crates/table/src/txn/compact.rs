@@ -7,8 +7,8 @@ use arbor_timeline::Action;
 use super::context::{refuse_during_restore, Table};
 use super::transaction::{Entry, Transaction};
 use crate::error::{Result, TableError};
-use crate::write::compaction;
 use crate::write::options::CommitResult;
+use crate::write::{compaction, log_compaction};
 
 /// Merge-on-read with `inline_compact_every = Some(n)`: when `n` or more deltacommits
 /// completed since the last compaction, runs [`compact`] (schedule and run under the
@@ -74,8 +74,13 @@ pub(crate) async fn compact(table: &Table) -> Result<Vec<CommitResult>> {
     super::writable::refuse_change_data_capture(&ctx.config, "compaction")?;
     Transaction::run(table, Entry::Service, |txn| async move {
         refuse_during_restore(&txn.timeline().await?)?;
+        // A log compaction a crash left pending finishes first: it names the slices of now.
         let mut out =
-            compaction::run_pending_compactions(&ctx.storage, &ctx.layout, &ctx.generator).await?;
+            log_compaction::run_pending_log_compactions(&ctx.storage, &ctx.layout, &ctx.generator)
+                .await?;
+        out.extend(
+            compaction::run_pending_compactions(&ctx.storage, &ctx.layout, &ctx.generator).await?,
+        );
         if let Some(t) =
             compaction::schedule_compaction(&ctx.storage, &ctx.layout, &ctx.generator).await?
         {
@@ -141,6 +146,57 @@ pub(crate) async fn rollback_pending_compactions(
             done.push(latest.requested_time);
         }
         Ok(done)
+    })
+    .await
+}
+
+/// Log-compacts a merge-on-read table under the table lock (see
+/// [`crate::write::log_compaction`]): runs every pending log compaction, then schedules one of
+/// the slices with at least `threshold` log files (the table's
+/// `hoodie.log.compaction.blocks.threshold`, else 5, when `None`) and runs it. Returns what
+/// each did (empty when no slice qualifies).
+pub(crate) async fn log_compact(
+    table: &Table,
+    threshold: Option<usize>,
+) -> Result<Vec<CommitResult>> {
+    let ctx = &table.ctx;
+    if ctx.table_type() != TableType::MergeOnRead {
+        return Err(TableError::Unsupported {
+            reason: format!(
+                "log compaction of table {:?}: only merge-on-read tables have log files",
+                ctx.config.name()
+            ),
+        });
+    }
+    super::writable::refuse_change_data_capture(&ctx.config, "log compaction")?;
+    let threshold = threshold.unwrap_or_else(|| {
+        ctx.config
+            .get(log_compaction::LOG_COMPACTION_THRESHOLD_KEY)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(log_compaction::DEFAULT_LOG_COMPACTION_THRESHOLD)
+    });
+    Transaction::run(table, Entry::Service, |txn| async move {
+        refuse_during_restore(&txn.timeline().await?)?;
+        let mut out =
+            log_compaction::run_pending_log_compactions(&ctx.storage, &ctx.layout, &ctx.generator)
+                .await?;
+        if let Some(t) = log_compaction::schedule_log_compaction(
+            &ctx.storage,
+            &ctx.layout,
+            &ctx.generator,
+            threshold,
+        )
+        .await?
+        {
+            out.push(
+                log_compaction::run_log_compaction(&ctx.storage, &ctx.layout, &t, &ctx.generator)
+                    .await?,
+            );
+        }
+        if !out.is_empty() {
+            txn.maintain_mdt().await;
+        }
+        Ok(out)
     })
     .await
 }

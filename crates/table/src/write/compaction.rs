@@ -179,7 +179,7 @@ pub async fn plan_compaction(
     }))
 }
 
-fn operation_of(slice: &FileSlice) -> HoodieCompactionOperation {
+pub(crate) fn operation_of(slice: &FileSlice) -> HoodieCompactionOperation {
     let log_bytes: u64 = slice.log_files.iter().map(|l| l.size).sum();
     let base_bytes = slice.base_file.as_ref().map_or(0, |b| b.size);
     // As Java's compaction strategy: read = base + logs, write = the base file's size.

@@ -29,6 +29,7 @@ pub(crate) mod cow;
 pub(crate) mod history_scope;
 pub(crate) mod index;
 pub(crate) mod known;
+pub mod log_compaction;
 pub(crate) mod log_conflict;
 pub(crate) mod mdt_sync;
 pub(crate) mod mor;

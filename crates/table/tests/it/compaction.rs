@@ -611,3 +611,143 @@ async fn test_compact_pending_runs_a_foreign_plan_and_rollback_pending_removes_o
     assert_eq!(snapshot_lines(&t.storage, None).await, after_update);
     let _ = instants;
 }
+
+/// Log compaction: each slice with enough log files gets one compacted log file (a delete
+/// block, then the merged records, both naming the compacted instants), completed as a
+/// `LOG_COMPACT` deltacommit; every read (snapshot, time travel, incremental) is unchanged for
+/// arbor and hudi-rs, and a later compaction still merges everything.
+#[tokio::test]
+async fn test_log_compaction_keeps_every_read_and_names_the_compacted_blocks() {
+    let (t, instants) = mor_table().await;
+    let mut completions = Vec::new();
+    for i in &instants {
+        completions.push(completion_of(&t, i).await);
+    }
+    let expected = all_reads(&t.storage, &instants, &completions).await;
+    let table = arbor_table::Table::open(t.storage.clone()).await.unwrap();
+    let cow_like = table.log_compact(Some(9)).await.unwrap();
+    assert!(cow_like.is_empty(), "no slice has 9 log files");
+    let done = table.log_compact(Some(2)).await.unwrap();
+    assert_eq!(done.len(), 1);
+    let lc = done[0].instant.clone();
+    assert_eq!(done[0].operation, WriteOperationType::LogCompact);
+    assert_eq!(
+        done[0].files_written, 3,
+        "groups a, b and c have two log files each"
+    );
+    assert_eq!(
+        all_reads(&t.storage, &instants, &completions).await,
+        expected
+    );
+    let files = t.timeline_files();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with(&format!("{lc}.logcompaction.requested"))),
+        "{files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f.starts_with(&format!("{lc}_")) && f.ends_with(".deltacommit")),
+        "{files:?}"
+    );
+    // The new log files name the compacted instants.
+    let mut named = 0;
+    for f in t
+        .data_files()
+        .into_iter()
+        .filter(|f| f.contains(&format!("_{lc}.log.")))
+    {
+        let bytes = bytes::Bytes::from(std::fs::read(t.base.join(&f)).unwrap());
+        let contents =
+            arbor_format::log::read_log_bytes(&bytes, &f, arbor_format::log::ReadMode::Strict)
+                .unwrap();
+        for b in contents.blocks {
+            let h = b
+                .header
+                .get(&arbor_format::log::HeaderKey::CompactedBlockTimes)
+                .unwrap();
+            assert!(
+                h.split(',')
+                    .all(|i| instants.iter().any(|x| x.as_str() == i)),
+                "{h}"
+            );
+            named += 1;
+        }
+    }
+    assert!(named >= 3, "{named}");
+    if let Some(python) = peer_python() {
+        assert_eq!(
+            peer_snapshot_digest(&python, &t.base, None),
+            arbor_snapshot_digest(&python, &t.storage, None).await
+        );
+        let peer = peer_read(&python, &t.base);
+        let last = peer["timeline"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["operation"], "LOG_COMPACT", "{peer}");
+    }
+    // Nothing left to log-compact; a compaction then merges it all into base files.
+    assert!(table.log_compact(Some(2)).await.unwrap().is_empty());
+    assert_eq!(table.compact().await.unwrap().len(), 1);
+    assert_eq!(snapshot_lines(&t.storage, None).await, expected[0]);
+}
+
+/// A crash before every write of a log compaction: reads never change, and the next run
+/// completes it.
+#[tokio::test]
+async fn test_log_compaction_crash_sweep_rerun_completes() {
+    let mut n = 0;
+    loop {
+        let (t, _) = mor_table().await;
+        let expected = snapshot_lines(&t.storage, None).await;
+        let c = arbor_table::write::log_compaction::schedule_log_compaction(
+            &t.storage,
+            &t.layout,
+            &t.generator,
+            2,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let faulty = Arc::new(FaultInjectingStorage::new(t.storage.clone()));
+        faulty.set_count_only_writes(true);
+        faulty.set_partial_batches(true);
+        faulty.set_mode(FaultMode::CrashAt(n));
+        let as_dyn: Arc<dyn Storage> = faulty.clone();
+        let finished = arbor_table::write::log_compaction::run_log_compaction(
+            &as_dyn,
+            &t.layout,
+            &c,
+            &t.generator,
+        )
+        .await
+        .is_ok();
+        let fresh = t.fresh_storage();
+        assert_eq!(snapshot_lines(&fresh, None).await, expected, "crash at {n}");
+        let rerun = arbor_table::write::log_compaction::run_pending_log_compactions(
+            &fresh,
+            &t.layout,
+            &t.generator,
+        )
+        .await
+        .unwrap();
+        assert_eq!(rerun.len(), usize::from(!finished), "crash at {n}");
+        assert_eq!(
+            snapshot_lines(&fresh, None).await,
+            expected,
+            "crash at {n}, rerun"
+        );
+        assert!(t.timeline().await.pending().is_empty(), "crash at {n}");
+        let outputs: Vec<String> = t
+            .data_files()
+            .into_iter()
+            .filter(|f| f.contains(&format!("_{c}.log.")))
+            .collect();
+        assert_eq!(outputs.len(), 3, "crash at {n}: {outputs:?}");
+        if finished && faulty.op_count() <= n {
+            assert!(n >= 4, "the sweep covered only {n} writes");
+            break;
+        }
+        n += 1;
+    }
+}
