@@ -20,6 +20,10 @@ pub struct ServiceConfig {
     pub cluster_every: usize,
     /// `hoodie.keep.max.commits` (default 30).
     pub keep_max_commits: usize,
+    /// `hoodie.log.compaction.enable` is `true`.
+    pub log_compaction_enabled: bool,
+    /// `hoodie.log.compaction.blocks.threshold` (default 5).
+    pub log_compaction_threshold: usize,
 }
 
 /// Settings: the caller's overrides, then the table's `hoodie.properties`.
@@ -72,6 +76,13 @@ impl ServiceConfig {
             )
             .max(1),
             keep_max_commits: number(config, &["hoodie.keep.max.commits"], 30),
+            log_compaction_enabled: flag(config, "hoodie.log.compaction.enable"),
+            log_compaction_threshold: number(
+                config,
+                &["hoodie.log.compaction.blocks.threshold"],
+                5,
+            )
+            .max(2),
         }
     }
 }

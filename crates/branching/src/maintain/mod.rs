@@ -4,6 +4,8 @@
 //!
 //! 1. **compaction** (merge-on-read): pending compactions, or `hoodie.compact.inline.max.delta.commits`
 //!    (default 5) delta commits since the last compaction;
+//!    then **log compaction** when the table enables it (`hoodie.log.compaction.enable`):
+//!    slices with `hoodie.log.compaction.blocks.threshold` (default 5) log files;
 //! 2. **clustering**, when the table asks for it (`hoodie.clustering.inline` or
 //!    `hoodie.clustering.async.enabled`): `hoodie.clustering.inline.max.commits` (default 4)
 //!    commits since the last clustering, and small files to cluster;
@@ -43,6 +45,8 @@ pub use config::{clean_policy_from_config, ServiceConfig, Settings};
 pub enum Service {
     /// Compaction of merge-on-read file groups.
     Compaction,
+    /// Log compaction of merge-on-read slices with many log files.
+    LogCompaction,
     /// Clustering of small files.
     Clustering,
     /// Partition TTL.
@@ -63,6 +67,7 @@ impl Service {
     pub fn name(self) -> &'static str {
         match self {
             Service::Compaction => "compaction",
+            Service::LogCompaction => "log-compaction",
             Service::Clustering => "clustering",
             Service::Ttl => "ttl",
             Service::ExpiredTags => "expired-tags",
@@ -227,6 +232,47 @@ pub async fn maintain(table: &Table, options: &MaintainOptions) -> Result<Mainte
             }
         },
     );
+
+    // 1b. Log compaction.
+    let mor = config.table_type() == arbor_timeline::config::TableType::MergeOnRead;
+    services.push(if !mor || !cfg.log_compaction_enabled {
+        line(
+            Service::LogCompaction,
+            Status::Skipped,
+            if mor {
+                "not asked for (hoodie.log.compaction.enable)"
+            } else {
+                "copy-on-write: no log files"
+            },
+        )
+    } else {
+        let n = cfg.log_compaction_threshold;
+        let plan = arbor_table::write::log_compaction::plan_log_compaction(
+            table.view_storage(),
+            table.layout(),
+            n,
+        )
+        .await
+        .map_err(|e| failed(Service::LogCompaction, e))?;
+        let slices = plan
+            .as_ref()
+            .and_then(|p| p.operations.as_ref())
+            .map_or(0, Vec::len);
+        let reason = format!("{slices} slice(s) with at least {n} log files");
+        if slices == 0 {
+            line(Service::LogCompaction, Status::NotDue, reason)
+        } else if dry {
+            line(Service::LogCompaction, ran, reason)
+        } else {
+            let out = table
+                .log_compact(Some(n))
+                .await
+                .map_err(|e| failed(Service::LogCompaction, e))?;
+            let mut l = line(Service::LogCompaction, ran, reason);
+            l.done = out.iter().map(|r| r.instant.to_string()).collect();
+            l
+        }
+    });
 
     // 2. Clustering.
     services.push(if !cfg.clustering_enabled {

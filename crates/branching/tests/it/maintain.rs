@@ -144,7 +144,14 @@ async fn test_maintain_clusters_when_the_table_asks_for_it() {
     }
     let before = t.read(None).await;
     let off = maintain(&t.table, &options(true, &[])).await.unwrap();
-    assert_eq!(off.services[1].status, Status::Skipped, "{off:#?}");
+    let clustering = |r: &MaintenanceReport| {
+        r.services
+            .iter()
+            .find(|s| s.service == Service::Clustering)
+            .unwrap()
+            .status
+    };
+    assert_eq!(clustering(&off), Status::Skipped, "{off:#?}");
     let settings = [
         ("hoodie.clustering.inline", "true"),
         ("hoodie.clustering.inline.max.commits", "2"),
@@ -153,13 +160,12 @@ async fn test_maintain_clusters_when_the_table_asks_for_it() {
     let run = maintain(&t.table, &options(false, &settings))
         .await
         .unwrap();
-    assert_eq!(run.services[1].service, Service::Clustering);
-    assert_eq!(run.services[1].status, Status::Ran, "{run:#?}");
+    assert_eq!(clustering(&run), Status::Ran, "{run:#?}");
     assert_eq!(t.read(None).await, before);
     let again = maintain(&t.table, &options(false, &settings))
         .await
         .unwrap();
-    assert_eq!(again.services[1].status, Status::NotDue, "{again:#?}");
+    assert_eq!(clustering(&again), Status::NotDue, "{again:#?}");
     t.assert_valid("after clustering by maintain").await;
 }
 
@@ -176,4 +182,35 @@ async fn test_maintain_refuses_a_bad_clean_policy_naming_it() {
     .unwrap_err();
     assert!(e.to_string().contains("KEEP_NOTHING"), "{e}");
     assert_eq!(t.listing().await, listing);
+}
+
+#[tokio::test]
+async fn test_maintain_log_compacts_when_the_table_enables_it() {
+    let t = create(TableType::MergeOnRead, true).await;
+    t.write(WriteOperation::Upsert, &rows(0..8, 1, "a")).await;
+    for ts in 2..5 {
+        t.write(WriteOperation::Upsert, &rows(0..2, ts, "u")).await;
+    }
+    let before = t.read(None).await;
+    let status = |r: &MaintenanceReport| {
+        r.services
+            .iter()
+            .find(|s| s.service == Service::LogCompaction)
+            .unwrap()
+            .status
+    };
+    let off = maintain(&t.table, &options(true, &[])).await.unwrap();
+    assert_eq!(status(&off), Status::Skipped);
+    let on = [
+        ("hoodie.log.compaction.enable", "true"),
+        ("hoodie.log.compaction.blocks.threshold", "3"),
+    ];
+    let dry = maintain(&t.table, &options(true, &on)).await.unwrap();
+    assert_eq!(status(&dry), Status::Due, "{dry:#?}");
+    let run = maintain(&t.table, &options(false, &on)).await.unwrap();
+    assert_eq!(status(&run), Status::Ran, "{run:#?}");
+    assert_eq!(t.read(None).await, before);
+    let again = maintain(&t.table, &options(false, &on)).await.unwrap();
+    assert_eq!(status(&again), Status::NotDue, "{again:#?}");
+    t.assert_valid("after log compaction by maintain").await;
 }

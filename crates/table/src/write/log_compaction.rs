@@ -59,6 +59,25 @@ pub async fn schedule_log_compaction(
     generator: &InstantTimeGenerator,
     threshold: usize,
 ) -> Result<Option<InstantTime>> {
+    let Some(plan) = plan_log_compaction(storage, layout, threshold).await? else {
+        return Ok(None);
+    };
+    let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    let time = tl.next_instant_time(generator).await?;
+    let requested = Instant::requested(time.clone(), Action::LogCompaction);
+    let bytes = encode_instant_for(&requested, &InstantContent::Compaction(Box::new(plan)))?;
+    tl.create_requested(time.clone(), Action::LogCompaction, Bytes::from(bytes))
+        .await?;
+    Ok(Some(time))
+}
+
+/// The plan [`schedule_log_compaction`] would write, writing nothing; `None` when no slice
+/// qualifies.
+pub async fn plan_log_compaction(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    threshold: usize,
+) -> Result<Option<HoodieCompactionPlan>> {
     let reader = TableReader::open_view_opts(
         storage.clone(),
         OpenOptions::new()
@@ -67,7 +86,7 @@ pub async fn schedule_log_compaction(
     )
     .await?;
     let view = reader.view();
-    let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
     let mut excluded: BTreeSet<(String, String)> = view
         .pending_compaction_operations()
         .iter()
@@ -132,7 +151,7 @@ pub async fn schedule_log_compaction(
     if operations.is_empty() {
         return Ok(None);
     }
-    let plan = HoodieCompactionPlan {
+    Ok(Some(HoodieCompactionPlan {
         operations: Some(operations),
         extra_metadata: None,
         version: Some(COMPACTION_PLAN_VERSION),
@@ -142,13 +161,7 @@ pub async fn schedule_log_compaction(
         }),
         preserve_hoodie_metadata: Some(true),
         missing_schedule_partitions: Some(Vec::new()),
-    };
-    let time = tl.next_instant_time(generator).await?;
-    let requested = Instant::requested(time.clone(), Action::LogCompaction);
-    let bytes = encode_instant_for(&requested, &InstantContent::Compaction(Box::new(plan)))?;
-    tl.create_requested(time.clone(), Action::LogCompaction, Bytes::from(bytes))
-        .await?;
-    Ok(Some(time))
+    }))
 }
 
 /// The log files of `slice` a reader still merges one by one: those after the last file a
