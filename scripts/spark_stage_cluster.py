@@ -37,7 +37,28 @@ rows double) and a second `run_clean` run without error; arbor and Spark still a
 removed every file group arbor's replacecommit replaced, `arbor validate` passes and Java's
 metadata-table listing equals storage.
 
-Check ids: cluster/<table>/<step> (about 80). Time: about 2 minutes per Hudi version on the
+Part 3, log compaction (`logcompact_mor`): arbor's merge-on-read table with the awkward columns
+and the indexes of part 1, a bulk insert (a file group per partition), three upserts of the same
+keys (one with a lower ordering value, which loses) and a delete (each file group then has four log
+files; the deleted key one upsert brings back goes to a new file group).
+
+  log_compact    `arbor compact --log --threshold 2`: each slice gets one new log file of the
+                 instant (base and old log files stay), the timeline a `<t>.logcompaction.
+                 requested`, an empty `<t>.logcompaction.inflight` and `<t>_<c>.deltacommit`, arbor's
+                 timeline the operation LOG_COMPACT
+  same_rows      Spark reads the same rows and meta columns as before, also with the read option
+                 hoodie.optimized.log.blocks.scan.enable=true; arbor agrees; read-optimized agrees
+                 (base files only); `arbor validate`
+  java_scan      Java's log-record scanner with the optimized scan (compacted blocks stand in for
+                 the blocks their COMPACTED_BLOCK_TIMES name) over each slice's log files returns
+                 the commit time and n Spark read before, and deletes. Needed because Spark's
+                 reads ignore the read option in 1.0.2 (its file group reader never sets it) and
+                 1.1.1 (the reader's builder defaults it to false before reading the option);
+                 1.2.0 has only the optimized scan, so every read there uses it
+  spark_upsert   a Spark upsert after the log compaction (logs after the compacted one); arbor
+                 and Spark agree (with the option too), arbor reads Spark's values, `arbor validate`
+
+Check ids: cluster/<table>/<step> (about 95). Time: about 2.5 minutes per Hudi version on the
 2-core machine (Spark's first write of the session takes 15-25 s of it).
 """
 
@@ -51,7 +72,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from canonical_rows import META, dumps
-from spark_stage_lib import CheckFailed, error_text, require, table_properties
+from spark_stage_lib import CheckFailed, error_text, minor_of, require, table_properties
 from spark_stage_reads import SCHEMA, rows as awkward_rows
 
 NO_FILE_NAME = sorted(META - {"_hoodie_file_name"})
@@ -82,6 +103,29 @@ def pending_clusterings(path):
     files = timeline_files(path)
     done = {f.split(".")[0].split("_")[0] for f in files if f.endswith(".replacecommit") and "_" in f.split(".")[0]}
     return sorted({f.split(".")[0] for f in files if f.endswith(".clustering.requested")} - done)
+
+
+def logcompaction_files(path, instant):
+    """The timeline files of log compaction `instant`: (requested, inflight size or None,
+    completed deltacommit name or None)."""
+    d = timeline_dir(path)
+    files = [f for f in timeline_files(path) if f.split(".")[0].split("_")[0] == instant]
+    done = [f for f in files if f.endswith(".deltacommit") and "_" in f.split(".")[0]]
+    inflight = f"{instant}.logcompaction.inflight"
+    return (f"{instant}.logcompaction.requested" in files,
+            os.path.getsize(os.path.join(d, inflight)) if inflight in files else None,
+            done[0] if done else None)
+
+
+def log_files(path):
+    """(partition, file id) -> the names of its log files on storage."""
+    return {(p, fid): sorted(f for f in fs if ".log." in f)
+            for p, groups in data_files(path).items() for fid, fs in groups.items()}
+
+
+def log_instant(name):
+    """The instant of a log file name (`.<file id>_<instant>.log.<version>_<write token>`)."""
+    return name.rsplit(".log.", 1)[0].rsplit("_", 1)[-1]
 
 
 def data_files(path):
@@ -232,12 +276,12 @@ class Table:
         self.check(step, fn)
         return out
 
-    def same_rows_as_before(self, step, what):
-        """Spark reads the same rows as it did before (data, then the meta columns but the file
-        name: clustering keeps commit time and sequence number)."""
+    def same_rows_as_before(self, step, what, **req):
+        """Spark reads (spark_peer read fields `req`) the same rows as it did before (data, then
+        the meta columns but the file name: clustering keeps commit time and sequence number)."""
         def fn():
             require(self.before is not None, "Spark's read before did not succeed")
-            s = self.spark_view()
+            s = self.spark_view(**req)
             if s["data_sha256"] != self.before["data_sha256"]:
                 only_now = [r for r in s["rows"] if r not in self.before["rows"]][:4]
                 gone = [r for r in self.before["rows"] if r not in s["rows"]][:4]
@@ -540,8 +584,175 @@ def part2(stage, kind):
     t.validates("validate_after_spark_services")
 
 
+# ------------------------------------------------------------------------------------------------
+# Part 3: log compaction of an arbor table
+
+OPTIMIZED_SCAN = {"hoodie.optimized.log.blocks.scan.enable": "true"}
+
+
+def java_log_scan(stage, path, partition, names, latest):
+    """Java's merged log-record scanner (HoodieMergedLogRecordScanner) over the log files `names`
+    of one file slice up to instant `latest`, with the optimized scan (compacted blocks stand in
+    for the blocks they name; Hudi 1.2 has no other): {record key: "deleted" or [commit time, n]}."""
+    from py4j.protocol import Py4JError
+
+    spark = stage.spark.spark
+    jvm = spark._jvm
+    H = jvm.org.apache.hudi
+    conf = H.storage.hadoop.HadoopStorageConfiguration(spark.sparkContext._jsc.hadoopConfiguration())
+    mc = H.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(path).build()
+    resolver = H.common.table.TableSchemaResolver(mc)
+    files = jvm.java.util.ArrayList()
+    for n in names:
+        files.add("file:" + os.path.join(path, partition, n))
+    b = (H.common.table.log.HoodieMergedLogRecordScanner.newBuilder().withStorage(mc.getStorage()).withBasePath(path)
+         .withLogFilePaths(files).withLatestInstantTime(latest).withMaxMemorySizeInBytes(jvm.java.lang.Long(1 << 27))
+         .withBufferSize(16384).withSpillableMapBasePath(os.path.join(stage.work, "spill")).withPartition(partition)
+         .withTableMetaClient(mc))
+    if tuple(int(x) for x in minor_of(stage.hudi).split(".")) >= (1, 2):
+        schema = resolver.getTableSchema()
+        b = b.withReaderSchema(schema)
+        avro = schema.toAvroSchema()
+    else:
+        avro = resolver.getTableAvroSchema()
+        b = b.withReaderSchema(avro).withOptimizedLogBlocksScan(True)
+    scanner = b.build()
+    try:
+        recs = scanner.getRecords()
+        out = {}
+        for k in recs.keySet():
+            r = recs.get(k)
+            data = None if "Empty" in r.getClass().getName() else r.getData()
+            if data is not None:
+                try:  # a payload (HoodieAvroRecord), else the record itself (HoodieAvroIndexedRecord)
+                    v = data.getInsertValue(avro)
+                    data = v.get() if v.isPresent() else None
+                except Py4JError:
+                    pass
+            out[str(k)] = "deleted" if data is None else [str(data.get("_hoodie_commit_time")), data.get("n")]
+        return out
+    finally:
+        scanner.close()
+
+
+def part3(stage):
+    """arbor's merge-on-read table with the awkward columns and the indexes of part 1: a bulk
+    insert (a file group per partition), three upserts of the same keys (one with a lower ordering
+    value, which loses) and a delete (every file group then has four log files; a deleted key
+    comes back in a new file group); `arbor compact --log --threshold 2` gives each slice one
+    compacted log file. Spark reads the same rows as before, also with Java's optimized log-block
+    scan (which reads the compacted block instead of the blocks it names), and as arbor; a Spark
+    upsert afterwards goes into logs after the compacted one."""
+    t = Table(stage, "logcompact_mor", "mor")
+
+    def build():
+        create = ["--op", "bulk-insert", "--type", "mor", "--key", "id", "--partition-by", "city", "--ordering", "n",
+                  "--table-version", stage.table_version]
+        t.arbor_write(awkward_rows(range(0, 12), 1), *create)
+        stage.arbor("index", "create", t.path, "--column-stats", "--partition-stats")
+        stage.arbor("index", "create", t.path, "--record-index")
+        t.arbor_write(awkward_rows(range(0, 12), 2), "--op", "upsert")
+        t.arbor_write(awkward_rows(range(0, 6), 3), "--op", "upsert")
+        t.arbor_write(awkward_rows([7, 8, 9], 5), "--op", "delete")
+        t.arbor_write(awkward_rows([0, 1, 2, 10, 11], 4) + awkward_rows([3], 0) + awkward_rows([7], 6),
+                      "--op", "upsert")
+        logs = log_files(t.path)
+        few = {f"{p}/{fid}": len(fs) for (p, fid), fs in logs.items() if fs and len(fs) < 3}
+        require(sum(1 for fs in logs.values() if len(fs) >= 3) >= 3 and not few,
+                f"log files per file group: {dict((f'{p}/{fid}', len(fs)) for (p, fid), fs in logs.items())}")
+        return {"log_files": {f"{p}/{fid[:8]}": len(fs) for (p, fid), fs in sorted(logs.items())}}
+    if not t.check("build", build):
+        return
+    t.agree("agree_before", expect_rows=10)
+    t.remember_spark_rows()
+    lc = {}
+
+    def log_compact():
+        before = log_files(t.path)
+        doc = stage.arbor.json("compact", t.path, "--log", "--threshold", 2)
+        runs = doc.get("compactions") or []
+        require(len(runs) == 1 and runs[0].get("instant"), f"arbor compact --log printed {dumps(doc)[:1500]}")
+        inst = runs[0]["instant"]
+        lc["instant"] = inst
+        req, inflight, done = logcompaction_files(t.path, inst)
+        require(req and inflight == 0 and done,
+                f"timeline files of {inst}: requested {req}, inflight size {inflight}, completed {done}; "
+                f"timeline {timeline_files(t.path)[-6:]}")
+        entry = [e for e in stage.arbor.timeline(t.path) if e["timestamp"] == inst]
+        require(entry and entry[0]["action"] == "deltacommit" and entry[0].get("operation") == "LOG_COMPACT",
+                f"arbor's timeline shows {entry} for {inst}")
+        after = log_files(t.path)
+        compacted = sorted(f"{p}/{fid}" for (p, fid), fs in before.items() if len(fs) >= 2)
+        new = {f"{p}/{fid}": sorted(set(fs) - set(before.get((p, fid), []))) for (p, fid), fs in after.items()}
+        require(all(len(new[g]) == 1 and log_instant(new[g][0]) == inst for g in compacted)
+                and not any(fs for g, fs in new.items() if g not in compacted),
+                f"expected one new log file of {inst} in each of {compacted}: {new}")
+        require(all(set(before[k]) <= set(after.get(k, [])) for k in before), "log compaction removed log files")
+        return {"instant": inst, "completed": done, "file_groups": len(runs[0].get("groups", [])),
+                "records": [g.get("records") for g in runs[0].get("groups", [])],
+                "new_log_files": {g: fs[0] for g, fs in new.items() if fs}}
+    if not t.check("log_compact", log_compact):
+        return
+    t.same_rows_as_before("spark_same_rows_after", "arbor's log compaction")
+    t.same_rows_as_before("spark_optimized_scan_same_rows", "arbor's log compaction (optimized log-block scan)",
+                          options=OPTIMIZED_SCAN)
+    t.agree("agree_after", expect_rows=10)
+
+    def java_scan():
+        require(t.before is not None, "Spark's read before did not succeed")
+        before = {r["id"]: r for r in t.before["rows"]}
+        detail = {}
+        for (part, fid), names in sorted(log_files(t.path).items()):
+            if not any(log_instant(n) == lc["instant"] for n in names):
+                continue
+            got = java_log_scan(stage, t.path, part, names, lc["instant"])
+            live = sorted(k for k, r in before.items() if r["_hoodie_file_name"].startswith(fid))
+            bad = []
+            for k, v in sorted(got.items()):
+                r = before.get(k)
+                if v == "deleted":
+                    if r is not None and r["_hoodie_file_name"].startswith(fid):
+                        bad.append(f"{k}: a delete, Spark read {r['_hoodie_commit_time']} n={r['n']} before")
+                elif r is None or [r["_hoodie_commit_time"], r["n"]] != v:
+                    bad.append(f"{k}: commit time, n {v}, Spark read "
+                               f"{None if r is None else [r['_hoodie_commit_time'], r['n']]} before")
+            missing = [k for k in live if k not in got]
+            require(not bad and not missing, f"{part}/{fid}: Java's optimized scan of {names}: {bad}; "
+                                             f"keys Spark read in the slice before, not scanned: {missing}")
+            detail[f"{part}/{fid[:8]}"] = {k: v for k, v in sorted(got.items())}
+        require(detail, f"no file slice with a log file of {lc['instant']}")
+        return detail
+    t.check("java_optimized_log_scan", java_scan)
+    t.agree("read_optimized_after", ["--meta", "--read-optimized"], {"meta": True, "read_optimized": True})
+    t.validates("validate_after")
+
+    # a Spark upsert after the log compaction: new log files after the compacted one
+    wrote = {}
+
+    def upsert():
+        wrote["rows"] = spark_upsert(t, ["k000", "k001", "k003", "k005"], 10, "k901")
+        logs = sorted(f for fs in log_files(t.path).values() for f in fs if log_instant(f) > lc["instant"])
+        require(logs, f"Spark's upsert wrote no log file after the log compaction: timeline {t.timeline_tail(3)}")
+        return {"rows": len(wrote["rows"]), "timeline_tail": t.timeline_tail(3), "spark_log_files": logs}
+    if t.check("spark_upsert", upsert):
+        t.agree("agree_after_spark_upsert", expect_rows=11)
+        t.agree("agree_optimized_scan_after_spark_upsert", spark={"meta": True, "options": OPTIMIZED_SCAN},
+                expect_rows=11)
+
+        def values():
+            a = stage.arbor.view(t.path, ["--where", "note = 'spark upsert 10'"])
+            require("error" not in a, f"arbor read failed: {a.get('error')}")
+            got = sorted((r["id"], r["n"]) for r in a["rows"])
+            want = sorted((r["id"], r["n"]) for r in wrote["rows"])
+            require(got == want, f"arbor reads the Spark upsert as {got}, expected {want}")
+            return {"rows": got}
+        t.check("arbor_reads_spark_values", values)
+        t.validates("validate_after_spark_upsert")
+
+
 def run(stage):
     for kind in ("cow", "mor"):
         part1(stage, kind)
     for kind in ("cow", "mor"):
         part2(stage, kind)
+    part3(stage)
