@@ -270,9 +270,10 @@ impl Merge {
                     let b = b.map_err(|e| spill_error("reading", e))?;
                     let n = b.num_columns();
                     let key = b
-                        .column(n.saturating_sub(1))
-                        .as_any()
-                        .downcast_ref::<BinaryArray>()
+                        .columns()
+                        .last()
+                        .and_then(|c| c.as_any().downcast_ref::<BinaryArray>())
+                        .filter(|k| k.len() == b.num_rows())
                         .cloned()
                         .ok_or_else(|| spill_error("reading", "no key column"))?;
                     let data = b

@@ -10,8 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arbor_fsview::{parse_data_file_name, FileSlice};
-use arbor_storage::MAX_DELETE_BATCH;
+use arbor_fsview::FileSlice;
 use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieCommitMetadata, HoodieRequestedReplaceMetadata,
     InstantContent, WriteOperationType, SCHEMA_KEY,
@@ -284,14 +283,7 @@ async fn plan_groups_of(
             .map_err(TableError::from_fsview)?;
         slices.insert(p, latest.into_iter().collect());
     }
-    let mut busy: BTreeSet<(String, String)> = view
-        .pending_clustering_file_groups()
-        .keys()
-        .cloned()
-        .collect();
-    for op in view.pending_compaction_operations() {
-        busy.insert((op.partition.clone(), op.file_id.clone()));
-    }
+    let busy = crate::write::compaction::busy_file_groups(view);
     Ok(plan::plan_groups(&slices, &busy, options))
 }
 
@@ -328,7 +320,7 @@ async fn execute(
             .slices()
             .map(|s| s.partition_path.clone().unwrap_or_default())
             .collect();
-        remove_partial_output(table, &partitions, &time)
+        crate::write::rollback::delete_files_written_by(&table.ctx.storage, &partitions, &time)
             .await
             .map_err(|e| (e, requested.with_state(State::Inflight)))?;
         requested.with_state(State::Inflight)
@@ -446,32 +438,4 @@ async fn finish(
         groups,
         dry_run: false,
     })
-}
-
-/// Deletes the files an earlier attempt of clustering `time` wrote in `partitions`
-/// (uncommitted: the clustering is pending).
-async fn remove_partial_output(
-    table: &Table,
-    partitions: &BTreeSet<String>,
-    time: &InstantTime,
-) -> Result<()> {
-    let storage = &table.ctx.storage;
-    let mut keys = Vec::new();
-    for p in partitions {
-        let (objects, _) = storage.list_dir(p).await?;
-        for o in objects {
-            let name = o.key.rsplit('/').next().unwrap_or(&o.key);
-            if let Ok(Some(d)) = parse_data_file_name(name, o.size) {
-                if d.instant_time() == time {
-                    keys.push(o.key.clone());
-                }
-            }
-        }
-    }
-    for chunk in keys.chunks(MAX_DELETE_BATCH) {
-        for r in storage.delete_batch(chunk).await? {
-            r?;
-        }
-    }
-    Ok(())
 }

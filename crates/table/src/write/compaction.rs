@@ -131,17 +131,7 @@ pub async fn plan_compaction(
             .map_err(TableError::from_fsview)?;
         &loaded
     };
-    let mut excluded: BTreeSet<(String, String)> = view
-        .pending_compaction_operations()
-        .iter()
-        .map(|op| (op.partition.clone(), op.file_id.clone()))
-        .collect();
-    excluded.extend(view.pending_clustering_file_groups().keys().cloned());
-    excluded.extend(
-        view.replaced_file_groups()
-            .iter()
-            .map(|r| (r.partition.clone(), r.file_id.clone())),
-    );
+    let excluded = busy_file_groups(view);
     let mut operations = Vec::new();
     for partition in view
         .partitions()
@@ -177,6 +167,23 @@ pub async fn plan_compaction(
         preserve_hoodie_metadata: Some(false),
         missing_schedule_partitions: Some(Vec::new()),
     }))
+}
+
+/// File groups a new compaction plan leaves out: under a pending compaction or clustering, or
+/// replaced.
+pub(crate) fn busy_file_groups(view: &FileSystemView) -> BTreeSet<(String, String)> {
+    let mut busy: BTreeSet<(String, String)> = view
+        .pending_compaction_operations()
+        .iter()
+        .map(|op| (op.partition.clone(), op.file_id.clone()))
+        .collect();
+    busy.extend(view.pending_clustering_file_groups().keys().cloned());
+    busy.extend(
+        view.replaced_file_groups()
+            .iter()
+            .map(|r| (r.partition.clone(), r.file_id.clone())),
+    );
+    busy
 }
 
 pub(crate) fn operation_of(slice: &FileSlice) -> HoodieCompactionOperation {

@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use arbor_format::log::{encode_avro_data_block_with, encode_delete_block_with, HeaderKey};
 use arbor_fsview::slice::join;
-use arbor_fsview::{parse_data_file_name, FileSlice, Horizon, LogFile};
-use arbor_storage::{Storage, MAX_DELETE_BATCH};
+use arbor_fsview::{FileSlice, Horizon, LogFile};
+use arbor_storage::Storage;
 use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieCommitMetadata, HoodieCompactionPlan,
     HoodieCompactionStrategy, HoodieWriteStat, InstantContent, WriteOperationType,
@@ -87,17 +87,7 @@ pub async fn plan_log_compaction(
     .await?;
     let view = reader.view();
     let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
-    let mut excluded: BTreeSet<(String, String)> = view
-        .pending_compaction_operations()
-        .iter()
-        .map(|op| (op.partition.clone(), op.file_id.clone()))
-        .collect();
-    excluded.extend(view.pending_clustering_file_groups().keys().cloned());
-    excluded.extend(
-        view.replaced_file_groups()
-            .iter()
-            .map(|r| (r.partition.clone(), r.file_id.clone())),
-    );
+    let mut excluded = super::compaction::busy_file_groups(view);
     for pending in tl.filter(
         &[Action::LogCompaction],
         &[State::Requested, State::Inflight],
@@ -238,7 +228,7 @@ pub async fn run_log_compaction(
                 .iter()
                 .map(|o| o.partition_path.clone().unwrap_or_default())
                 .collect();
-            remove_partial_output(storage, &partitions, instant).await?;
+            super::rollback::delete_files_written_by(storage, &partitions, instant).await?;
             inflight
         }
         None => tl.transition_to_inflight(&requested, Bytes::new()).await?,
@@ -398,30 +388,4 @@ async fn compact_logs(
         base_file: slice.base_file.as_ref().map(|b| b.file_name()),
         ..HoodieWriteStat::default()
     }))
-}
-
-/// Deletes the files an earlier attempt of `time` wrote in `partitions` (uncommitted).
-async fn remove_partial_output(
-    storage: &Arc<dyn Storage>,
-    partitions: &BTreeSet<String>,
-    time: &InstantTime,
-) -> Result<()> {
-    let mut keys = Vec::new();
-    for p in partitions {
-        let (objects, _) = storage.list_dir(p).await?;
-        for o in objects {
-            let name = o.key.rsplit('/').next().unwrap_or(&o.key);
-            if let Ok(Some(d)) = parse_data_file_name(name, o.size) {
-                if d.instant_time() == time {
-                    keys.push(o.key.clone());
-                }
-            }
-        }
-    }
-    for chunk in keys.chunks(MAX_DELETE_BATCH) {
-        for r in storage.delete_batch(chunk).await? {
-            r?;
-        }
-    }
-    Ok(())
 }

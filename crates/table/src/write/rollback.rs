@@ -300,6 +300,32 @@ fn stat_key(
     Ok(written_by(name, time).then(|| join(partition, name)))
 }
 
+/// Deletes every data file instant `time` wrote in `partitions` (one LIST per partition): what
+/// an interrupted attempt of a pending table service left, before the service runs again. The
+/// caller knows `time` is not completed.
+pub(crate) async fn delete_files_written_by(
+    storage: &Arc<dyn Storage>,
+    partitions: &BTreeSet<String>,
+    time: &InstantTime,
+) -> Result<()> {
+    let mut keys = Vec::new();
+    for p in partitions {
+        let (objects, _) = storage.list_dir(p).await?;
+        for o in objects {
+            let name = o.key.rsplit('/').next().unwrap_or(&o.key);
+            if written_by(name, time) {
+                keys.push(o.key.clone());
+            }
+        }
+    }
+    for chunk in keys.chunks(arbor_storage::MAX_DELETE_BATCH) {
+        for r in storage.delete_batch(chunk).await? {
+            r?;
+        }
+    }
+    Ok(())
+}
+
 /// True if `name` is a data file (base or log) written by instant `time`. Such a name never
 /// holds a `/` (it must parse as a data file name).
 fn written_by(name: &str, time: &InstantTime) -> bool {
