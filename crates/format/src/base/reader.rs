@@ -144,6 +144,25 @@ pub async fn read_base_file(
         .await
 }
 
+/// Byte ranges of one file closer than this are read with one request.
+const COALESCE_GAP: u64 = 1024 * 1024;
+
+/// `ranges` sorted and merged where they overlap or lie less than `gap` apart.
+fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.to_vec();
+    sorted.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
 /// The [`AsyncFileReader`] the parquet decoder pulls bytes through.
 struct StorageFileReader {
     storage: Arc<dyn Storage>,
@@ -158,6 +177,46 @@ impl AsyncFileReader for StorageFileReader {
                 .get_range(&self.key, range)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    /// Ranges less than [`COALESCE_GAP`] apart are read as one (the column chunks of a row
+    /// group lie side by side: one read instead of one per column).
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<Range<u64>>,
+    ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
+        async move {
+            let merged = coalesce(&ranges, COALESCE_GAP);
+            let fetched = futures::future::try_join_all(
+                merged
+                    .iter()
+                    .map(|r| self.storage.get_range(&self.key, r.clone())),
+            )
+            .await
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+            ranges
+                .iter()
+                .map(|r| {
+                    let (m, bytes) = merged
+                        .iter()
+                        .zip(&fetched)
+                        .find(|(m, _)| m.start <= r.start && r.end <= m.end)
+                        .ok_or_else(|| {
+                            ParquetError::General(format!("range {r:?} was not read"))
+                        })?;
+                    let (start, end) = ((r.start - m.start) as usize, (r.end - m.start) as usize);
+                    if end > bytes.len() {
+                        return Err(ParquetError::EOF(format!(
+                            "range {r:?} of {} ends past its {} bytes",
+                            self.key,
+                            m.start + bytes.len() as u64
+                        )));
+                    }
+                    Ok(bytes.slice(start..end))
+                })
+                .collect()
         }
         .boxed()
     }
@@ -341,6 +400,17 @@ fn reorder(key: &str, batch: RecordBatch, names: &[String]) -> Result<RecordBatc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_coalesce_merges_ranges_closer_than_the_gap_in_any_order() {
+        assert_eq!(
+            coalesce(&[20..30, 0..10, 12..15, 100..120, 5..8], 2),
+            vec![0..15, 20..30, 100..120]
+        );
+        assert_eq!(coalesce(&[0..10, 50..60], 40), vec![0..60]);
+        assert_eq!(coalesce(&[0..10, 51..60], 40), vec![0..10, 51..60]);
+        assert!(coalesce(&[], 1).is_empty());
+    }
 
     #[test]
     fn test_check_base_file_format_parquet_ok() {

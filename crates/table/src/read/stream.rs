@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arbor_format::base::{check_base_file_format, read_base_file, BaseFileReader};
+use arbor_format::base::{check_base_file_format, BaseFileReader};
 use arbor_format::log::{
     conform_batch, decode_data_block, decode_delete_block, read_log_bytes, BlockType,
     CommandBlockType, ReadMode,
@@ -162,17 +162,19 @@ impl SliceReader {
         if let (Some(path), Some(file)) = (slice.base_file_path(), slice.base_file.as_ref()) {
             check_base_file_format(&path)?;
             let names = self.names_at(file.instant_time.as_str());
-            let batches: Vec<RecordBatch> =
-                if names.is_none() && work.fields().len() == self.schema.fields().len() {
-                    read_base_file(self.storage.clone(), &path, None).await?
-                } else {
-                    let reader = BaseFileReader::open(self.storage.clone(), &path).await?;
-                    let options = arbor_format::base::ReadOptions {
-                        projection: Some(file_columns(work, &reader.schema(), names)),
-                        ..arbor_format::base::ReadOptions::default()
-                    };
-                    reader.stream(&options)?.try_collect().await?
-                };
+            // The size from the listing saves a `head` per file.
+            let reader = if file.size > 0 {
+                BaseFileReader::open_with_size(self.storage.clone(), &path, file.size).await?
+            } else {
+                BaseFileReader::open(self.storage.clone(), &path).await?
+            };
+            let projection = (names.is_some() || work.fields().len() != self.schema.fields().len())
+                .then(|| file_columns(work, &reader.schema(), names));
+            let options = arbor_format::base::ReadOptions {
+                projection,
+                ..arbor_format::base::ReadOptions::default()
+            };
+            let batches: Vec<RecordBatch> = reader.stream(&options)?.try_collect().await?;
             for b in batches {
                 base.push(conform(&b, work, &path, names)?);
             }
