@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use crate::error::{Result, TableError};
 
 /// Chunks waiting for the encoder.
-const QUEUE: usize = 2;
+const QUEUE: usize = 4;
 
 /// Rows of one chunk: data columns, record keys, commit times, sequence numbers.
 pub(crate) struct Chunk {
@@ -25,7 +25,7 @@ pub(crate) struct Chunk {
 /// One file being encoded (see the module doc).
 pub(crate) struct FileEncoder {
     tx: Option<mpsc::Sender<Chunk>>,
-    done: JoinHandle<Result<EncodedBaseFile>>,
+    done: JoinHandle<Result<(EncodedBaseFile, u64)>>,
     /// (rows encoded, bytes) as of the last chunk the encoder finished.
     progress: Arc<(AtomicU64, AtomicU64)>,
     rows: u64,
@@ -47,7 +47,8 @@ impl FileEncoder {
                     .store(stream.size_estimate() as u64, Ordering::Release);
                 seen.0.store(stream.rows(), Ordering::Release);
             }
-            Ok(stream.finish()?)
+            let estimate = stream.size_estimate() as u64;
+            Ok((stream.finish()?, estimate))
         });
         FileEncoder {
             tx: Some(tx),
@@ -90,8 +91,10 @@ impl FileEncoder {
         Ok(())
     }
 
-    /// Waits for the encoded file.
-    pub(crate) async fn finish(mut self) -> Result<EncodedBaseFile> {
+    /// Waits for the encoded file; with it the size the encoder estimated just before the
+    /// footer was written (the ratio of the two corrects the estimates of the next file: an
+    /// unfinished row group is estimated uncompressed).
+    pub(crate) async fn finish(mut self) -> Result<(EncodedBaseFile, u64)> {
         self.tx = None;
         match (&mut self.done).await {
             Ok(r) => r,

@@ -15,7 +15,7 @@ use arbor_timeline::avro::{HoodieClusteringGroup, HoodieSliceInfo, HoodieWriteSt
 use arbor_timeline::InstantTime;
 use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, SchemaRef};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::encoder::{Chunk, FileEncoder};
 use super::external_sort::ExternalSort;
@@ -25,7 +25,14 @@ use crate::error::{Result, TableError};
 use crate::read::TableReader;
 
 /// Slices read ahead of the sort (on runtime tasks, so decoding runs beside it).
-const READ_AHEAD: usize = 2;
+const READ_AHEAD: usize = 8;
+
+/// Sizes asked of storage at a time.
+const HEADS: usize = 16;
+
+/// Files finished and stored at a time while the next ones fill (fewer when a quarter of the
+/// memory budget does not hold as many files of the target size; at least one).
+const CLOSING: usize = 3;
 
 /// Rows a new file takes before its bytes per row are known.
 const FIRST_ROWS: usize = 1024;
@@ -77,11 +84,17 @@ impl GroupRunner<'_> {
         index: usize,
         group: &HoodieClusteringGroup,
     ) -> Result<Vec<FileSlice>> {
-        let mut out = Vec::new();
-        for info in group.slices.iter().flatten() {
-            out.push(self.slice_of(index, info).await?);
-        }
-        Ok(out)
+        // Futures made first: a closure in the stream would keep the future from being `Send`.
+        let sizes: Vec<_> = group
+            .slices
+            .iter()
+            .flatten()
+            .map(|info| self.slice_of(index, info))
+            .collect();
+        futures::stream::iter(sizes)
+            .buffered(HEADS)
+            .try_collect()
+            .await
     }
 
     async fn slice_of(&self, index: usize, info: &HoodieSliceInfo) -> Result<FileSlice> {
@@ -154,15 +167,40 @@ impl GroupRunner<'_> {
                 .project(&carried)
                 .map_err(|e| bad_plan(self.instant, index, e))?,
         );
-        let mut keys = SortKeys::new(&schema, &self.options.sort_by, self.options.layout)?;
+        let keys = SortKeys::new(&schema, &self.options.sort_by, self.options.layout)?;
         let mut out = OutputFiles::new(self, index, &partition);
-        out.input_bytes = slices
-            .iter()
-            .map(|s| {
-                s.base_file.as_ref().map_or(0, |b| b.size)
-                    + s.log_files.iter().map(|l| l.size).sum::<u64>()
-            })
-            .sum();
+        out.input_bytes = slices.iter().map(slice_bytes).sum();
+        match self
+            .sort_and_write(index, slices, schema, keys, &mut out)
+            .await
+        {
+            Ok(rows_in) => {
+                let output = out.finish().await?;
+                if output.rows != rows_in {
+                    return Err(bad_plan(
+                        self.instant,
+                        index,
+                        format!("{rows_in} rows read but {} written", output.rows),
+                    ));
+                }
+                Ok(output)
+            }
+            Err(e) => {
+                out.abandon().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Reads `slices`, sorts their rows and writes them to `out`; returns the rows read.
+    async fn sort_and_write(
+        &self,
+        index: usize,
+        slices: &[FileSlice],
+        schema: SchemaRef,
+        mut keys: Option<SortKeys>,
+        out: &mut OutputFiles<'_>,
+    ) -> Result<u64> {
         let mut rows_in = 0u64;
         let mut sort = ExternalSort::new(schema.clone(), self.options.memory_budget);
         // Batches held until the curve's boundaries are known (the first budget of rows).
@@ -172,18 +210,28 @@ impl GroupRunner<'_> {
         let mut reads = futures::stream::iter(slices.iter().cloned())
             .map(|slice| {
                 let reader = Arc::clone(self.reader);
-                tokio::spawn(async move { reader.read_slice(&slice, None, false).await })
+                let work = schema.clone();
+                tokio::spawn(async move { reader.read_slice_columns(&slice, &work).await })
             })
             .buffered(READ_AHEAD);
+        let total_input: u64 = slices.iter().map(slice_bytes).sum();
+        let mut read_input = 0u64;
+        let mut sizes = slices.iter().map(slice_bytes);
         while let Some(joined) = reads.next().await {
+            read_input += sizes.next().unwrap_or(0);
+            sort.input_progress(read_input, total_input);
             let read =
                 joined.map_err(|e| bad_plan(self.instant, index, format!("a read task: {e}")))?;
             let Some(batch) = read? else {
                 continue;
             };
-            let batch = batch
-                .project(&carried)
-                .map_err(|e| bad_plan(self.instant, index, e))?;
+            if batch.schema().fields() != schema.fields() {
+                return Err(bad_plan(
+                    self.instant,
+                    index,
+                    "a slice was read with other columns than asked for",
+                ));
+            }
             rows_in += batch.num_rows() as u64;
             match keys.as_mut() {
                 None => out.write(&batch).await?,
@@ -218,15 +266,7 @@ impl GroupRunner<'_> {
                 out.write(&b).await?;
             }
         }
-        let output = out.finish().await?;
-        if output.rows != rows_in {
-            return Err(bad_plan(
-                self.instant,
-                index,
-                format!("{rows_in} rows read but {} written", output.rows),
-            ));
-        }
-        Ok(output)
+        Ok(rows_in)
     }
 }
 
@@ -242,6 +282,15 @@ struct OutputFiles<'a> {
     rows: u64,
     input_bytes: u64,
     spilled_runs: usize,
+    /// Bytes a finished file took per byte its encoder estimated (of the last file closed;
+    /// 1 before any).
+    size_ratio: f64,
+    /// The file being finished and stored.
+    /// Bytes per row of the last file stored: the estimate for a new file until its encoder
+    /// has measured its own rows.
+    last_per_row: Option<f64>,
+    /// Files being finished and stored, oldest first (at most [`CLOSING`]).
+    closing: std::collections::VecDeque<tokio::task::JoinHandle<Result<Closed>>>,
 }
 
 impl<'a> OutputFiles<'a> {
@@ -257,6 +306,9 @@ impl<'a> OutputFiles<'a> {
             rows: 0,
             input_bytes: 0,
             spilled_runs: 0,
+            size_ratio: 1.0,
+            closing: std::collections::VecDeque::new(),
+            last_per_row: None,
         }
     }
 
@@ -269,6 +321,7 @@ impl<'a> OutputFiles<'a> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        self.poll_closing().await?;
         let (instant, group) = (self.runner.instant, self.group);
         // Not a closure over `self`: the future must stay `Send` (the open file is not `Sync`).
         let strings = |name: &str| meta_strings(batch, name, instant, group);
@@ -303,16 +356,19 @@ impl<'a> OutputFiles<'a> {
             let Some((file_id, _, encoder)) = self.open.as_mut() else {
                 return Err(self.err("no open file"));
             };
-            // Rows that fit the file: its first rows give its bytes per row.
+            // Rows that fit the file: its first rows give its bytes per row, corrected by what
+            // the last file's estimate turned out to be.
             let sent = encoder.rows();
-            let per_row = encoder.bytes_per_row();
+            let per_row = encoder
+                .bytes_per_row()
+                .map(|p| (p as f64 * self.size_ratio).max(1.0))
+                .or(self.last_per_row);
             let take = match per_row {
                 None => (n - offset).min(FIRST_ROWS),
                 Some(per_row) => {
-                    let room = target.saturating_sub(per_row * sent) / per_row;
-                    usize::try_from(room)
-                        .unwrap_or(usize::MAX)
-                        .clamp(1, n - offset)
+                    let room = (target as f64 - per_row * sent as f64).max(0.0) / per_row;
+                    // Saturating float-to-int conversion, then at least one row.
+                    (room as usize).clamp(1, n - offset)
                 }
             };
             let keys = record_keys.slice(offset, take);
@@ -331,7 +387,9 @@ impl<'a> OutputFiles<'a> {
                 .await?;
             let full = encoder
                 .bytes_per_row()
-                .is_some_and(|p| p * encoder.rows() >= target);
+                .map(|p| (p as f64 * self.size_ratio).max(1.0))
+                .or(self.last_per_row)
+                .is_some_and(|p| p * encoder.rows() as f64 >= target as f64);
             offset += take;
             self.rows += take as u64;
             if full {
@@ -363,20 +421,57 @@ impl<'a> OutputFiles<'a> {
         Ok(())
     }
 
+    /// Closes the open file: its last rows are encoded and it is stored on a task of its own
+    /// while the next file fills (up to [`CLOSING`] files close at a time).
     async fn close(&mut self) -> Result<()> {
+        // Encoded files wait in memory to be stored: fewer of them when they are large.
+        let target = self.runner.options.target_file_size.max(1);
+        let budget = self.runner.options.memory_budget as u64;
+        let closing = usize::try_from(budget / 4 / target)
+            .unwrap_or(usize::MAX)
+            .clamp(1, CLOSING);
+        while self.closing.len() >= closing {
+            self.join_closing().await?;
+        }
         let Some((file_id, key, encoder)) = self.open.take() else {
             return Ok(());
         };
-        let written = encoder
-            .finish()
-            .await?
-            .store(self.runner.storage.as_ref(), &key)
-            .await?;
-        let size = i64::try_from(written.size).unwrap_or(i64::MAX);
-        let rows = i64::try_from(written.num_rows).unwrap_or(i64::MAX);
+        let storage = Arc::clone(self.runner.storage);
+        self.closing.push_back(tokio::spawn(async move {
+            let (encoded, estimate) = encoder.finish().await?;
+            let ratio = (estimate > 0 && !encoded.bytes.is_empty())
+                .then(|| (encoded.bytes.len() as f64 / estimate as f64).clamp(0.01, 100.0));
+            let written = encoded.store(storage.as_ref(), &key).await?;
+            Ok(Closed {
+                file_id,
+                key,
+                size: written.size,
+                rows: written.num_rows,
+                ratio,
+            })
+        }));
+        Ok(())
+    }
+
+    /// Waits for the oldest file closing to be stored and records it.
+    async fn join_closing(&mut self) -> Result<()> {
+        let Some(handle) = self.closing.pop_front() else {
+            return Ok(());
+        };
+        let closed = handle
+            .await
+            .map_err(|e| self.err(format!("storing a new file: {e}")))??;
+        if let Some(ratio) = closed.ratio {
+            self.size_ratio = ratio;
+        }
+        if closed.rows > 0 {
+            self.last_per_row = Some((closed.size as f64 / closed.rows as f64).max(1.0));
+        }
+        let size = i64::try_from(closed.size).unwrap_or(i64::MAX);
+        let rows = i64::try_from(closed.rows).unwrap_or(i64::MAX);
         self.stats.push(HoodieWriteStat {
-            file_id: Some(file_id),
-            path: Some(key),
+            file_id: Some(closed.file_id),
+            path: Some(closed.key),
             prev_commit: Some("null".to_string()),
             num_writes: Some(rows),
             num_inserts: Some(rows),
@@ -391,8 +486,20 @@ impl<'a> OutputFiles<'a> {
         Ok(())
     }
 
+    /// Records the files closing that are already stored, oldest first (their sizes correct
+    /// the estimates of the open file early).
+    async fn poll_closing(&mut self) -> Result<()> {
+        while self.closing.front().is_some_and(|h| h.is_finished()) {
+            self.join_closing().await?;
+        }
+        Ok(())
+    }
+
     async fn finish(mut self) -> Result<GroupOutput> {
         self.close().await?;
+        while !self.closing.is_empty() {
+            self.join_closing().await?;
+        }
         Ok(GroupOutput {
             partition: self.partition,
             stats: self.stats,
@@ -402,6 +509,30 @@ impl<'a> OutputFiles<'a> {
             spilled_runs: self.spilled_runs,
         })
     }
+
+    /// After a failure: waits for a file being stored, so that nothing of this group is
+    /// written after the error is returned (the caller deletes what was).
+    async fn abandon(mut self) {
+        self.open = None;
+        for handle in self.closing.drain(..) {
+            let _ = handle.await;
+        }
+    }
+}
+
+/// A file stored by [`OutputFiles::close`].
+struct Closed {
+    file_id: String,
+    key: String,
+    size: u64,
+    rows: u64,
+    ratio: Option<f64>,
+}
+
+/// Bytes of a slice's files on storage.
+fn slice_bytes(slice: &FileSlice) -> u64 {
+    slice.base_file.as_ref().map_or(0, |b| b.size)
+        + slice.log_files.iter().map(|l| l.size).sum::<u64>()
 }
 
 /// Column `name` of `batch` as strings.

@@ -452,6 +452,17 @@ impl TableReader {
         self.slices.merge_log_only(slice).await
     }
 
+    /// Reads and merges one file slice with only the columns of `work`, a subset of the read
+    /// schema in its order that keeps what the merge needs (record key, ordering field,
+    /// `_hoodie_is_deleted`): the others are not decoded.
+    pub(crate) async fn read_slice_columns(
+        &self,
+        slice: &FileSlice,
+        work: &SchemaRef,
+    ) -> Result<Option<RecordBatch>> {
+        self.slices.read_slice(slice, None, false, work).await
+    }
+
     /// Reads and merges one file slice (all columns of the read schema).
     pub async fn read_slice(
         &self,
