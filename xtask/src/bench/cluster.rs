@@ -382,9 +382,11 @@ fn cluster(
     layout: Layout,
     target: u64,
     memory_mib: u64,
+    env: &[(&str, &str)],
 ) -> Result<(f64, Option<u64>, usize), String> {
     let exe = std::env::current_exe().map_err(|e| format!("bench cluster: {e}"))?;
     let out = std::process::Command::new(exe)
+        .envs(env.iter().copied())
         .args([
             "bench",
             "cluster",
@@ -473,7 +475,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     for (name, cols, layout) in cases {
         let dir = work.join(name.replace([' ', ','], "_"));
         super::copy_dir(&template, &dir)?;
-        let (secs, peak, spilled) = cluster(&dir, cols, layout, target, o.memory_mib)?;
+        let (secs, peak, spilled) = cluster(&dir, cols, layout, target, o.memory_mib, &[])?;
         let (read, all) = range_query(&rt, super::local(&dir)?, rows)?;
         let share = 100.0 * read as f64 / all.max(1) as f64;
         if cols == ["v"] && share > 5.0 {
@@ -497,8 +499,30 @@ pub fn run(args: &[String]) -> Result<(), String> {
         &work.join("arrow-out-scaled"),
         big_bytes.div_ceil(target) as usize,
     )?;
+    // Live memory apart from glibc's per-thread heaps: both sizes again with fewer of them.
+    let arenas = [("MALLOC_ARENA_MAX", "2")];
+    let small_copy = work.join("arenas-1x");
+    super::copy_dir(&template, &small_copy)?;
+    let (_, small_peak_arenas, _) = cluster(
+        &small_copy,
+        &["v"],
+        Layout::ZOrder,
+        target,
+        o.memory_mib,
+        &arenas,
+    )?;
+    let big_copy = work.join("arenas-scaled");
+    super::copy_dir(&big, &big_copy)?;
+    let (_, big_peak_arenas, _) = cluster(
+        &big_copy,
+        &["v"],
+        Layout::ZOrder,
+        target,
+        o.memory_mib,
+        &arenas,
+    )?;
     let (big_secs, big_peak, big_spilled) =
-        cluster(&big, &["v"], Layout::ZOrder, target, o.memory_mib)?;
+        cluster(&big, &["v"], Layout::ZOrder, target, o.memory_mib, &[])?;
     println!();
     println!("machine: {}", machine.describe());
     println!("load average (1, 5, 15 min) at the start: {load}");
@@ -530,6 +554,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         big_bytes as f64 / 1048576.0,
         big_secs / big_baseline,
         mib(big_peak)
+    );
+    println!(
+        "z-order v with MALLOC_ARENA_MAX=2 (glibc keeps two heaps, not one per thread): peak \
+         {} MiB at 1x the rows, {} MiB at {}x",
+        mib(small_peak_arenas),
+        mib(big_peak_arenas),
+        o.scale
     );
     if !failures.is_empty() {
         return Err(format!("bench cluster: {}", failures.join("; ")));

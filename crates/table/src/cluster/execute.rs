@@ -203,7 +203,8 @@ impl GroupRunner<'_> {
     ) -> Result<u64> {
         let mut rows_in = 0u64;
         let mut sort = ExternalSort::new(schema.clone(), self.options.memory_budget);
-        // Batches held until the curve's boundaries are known (the first budget of rows).
+        // Batches held until the curve's boundaries are known (the first half budget of rows,
+        // the size of a sorted run).
         let mut sample: Vec<RecordBatch> = Vec::new();
         let mut sample_bytes = 0usize;
         // Slices are read (and decoded) on runtime tasks, READ_AHEAD at a time, in order.
@@ -238,7 +239,7 @@ impl GroupRunner<'_> {
                 Some(k) if k.needs_calibration() => {
                     sample_bytes += batch.get_array_memory_size();
                     sample.push(batch);
-                    if sample_bytes >= self.options.memory_budget {
+                    if sample_bytes >= self.options.memory_budget / 2 {
                         k.calibrate(&sample)?;
                         for b in sample.drain(..) {
                             let key = k.keys(&b)?;

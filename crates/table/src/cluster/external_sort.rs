@@ -191,11 +191,16 @@ fn write_run(schema: &SchemaRef, buffered: &[(RecordBatch, BinaryArray)]) -> Res
     let run_schema = Arc::new(Schema::new(fields));
     let mut writer =
         FileWriter::try_new(file, &run_schema).map_err(|e| spill_error("writing", e))?;
-    for chunk in order.chunks(RUN_BATCH_ROWS) {
-        let batch = gather(&run_schema, buffered, chunk, true)?;
-        writer
-            .write(&batch)
-            .map_err(|e| spill_error("writing", e))?;
+    for chunk in order.chunks(CHUNK_ROWS) {
+        let batch = gather_in_parallel(&run_schema, buffered, chunk, true)?;
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let n = RUN_BATCH_ROWS.min(batch.num_rows() - offset);
+            writer
+                .write(&batch.slice(offset, n))
+                .map_err(|e| spill_error("writing", e))?;
+            offset += n;
+        }
     }
     writer.finish().map_err(|e| spill_error("writing", e))?;
     let mut file = writer.into_inner().map_err(|e| spill_error("writing", e))?;
@@ -246,22 +251,81 @@ fn gather(
     with_key: bool,
 ) -> Result<RecordBatch> {
     let ncols = sources.first().map_or(0, |(b, _)| b.num_columns());
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(ncols + 1);
-    let err = |e: arrow::error::ArrowError| TableError::Unsupported {
-        reason: format!("clustering sort: gathering rows: {e}"),
+    let columns = (0..ncols)
+        .map(|c| gather_column(sources, picks, Some(c)))
+        .chain(with_key.then(|| gather_column(sources, picks, None)))
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(schema.clone(), columns).map_err(gather_error)
+}
+
+/// [`gather`] with the columns split between this thread and one more (rows gathered in key
+/// order are read at random: the copying is most of the work of a sort).
+fn gather_in_parallel(
+    schema: &SchemaRef,
+    sources: &[(RecordBatch, BinaryArray)],
+    picks: &[(usize, usize)],
+    with_key: bool,
+) -> Result<RecordBatch> {
+    let ncols = sources.first().map_or(0, |(b, _)| b.num_columns()) + usize::from(with_key);
+    if ncols < 2 {
+        return gather(schema, sources, picks, with_key);
+    }
+    // Alternate columns between the threads (neighbours are often alike in width); the key
+    // column, when asked for, is the last.
+    let (mine, theirs): (Vec<usize>, Vec<usize>) = (0..ncols).partition(|c| c % 2 == 0);
+    let key_column = with_key.then_some(ncols - 1);
+    let gather_all = |cols: &[usize]| -> Result<Vec<(usize, ArrayRef)>> {
+        cols.iter()
+            .map(|&c| {
+                let column = (Some(c) != key_column).then_some(c);
+                gather_column(sources, picks, column).map(|a| (c, a))
+            })
+            .collect()
     };
-    for c in 0..ncols {
-        let arrays: Vec<&dyn Array> = sources
+    let (a, b) = std::thread::scope(|scope| {
+        let other = std::thread::Builder::new()
+            .name("arbor-cluster-gather".into())
+            .spawn_scoped(scope, || gather_all(&theirs));
+        let a = gather_all(&mine);
+        let b = match other {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(gather_error("a gathering thread stopped"))),
+            // No thread to be had: gather those columns here.
+            Err(_) => gather_all(&theirs),
+        };
+        (a, b)
+    });
+    let mut columns: Vec<(usize, ArrayRef)> = a?;
+    columns.extend(b?);
+    columns.sort_by_key(|(c, _)| *c);
+    RecordBatch::try_new(
+        schema.clone(),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .map_err(gather_error)
+}
+
+/// Column `column` (the key column when `None`) of the rows `picks` of `sources`.
+fn gather_column(
+    sources: &[(RecordBatch, BinaryArray)],
+    picks: &[(usize, usize)],
+    column: Option<usize>,
+) -> Result<ArrayRef> {
+    let arrays: Vec<&dyn Array> = match column {
+        Some(c) => sources
             .iter()
             .filter_map(|(b, _)| b.columns().get(c).map(|a| a.as_ref()))
-            .collect();
-        columns.push(arrow::compute::interleave(&arrays, picks).map_err(err)?);
+            .collect(),
+        None => sources.iter().map(|(_, k)| k as &dyn Array).collect(),
+    };
+    arrow::compute::interleave(&arrays, picks).map_err(gather_error)
+}
+
+fn gather_error(e: impl std::fmt::Display) -> TableError {
+    TableError::Unsupported {
+        reason: format!("clustering sort: gathering rows: {e}"),
     }
-    if with_key {
-        let arrays: Vec<&dyn Array> = sources.iter().map(|(_, k)| k as &dyn Array).collect();
-        columns.push(arrow::compute::interleave(&arrays, picks).map_err(err)?);
-    }
-    RecordBatch::try_new(schema.clone(), columns).map_err(err)
 }
 
 /// The sorted rows of an [`ExternalSort`].
@@ -295,7 +359,7 @@ impl SortedRows {
                     return Ok(None);
                 }
                 *next += picks.len();
-                gather(schema, buffered, picks, false).map(Some)
+                gather_in_parallel(schema, buffered, picks, false).map(Some)
             }
             SortedRows::Merge(m) => m.next_batch(),
         }
@@ -482,7 +546,7 @@ impl Merge {
         if picks.is_empty() {
             return Ok(None);
         }
-        gather(&self.schema, &sources, &picks, false).map(Some)
+        gather_in_parallel(&self.schema, &sources, &picks, false).map(Some)
     }
 }
 
