@@ -43,7 +43,8 @@ use crate::output::print_text;
     column, a partition field or a field inside struct columns by dot path (rider.rating), \
     optionally \"double-quoted\" or `backquoted`; VALUE is 'single-quoted' or \"double-quoted\" \
     (a doubled quote stands for one: 'O''Brien') or bare (the rest of the text: city=san \
-    francisco). A malformed predicate is an error giving the character position. Values are \
+    francisco; quote a value holding the word AND or OR: two predicates take two --where). A \
+    malformed predicate is an error giving the character position. Values are \
     typed by the column (integers, floating-point and decimal numbers, booleans, strings, \
     dates, timestamps); a value that does not convert exactly, or an unknown column or field, \
     is an error. Nulls match no comparison (use IS NULL; IS [NOT] NULL takes any column, \

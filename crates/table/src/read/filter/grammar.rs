@@ -17,7 +17,8 @@
 //! Keywords (`IN`, `NOT`, `IS`, `NULL`) are case-insensitive. A bare name is a run of
 //! characters other than blanks, `.`, quotes, parentheses, `,` and the operator characters
 //! `= < > !`. A bare comparison value is the rest of the text (so `city=san francisco` compares
-//! with `san francisco`) and may not start with an operator character or a quote. Every error
+//! with `san francisco`) and may not start with an operator character or a quote, nor hold the
+//! word `AND`, `OR`, `&&` or `||` after its first (two predicates typed as one). Every error
 //! is [`TableError::InvalidInput`] quoting the text, giving the 1-based character position of
 //! the offending character and a caret line under it.
 
@@ -170,10 +171,15 @@ impl Parser<'_> {
     /// Nothing but blanks is left.
     fn end(&mut self) -> Result<()> {
         self.skip_blanks();
-        match self.at_end() {
-            true => Ok(()),
-            false => Err(self.error(self.pos, "unexpected text after the predicate")),
+        if self.at_end() {
+            return Ok(());
         }
+        let rest: String = self.chars.iter().skip(self.pos).take(4).collect();
+        let what = match rest.split_whitespace().next().map(str::to_ascii_uppercase) {
+            Some(w) if matches!(w.as_str(), "AND" | "OR" | "&&" | "||") => joined_predicates(&w),
+            _ => "unexpected text after the predicate".to_string(),
+        };
+        Err(self.error(self.pos, &what))
     }
 
     /// A run of ASCII letters (possibly empty).
@@ -291,11 +297,37 @@ impl Parser<'_> {
                 &format!("unexpected {c:?}: expected a value (quote a value starting with it)"),
             )),
             Some(_) => {
+                if let Some((at, word)) = self.joining_word(self.pos) {
+                    return Err(self.error(at, &joined_predicates(&word)));
+                }
                 let v = self.slice(self.pos, self.chars.len());
                 self.pos = self.chars.len();
                 Ok(v.trim_end().to_string())
             }
         }
+    }
+
+    /// The first word after the first from `from` on that joins predicates (`AND`, `OR`, `&&`,
+    /// `||`, any case) and its position: a bare value holding one is far likelier two
+    /// predicates typed into one `--where` than a value (which can be quoted).
+    fn joining_word(&self, from: usize) -> Option<(usize, String)> {
+        let mut at = from;
+        let mut first = true;
+        while at < self.chars.len() {
+            while self.chars.get(at).is_some_and(|c| c.is_whitespace()) {
+                at += 1;
+            }
+            let start = at;
+            while self.chars.get(at).is_some_and(|c| !c.is_whitespace()) {
+                at += 1;
+            }
+            let word: String = self.slice(start, at).to_ascii_uppercase();
+            if !first && matches!(word.as_str(), "AND" | "OR" | "&&" | "||") {
+                return Some((start, word));
+            }
+            first = false;
+        }
+        None
     }
 
     /// The values of `IN` / `NOT IN`: `(v1, v2, ...)` or `v1, v2, ...`, then the end of text.
@@ -341,6 +373,20 @@ impl Parser<'_> {
         }
         self.end()?;
         Ok(values)
+    }
+}
+
+/// The error for `word` (`AND`, `OR`, `&&` or `||`, upper case) after a predicate.
+fn joined_predicates(word: &str) -> String {
+    match word {
+        "AND" | "&&" => format!(
+            "unexpected {word} after the predicate (each predicate takes a --where of its own, \
+             all must hold; a value holding {word} must be quoted)"
+        ),
+        _ => format!(
+            "unexpected {word} after the predicate (a --where holds one predicate, FIELD IN \
+             (...) matches any of several values; a value holding {word} must be quoted)"
+        ),
     }
 }
 

@@ -429,3 +429,37 @@ fn test_not_in_rows_and_nulls() {
         .collect();
     assert_eq!(ids, ["b"], "a null is NOT IN nothing");
 }
+
+/// A conjunction or disjunction typed into one predicate is named, with what to type instead.
+#[test]
+fn test_and_or_after_a_predicate_say_what_to_type_instead() {
+    for (text, says) in [
+        (
+            "ts >= '2024-03-01' and amt < 0",
+            "each predicate takes a --where of its own",
+        ),
+        (
+            "a = 1 AND b = 2",
+            "each predicate takes a --where of its own",
+        ),
+        (
+            "a = 1 && b = 2",
+            "each predicate takes a --where of its own",
+        ),
+        ("a = 1 or a = 2", "FIELD IN (...)"),
+        ("a = 1 || a = 2", "FIELD IN (...)"),
+        ("a = 'x' y", "unexpected text after the predicate at"),
+    ] {
+        assert!(error_position(text) > 1, "{text}");
+        let err = PartitionFilter::parse(text).unwrap_err().to_string();
+        assert!(err.contains(says), "{text}: {err}");
+    }
+    // Quoted, such a word is part of the value; bare, a first word may be anything.
+    check(
+        "genre = 'rock and roll'",
+        "genre",
+        FilterOp::Eq,
+        &["rock and roll"],
+    );
+    check("genre = and more", "genre", FilterOp::Eq, &["and more"]);
+}
