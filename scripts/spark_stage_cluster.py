@@ -26,6 +26,9 @@ read: log files) and a delete, then builds column stats, partition stats and the
                  run_clustering(op => 'schedule', options => sort columns n)`), `arbor cluster
                  --pending` executes that plan: its instant completes as a replacecommit, Spark
                  reads the same rows as before and as arbor, Spark lists it COMPLETED
+  compaction     (merge-on-read) arbor upserts into logs, Spark schedules a compaction (`CALL
+                 run_compaction(op => 'schedule')`), `arbor compact --pending` executes it: it
+                 completes as a commit, Spark reads the same rows as before and as arbor
 
 Part 2, Spark's tables (`cluster_spark_cow`, `cluster_spark_mor`): Spark writes three inserts
 (`hoodie.parquet.small.file.limit=0`: a file group each; MOR: then an upsert into logs),
@@ -103,6 +106,13 @@ def pending_clusterings(path):
     files = timeline_files(path)
     done = {f.split(".")[0].split("_")[0] for f in files if f.endswith(".replacecommit") and "_" in f.split(".")[0]}
     return sorted({f.split(".")[0] for f in files if f.endswith(".clustering.requested")} - done)
+
+
+def pending_compactions(path):
+    """Compaction instants requested and not yet completed (a compaction completes as a commit)."""
+    files = timeline_files(path)
+    done = {f.split(".")[0].split("_")[0] for f in files if f.endswith(".commit") and "_" in f.split(".")[0]}
+    return sorted({f.split(".")[0] for f in files if f.endswith(".compaction.requested")} - done)
 
 
 def logcompaction_files(path, instant):
@@ -506,6 +516,37 @@ def part1(stage, kind):
             t.spark_lists("spark_timeline_lists_pending_completed", pend["instant"])
             t.validates("validate_after_pending")
             stage.java_validates(f"{t.name}/java_mdt_listing_after_pending", t.path)
+
+    # 4. (merge-on-read) Spark schedules a compaction, arbor executes it: `arbor compact --pending`
+    if kind != "mor":
+        return
+    comp = {}
+
+    def schedule_compaction():
+        t.arbor_write(awkward_rows(range(40, 44), 9))
+        before = set(pending_compactions(t.path))
+        r = t.sql(f"CALL run_compaction(op => 'schedule', table => '{t.name}')")
+        new = sorted(set(pending_compactions(t.path)) - before)
+        require(len(new) == 1, f"Spark's schedule left pending compactions {new} (procedure rows "
+                               f"{dumps(r['rows'])[:600]}); timeline {timeline_files(t.path)[-6:]}")
+        comp["instant"] = new[0]
+        t.before = t.spark_view()
+        return {"instant": new[0], "procedure": r["rows"][:5]}
+    if t.check("spark_schedules_compaction", schedule_compaction):
+        def run_compaction():
+            inst = comp["instant"]
+            doc = stage.arbor.json("compact", t.path, "--pending")
+            ran = [c for c in doc.get("compactions", []) if c.get("instant") == inst]
+            require(ran, f"arbor compact --pending did not report running {inst}: {dumps(doc)[:1500]}")
+            entry = [e for e in stage.arbor.timeline(t.path) if e["timestamp"] == inst]
+            require(entry and entry[0]["action"] == "commit",
+                    f"arbor's timeline shows {entry} for Spark's compaction {inst}")
+            require(not pending_compactions(t.path), f"still pending: {pending_compactions(t.path)}")
+            return {"instant": inst, "report": ran[0]}
+        if t.check("arbor_runs_spark_compaction", run_compaction):
+            t.same_rows_as_before("spark_same_rows_after_spark_compaction", "arbor's run of Spark's compaction")
+            t.agree("agree_after_spark_compaction", expect_rows=41)
+            t.validates("validate_after_spark_compaction")
 
 
 # ------------------------------------------------------------------------------------------------
