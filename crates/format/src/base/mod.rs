@@ -2,7 +2,8 @@
 //!
 //! - [`BaseFileReader`] (and the shortcuts [`read_base_file`], [`base_file_schema`],
 //!   [`base_file_metadata`]) read a base file through [`arbor_storage::Storage`] with ranged
-//!   reads: the footer first, then only the column chunks of the projected columns. Only parquet
+//!   reads: the footer first, then only the column chunks of the projected columns (chunks less
+//!   than 1 MiB apart fetched with one read). Only parquet
 //!   base files are read; Lance, ORC and HFile base files are
 //!   [`FormatError::UnsupportedFormat`](crate::FormatError::UnsupportedFormat).
 //! - [`BaseFileWriter`] writes a base file the way Spark does: the five meta columns first
