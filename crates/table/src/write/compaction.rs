@@ -90,13 +90,27 @@ pub async fn schedule_compaction(
     let Some(plan) = plan_compaction(storage, layout).await? else {
         return Ok(None);
     };
+    write_requested_plan(storage, layout, generator, Action::Compaction, plan)
+        .await
+        .map(Some)
+}
+
+/// Writes `plan` as a new `<t>.<action>.requested` (`action`: compaction or log compaction)
+/// at the next instant time and returns that time.
+pub(crate) async fn write_requested_plan(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+    generator: &InstantTimeGenerator,
+    action: Action,
+    plan: HoodieCompactionPlan,
+) -> Result<InstantTime> {
     let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
     let time = tl.next_instant_time(generator).await?;
-    let requested = Instant::requested(time.clone(), Action::Compaction);
+    let requested = Instant::requested(time.clone(), action);
     let bytes = encode_instant_for(&requested, &InstantContent::Compaction(Box::new(plan)))?;
-    tl.create_requested(time.clone(), Action::Compaction, Bytes::from(bytes))
+    tl.create_requested(time.clone(), action, Bytes::from(bytes))
         .await?;
-    Ok(Some(time))
+    Ok(time)
 }
 
 /// The plan [`schedule_compaction`] would write, without writing anything: one operation per
@@ -132,6 +146,27 @@ pub async fn plan_compaction(
         &loaded
     };
     let excluded = busy_file_groups(view);
+    let operations = operations_for(view, &excluded, |slice| !slice.log_files.is_empty()).await?;
+    if operations.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(HoodieCompactionPlan {
+        operations: Some(operations),
+        extra_metadata: None,
+        version: Some(COMPACTION_PLAN_VERSION),
+        strategy: None,
+        preserve_hoodie_metadata: Some(false),
+        missing_schedule_partitions: Some(Vec::new()),
+    }))
+}
+
+/// One operation per file group of `view` not in `excluded` whose latest slice `wanted`, in
+/// partition order.
+pub(crate) async fn operations_for(
+    view: &FileSystemView,
+    excluded: &BTreeSet<(String, String)>,
+    wanted: impl Fn(&FileSlice) -> bool,
+) -> Result<Vec<HoodieCompactionOperation>> {
     let mut operations = Vec::new();
     for partition in view
         .partitions()
@@ -147,26 +182,12 @@ pub async fn plan_compaction(
             if excluded.contains(&(group.partition.clone(), group.file_id.clone())) {
                 continue;
             }
-            let Some(slice) = group.latest_slice() else {
-                continue;
-            };
-            if slice.log_files.is_empty() {
-                continue;
+            if let Some(slice) = group.latest_slice().filter(|s| wanted(s)) {
+                operations.push(operation_of(slice));
             }
-            operations.push(operation_of(slice));
         }
     }
-    if operations.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(HoodieCompactionPlan {
-        operations: Some(operations),
-        extra_metadata: None,
-        version: Some(COMPACTION_PLAN_VERSION),
-        strategy: None,
-        preserve_hoodie_metadata: Some(false),
-        missing_schedule_partitions: Some(Vec::new()),
-    }))
+    Ok(operations)
 }
 
 /// File groups a new compaction plan leaves out: under a pending compaction or clustering, or

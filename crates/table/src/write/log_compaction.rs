@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use arbor_format::log::{encode_avro_data_block_with, encode_delete_block_with, HeaderKey};
 use arbor_fsview::slice::join;
-use arbor_fsview::{FileSlice, Horizon, LogFile};
+use arbor_fsview::{FileSlice, LogFile};
 use arbor_storage::Storage;
 use arbor_timeline::avro::{
     decode, encode_instant_for, HoodieCommitMetadata, HoodieCompactionPlan,
@@ -37,7 +37,7 @@ use arbor_timeline::{
 };
 use bytes::{Bytes, BytesMut};
 
-use super::compaction::{data_schema_json, operation_of, COMPACTION_PLAN_VERSION};
+use super::compaction::{data_schema_json, COMPACTION_PLAN_VERSION};
 use super::options::CommitResult;
 use crate::error::{Result, TableError};
 use crate::read::{CacheMode, ListingSource, OpenOptions, TableReader};
@@ -62,13 +62,9 @@ pub async fn schedule_log_compaction(
     let Some(plan) = plan_log_compaction(storage, layout, threshold).await? else {
         return Ok(None);
     };
-    let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
-    let time = tl.next_instant_time(generator).await?;
-    let requested = Instant::requested(time.clone(), Action::LogCompaction);
-    let bytes = encode_instant_for(&requested, &InstantContent::Compaction(Box::new(plan)))?;
-    tl.create_requested(time.clone(), Action::LogCompaction, Bytes::from(bytes))
-        .await?;
-    Ok(Some(time))
+    super::compaction::write_requested_plan(storage, layout, generator, Action::LogCompaction, plan)
+        .await
+        .map(Some)
 }
 
 /// The plan [`schedule_log_compaction`] would write, writing nothing; `None` when no slice
@@ -115,29 +111,10 @@ pub async fn plan_log_compaction(
         })
         .map(|i| i.requested_time)
         .collect();
-    let mut operations = Vec::new();
-    for partition in view
-        .partitions()
-        .await
-        .map_err(TableError::from_fsview)?
-        .iter()
-    {
-        for group in view
-            .file_groups(partition, &Horizon::Latest)
-            .await
-            .map_err(TableError::from_fsview)?
-        {
-            if excluded.contains(&(group.partition.clone(), group.file_id.clone())) {
-                continue;
-            }
-            let Some(slice) = group.latest_slice() else {
-                continue;
-            };
-            if effective_log_files(slice, &compactions) >= threshold.max(2) {
-                operations.push(operation_of(slice));
-            }
-        }
-    }
+    let operations = super::compaction::operations_for(view, &excluded, |slice| {
+        effective_log_files(slice, &compactions) >= threshold.max(2)
+    })
+    .await?;
     if operations.is_empty() {
         return Ok(None);
     }
