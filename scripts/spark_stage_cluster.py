@@ -108,6 +108,19 @@ def pending_clusterings(path):
     return sorted({f.split(".")[0] for f in files if f.endswith(".clustering.requested")} - done)
 
 
+def check_arbor_reads_spark_values(stage, t, rows):
+    """Check that arbor reads the (id, n) of `rows`, written by a Spark upsert with note
+    'spark upsert 10'."""
+    def values():
+        a = stage.arbor.view(t.path, ["--where", "note = 'spark upsert 10'"])
+        require("error" not in a, f"arbor read failed: {a.get('error')}")
+        got = sorted((r["id"], r["n"]) for r in a["rows"])
+        want = sorted((r["id"], r["n"]) for r in rows)
+        require(got == want, f"arbor reads the Spark upsert as {got}, expected {want}")
+        return {"rows": got}
+    t.check("arbor_reads_spark_values", values)
+
+
 def pending_compactions(path):
     """Compaction instants requested and not yet completed (a compaction completes as a commit)."""
     files = timeline_files(path)
@@ -456,14 +469,7 @@ def part1(stage, kind):
     if t.check("spark_upsert_after_cluster", upsert):
         t.agree("agree_after_spark_upsert", expect_rows=35)
 
-        def values():
-            a = stage.arbor.view(t.path, ["--where", "note = 'spark upsert 10'"])
-            require("error" not in a, f"arbor read failed: {a.get('error')}")
-            got = sorted((r["id"], r["n"]) for r in a["rows"])
-            want = sorted((r["id"], r["n"]) for r in wrote["rows"])
-            require(got == want, f"arbor reads the Spark upsert as {got}, expected {want}")
-            return {"rows": got}
-        t.check("arbor_reads_spark_values", values)
+        check_arbor_reads_spark_values(stage, t, wrote["rows"])
         t.validates("validate_after_spark_upsert")
 
     # 3. Spark schedules a clustering, arbor executes it
@@ -780,14 +786,7 @@ def part3(stage):
         t.agree("agree_optimized_scan_after_spark_upsert", spark={"meta": True, "options": OPTIMIZED_SCAN},
                 expect_rows=11)
 
-        def values():
-            a = stage.arbor.view(t.path, ["--where", "note = 'spark upsert 10'"])
-            require("error" not in a, f"arbor read failed: {a.get('error')}")
-            got = sorted((r["id"], r["n"]) for r in a["rows"])
-            want = sorted((r["id"], r["n"]) for r in wrote["rows"])
-            require(got == want, f"arbor reads the Spark upsert as {got}, expected {want}")
-            return {"rows": got}
-        t.check("arbor_reads_spark_values", values)
+        check_arbor_reads_spark_values(stage, t, wrote["rows"])
         t.validates("validate_after_spark_upsert")
 
 

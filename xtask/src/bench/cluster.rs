@@ -501,26 +501,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     )?;
     // Live memory apart from glibc's per-thread heaps: both sizes again with fewer of them.
     let arenas = [("MALLOC_ARENA_MAX", "2")];
-    let small_copy = work.join("arenas-1x");
-    super::copy_dir(&template, &small_copy)?;
-    let (_, small_peak_arenas, _) = cluster(
-        &small_copy,
-        &["v"],
-        Layout::ZOrder,
-        target,
-        o.memory_mib,
-        &arenas,
-    )?;
-    let big_copy = work.join("arenas-scaled");
-    super::copy_dir(&big, &big_copy)?;
-    let (_, big_peak_arenas, _) = cluster(
-        &big_copy,
-        &["v"],
-        Layout::ZOrder,
-        target,
-        o.memory_mib,
-        &arenas,
-    )?;
+    let peak_with_fewer_heaps = |table: &Path, name: &str| -> Result<Option<u64>, String> {
+        let copy = work.join(name);
+        super::copy_dir(table, &copy)?;
+        let (_, peak, _) = cluster(&copy, &["v"], Layout::ZOrder, target, o.memory_mib, &arenas)?;
+        Ok(peak)
+    };
+    let small_peak_arenas = peak_with_fewer_heaps(&template, "arenas-1x")?;
+    let big_peak_arenas = peak_with_fewer_heaps(&big, "arenas-scaled")?;
     let (big_secs, big_peak, big_spilled) =
         cluster(&big, &["v"], Layout::ZOrder, target, o.memory_mib, &[])?;
     println!();
