@@ -207,7 +207,7 @@ impl AsyncFileReader for StorageFileReader {
                             ParquetError::General(format!("range {r:?} was not read"))
                         })?;
                     let (start, end) = ((r.start - m.start) as usize, (r.end - m.start) as usize);
-                    if end > bytes.len() {
+                    if start > end || end > bytes.len() {
                         return Err(ParquetError::EOF(format!(
                             "range {r:?} of {} ends past its {} bytes",
                             self.key,
