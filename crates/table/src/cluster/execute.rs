@@ -1,6 +1,8 @@
-//! Running one clustering group: its planned slices are read one at a time (each merged as a
-//! reader merges it), ordered by the sort key through a sort that spills past its memory
-//! budget ([`super::external_sort`]), and written as new file groups of the target size,
+//! Running one clustering group: its planned slices are read in order, a few ahead on runtime
+//! tasks (each merged as a reader merges it, without the two columns written anew), ordered by
+//! the sort key through a sort that spills past its memory budget
+//! ([`super::external_sort`]), and written as new file groups of the target size (each file
+//! encoded on a thread of its own and stored on a task while the next one fills),
 //! every record keeping its `_hoodie_commit_time` and `_hoodie_commit_seqno`
 //! (`preserveHoodieMetadata`, as Java's clustering), so incremental reads are unchanged.
 
