@@ -30,7 +30,7 @@ pub use error::{Result, TableError};
 pub use read::ListingSource;
 pub use txn::context::Table;
 pub use txn::upgrade::{TableUpgrade, UpgradeReport};
-pub use txn::{PreparedWrite, Transaction};
+pub use txn::{Fragment, PreparedWrite, Transaction, WriteContext, WriteTransaction};
 pub use validate_indexes::validate_indexes;
 pub use write::{
     cast_exact, cast_text_exact, is_number_text, parses_text_into, secondary_lookup, storage_notes,

@@ -24,7 +24,7 @@ use crate::txn::{
 use crate::write::known::KnownLocations;
 use crate::write::options::{CommitResult, CreateOptions, WriteOperation, WriteOptions};
 use crate::write::planner::Input;
-use crate::PreparedWrite;
+use crate::{Fragment, PreparedWrite, WriteContext, WriteTransaction};
 
 impl Table {
     /// Creates a new version-8 table at the storage root (fails if one exists).
@@ -338,6 +338,61 @@ impl Table {
         let result = prepared::commit(self, prepared).await?;
         Box::pin(ttl::inline_ttl(self, &result)).await?;
         Ok(result)
+    }
+
+    /// Begins a write split across processes or machines (the coordinator's first step): in a
+    /// transaction, as every write begins, starts the instant of `operation`. Send
+    /// [`WriteTransaction::context`] (serializable) to the fragment writers, each of which opens
+    /// the same table and branch and calls [`Table::write_fragment`]; then complete the write
+    /// with [`Table::commit_fragments`] on this handle. Nothing is visible to readers before
+    /// that. Refused: tables with change data capture, renamed columns, and
+    /// `WriteOptions::drop_columns`.
+    pub async fn begin_write(&self, operation: WriteOperation) -> Result<WriteTransaction> {
+        crate::txn::distributed::begin(self, operation).await
+    }
+
+    /// Writes one fragment of a distributed write (runs anywhere: another thread, process or
+    /// machine), as task `task` (a number unique among the write's fragments, such as the
+    /// index of the task in a Ray or Spark job): validates `batches` as [`Table::write`] does,
+    /// routes their keys against the table's latest state (its index: existing keys to their
+    /// file groups, new keys to new file groups, never packed into existing small ones), writes
+    /// base and log files under the write's instant (each marked first, see
+    /// [`crate::write`]'s markers) and returns their description with the index changes
+    /// they make. Touches no timeline file. The rows of one file group must all go to one
+    /// fragment, and for upserts and deletes each key to one fragment: the commit refuses
+    /// fragments that break this. The handle must be opened on the write's branch.
+    /// [`TableError::InstantRolledBack`] when the write no longer waits for fragments (it was
+    /// committed, aborted or rolled back); the fragment's files are then deleted.
+    pub async fn write_fragment(
+        &self,
+        context: &WriteContext,
+        task: u64,
+        batches: Vec<RecordBatch>,
+    ) -> Result<Fragment> {
+        crate::txn::distributed::write_fragment(self, context, task, batches).await
+    }
+
+    /// Completes a distributed write with `fragments` as one commit: combines them (refusing,
+    /// with [`TableError::InvalidInput`], fragments of another instant or written twice, two
+    /// fragments writing one file group, for upserts and deletes one key in two fragments, and
+    /// different schemas), deletes the marked files no fragment names (attempts that failed or
+    /// were retried), moves the instant to inflight and commits it as [`Table::commit`] does:
+    /// conflict check against writes completed since [`Table::begin_write`], MDT and index
+    /// updates, completion. On any error before the commit point the instant is rolled back
+    /// and every file of the write deleted: the table reads as before.
+    pub async fn commit_fragments(
+        &self,
+        transaction: WriteTransaction,
+        fragments: Vec<Fragment>,
+    ) -> Result<CommitResult> {
+        crate::txn::distributed::commit_fragments(self, transaction, fragments).await
+    }
+
+    /// Gives up a distributed write: rolls its instant back and deletes every file its
+    /// fragments wrote (best effort; what is left is rolled back by the next writer once the
+    /// heartbeat lapses).
+    pub async fn abort_write(&self, transaction: WriteTransaction) {
+        crate::txn::distributed::abort(self, transaction).await
     }
 
     /// Compacts a merge-on-read table in one transaction: runs every pending compaction

@@ -26,6 +26,7 @@ mod clone_support;
 mod cluster_tags;
 mod concurrency;
 mod crash;
+mod distributed;
 mod legacy;
 mod maintain;
 mod mdt_clean;

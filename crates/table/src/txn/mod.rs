@@ -66,6 +66,8 @@ pub(crate) mod context;
 pub(crate) mod create;
 pub(crate) mod create_index;
 pub(crate) mod delete_partitions;
+pub(crate) mod distributed;
+pub(crate) mod fragment;
 pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
 pub(crate) mod retry;
@@ -77,5 +79,7 @@ pub(crate) mod write;
 pub(crate) mod write_files;
 pub(crate) mod write_stream;
 
+pub use distributed::WriteTransaction;
+pub use fragment::{Fragment, WriteContext};
 pub use prepared::PreparedWrite;
 pub use transaction::Transaction;

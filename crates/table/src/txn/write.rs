@@ -2,8 +2,12 @@
 //! input, starting the instant, planning, writing the data files and moving the instant to
 //! inflight. [`super::prepared`] completes it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+use arbor_mdt::index_writer::RecordIndexDelta;
+use arbor_mdt::secondary_index_writer::SecondaryIndexDeltas;
+use arbor_timeline::avro::{HoodieCommitMetadata, WriteOperationType};
 
 use arbor_timeline::avro::{encode_instant_for, InstantContent};
 use arbor_timeline::config::{keys, TableType};
@@ -320,6 +324,102 @@ async fn prepare_started(
     heartbeat: Heartbeat,
 ) -> Result<PreparedWrite> {
     let ctx = &table.ctx;
+    let written = write_input(
+        table,
+        operation,
+        (input, roles),
+        (schema, schema_changes),
+        tl,
+        (&requested.requested_time, None),
+    )
+    .await?;
+    let inflight_instant = requested.with_state(State::Inflight);
+    let inflight_bytes = encode_instant_for(
+        &inflight_instant,
+        &InstantContent::Commit(Box::new(written.profile.clone())),
+    )?;
+    if let Err(e) = commit::check_still_requested(&ctx.storage, &ctx.layout, requested).await {
+        // Rolled back while writing: files written after the rollback was planned are
+        // still ours to remove.
+        delete_own_files(ctx, &requested.requested_time, &written.file_keys()).await;
+        let _ = commit::stop_heartbeat(&ctx.storage, &requested.requested_time).await;
+        return Err(e);
+    }
+    let inflight = tl
+        .transition_to_inflight(requested, Bytes::from(inflight_bytes))
+        .await?;
+    commit::beat(&ctx.storage, &requested.requested_time).await?;
+    Ok(written.into_prepared(inflight, heartbeat, operation.operation_type()))
+}
+
+/// What writing one input under an instant produced, before the instant moves to inflight:
+/// the commit metadata, the index changes and the counts ([`write_input`]).
+#[derive(Debug, Clone)]
+pub(super) struct WrittenInput {
+    /// The workload profile the inflight file records.
+    pub(super) profile: HoodieCommitMetadata,
+    pub(super) metadata: HoodieCommitMetadata,
+    pub(super) replaced: Option<BTreeMap<String, Vec<String>>>,
+    pub(super) planned_against: BTreeSet<InstantTime>,
+    pub(super) touched: BTreeSet<(String, String)>,
+    pub(super) inserted: u64,
+    pub(super) updated: u64,
+    pub(super) deleted: u64,
+    pub(super) skipped_stale: u64,
+    pub(super) index_delta: Option<RecordIndexDelta>,
+    pub(super) secondary_deltas: Option<SecondaryIndexDeltas>,
+    pub(super) schema_changes: Vec<SchemaChange>,
+}
+
+impl WrittenInput {
+    /// The storage keys of the data files written.
+    pub(super) fn file_keys(&self) -> Vec<String> {
+        self.metadata
+            .write_stats()
+            .filter_map(|(_, s)| s.path.clone())
+            .collect()
+    }
+
+    /// The write, its instant now `inflight`, ready for [`crate::Table::commit`].
+    pub(super) fn into_prepared(
+        self,
+        inflight: Instant,
+        heartbeat: Heartbeat,
+        operation: WriteOperationType,
+    ) -> PreparedWrite {
+        PreparedWrite {
+            inflight,
+            heartbeat,
+            operation,
+            metadata: self.metadata,
+            replaced: self.replaced,
+            planned_against: self.planned_against,
+            touched: self.touched,
+            inserted: self.inserted,
+            updated: self.updated,
+            deleted: self.deleted,
+            skipped_stale: self.skipped_stale,
+            index_delta: self.index_delta,
+            secondary_deltas: self.secondary_deltas,
+            schema_changes: self.schema_changes,
+        }
+    }
+}
+
+/// Plans `input` against the table's latest state and writes its data files under
+/// `instant_time`, with the index changes they make; `tl` is the timeline the latest written
+/// schema is taken from. `fragment`: the task number of a fragment of a distributed write
+/// (the files' write-token stage; each file is marked before it is stored, see
+/// [`crate::write::markers`]), `None` for a write in one process. Touches no timeline file.
+pub(super) async fn write_input(
+    table: &Table,
+    operation: WriteOperation,
+    (input, roles): (&Input, &RowRoles),
+    (schema, schema_changes): (&DataSchema, Vec<SchemaChange>),
+    tl: &ActiveTimeline,
+    (instant_time, fragment): (&InstantTime, Option<u64>),
+) -> Result<WrittenInput> {
+    let ctx = &table.ctx;
     // The table's schema may have changed since this handle was opened (a write through
     // it or another writer evolved it): the write then records the schema evolved from
     // the current one, never one that drops a column (unless this write drops it,
@@ -366,7 +466,7 @@ async fn prepare_started(
         }
         _ => (input, schema, schema_changes),
     };
-    let instant = requested.requested_time.to_string();
+    let instant = instant_time.to_string();
     // Inserted once per run of rows sharing one path allocation (the key generator shares
     // it): comparing strings for every row would cost more than the rest of the planning.
     let mut partitions: BTreeSet<&str> = BTreeSet::new();
@@ -509,16 +609,7 @@ async fn prepare_started(
         )?;
     }
     let index_delta = match &rli {
-        Some(_) => Some(
-            delta_of(
-                &ctx.storage,
-                &reader,
-                &input.keys,
-                &plan,
-                &requested.requested_time,
-            )
-            .await?,
-        ),
+        Some(_) => Some(delta_of(&ctx.storage, &reader, &input.keys, &plan, instant_time).await?),
         None => None,
     };
     let si_defs = secondary_index::secondary_indexes(ctx.storage.as_ref(), reader.config()).await?;
@@ -560,27 +651,19 @@ async fn prepare_started(
         rewrite: &rewrite,
         reader: &reader,
         mor: ctx.table_type() == TableType::MergeOnRead,
+        fragment,
     };
-    let written = write_files(table, &instant, input, schema, files, mode, ordering_field).await?;
+    let written = write_files(
+        table,
+        &instant,
+        input,
+        schema,
+        files,
+        (mode, ordering_field),
+    )
+    .await?;
     let op_type = operation.operation_type();
     let profile = commit::workload_profile(op_type, &schema.avro_json, &plan);
-    let inflight_instant = requested.with_state(State::Inflight);
-    let inflight_bytes = encode_instant_for(
-        &inflight_instant,
-        &InstantContent::Commit(Box::new(profile)),
-    )?;
-    if let Err(e) = commit::check_still_requested(&ctx.storage, &ctx.layout, requested).await {
-        // Rolled back while writing: files written after the rollback was planned are
-        // still ours to remove.
-        let keys: Vec<String> = written.iter().filter_map(|w| w.stat.path.clone()).collect();
-        delete_own_files(ctx, &requested.requested_time, &keys).await;
-        let _ = commit::stop_heartbeat(&ctx.storage, &requested.requested_time).await;
-        return Err(e);
-    }
-    let inflight = tl
-        .transition_to_inflight(requested, Bytes::from(inflight_bytes))
-        .await?;
-    commit::beat(&ctx.storage, &requested.requested_time).await?;
     let mut touched: BTreeSet<(String, String)> = written
         .iter()
         .filter_map(|w| w.stat.file_id.clone().map(|f| (w.partition.clone(), f)))
@@ -595,10 +678,8 @@ async fn prepare_started(
         WriteOperation::InsertOverwrite | WriteOperation::InsertOverwriteTable
     )
     .then(|| plan.replaced.clone());
-    Ok(PreparedWrite {
-        inflight,
-        heartbeat,
-        operation: op_type,
+    Ok(WrittenInput {
+        profile,
         metadata: commit::commit_metadata(op_type, &schema.avro_json, &written),
         replaced,
         planned_against,

@@ -17,6 +17,7 @@ use crate::write::cow::{
     encode_base_file, load_current, store_base_file, CurrentRows, EncodedGroup, FileWriteContext,
     WrittenGroup,
 };
+use crate::write::markers::{create_marker, MarkerType};
 use crate::write::mor::{encode_log_file, store_log_file, EncodedLog};
 use crate::write::planner::{GroupPlan, Input, WritePlan};
 use crate::write::schema::DataSchema;
@@ -35,6 +36,9 @@ pub(super) struct FileSet<'a> {
     pub reader: &'a Arc<TableReader>,
     /// Whether the table is merge-on-read.
     pub mor: bool,
+    /// The task number of a fragment of a distributed write (the write-token stage; every
+    /// file is marked before it is stored), `None` in one process.
+    pub fragment: Option<u64>,
 }
 
 impl FileSet<'_> {
@@ -57,8 +61,7 @@ pub(super) async fn write_files(
     input: &Input,
     schema: &DataSchema,
     files: FileSet<'_>,
-    mode: MergeMode,
-    ordering_field: Option<String>,
+    (mode, ordering_field): (MergeMode, Option<String>),
 ) -> Result<Vec<WrittenGroup>> {
     let ctx = &table.ctx;
     let file_ctx = FileWriteContext {
@@ -73,6 +76,7 @@ pub(super) async fn write_files(
         record_key_column: KeyGenerator::from_table_config(&ctx.config)?
             .record_key_column(&schema.arrow)
             .and_then(|name| schema.arrow.index_of(name).ok()),
+        stage: files.fragment.map_or((0, 0), |f| (f, fragment_attempt())),
     };
     let plan = files.plan;
     let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
@@ -93,11 +97,18 @@ pub(super) async fn write_files(
         };
         storing.finish_into(&mut out).await?;
         for file in encoded {
-            storing.start(ctx.storage.clone(), file);
+            let marker = files.fragment.map(|_| instant.to_string());
+            storing.start(ctx.storage.clone(), file, marker);
         }
     }
     storing.finish_into(&mut out).await?;
     Ok(out)
+}
+
+/// A random attempt number for the write tokens of one fragment attempt (below 2^31, as
+/// Java's attempt ids).
+fn fragment_attempt() -> u64 {
+    u64::from(uuid::Uuid::new_v4().as_u128() as u32 >> 1)
 }
 
 /// One file to encode: a log file appended to an existing group, or a base file with the
@@ -141,6 +152,13 @@ impl Encoded {
         }
     }
 
+    fn marker_type(&self) -> MarkerType {
+        match self {
+            Encoded::Log(_) => MarkerType::Append,
+            Encoded::Base(_) => MarkerType::Create,
+        }
+    }
+
     async fn store(self, storage: &dyn Storage) -> Result<WrittenGroup> {
         match self {
             Encoded::Log(l) => store_log_file(storage, l).await,
@@ -177,10 +195,16 @@ struct PendingStores {
 }
 
 impl PendingStores {
-    /// Starts storing `file` (create-if-absent).
-    fn start(&mut self, storage: Arc<dyn Storage>, file: Encoded) {
+    /// Starts storing `file` (create-if-absent), first creating its marker for instant
+    /// `marker` when given.
+    fn start(&mut self, storage: Arc<dyn Storage>, file: Encoded, marker: Option<String>) {
         let key = file.key().to_string();
-        let task = tokio::spawn(async move { file.store(storage.as_ref()).await });
+        let task = tokio::spawn(async move {
+            if let Some(instant) = marker {
+                create_marker(storage.as_ref(), &instant, file.key(), file.marker_type()).await?;
+            }
+            file.store(storage.as_ref()).await
+        });
         self.tasks.push((key, task));
     }
 

@@ -305,7 +305,7 @@ fn open_file(
     let task = task as u64;
     let name = format!(
         "{file_id}_{}_{}.parquet",
-        write_token(task),
+        write_token((0, 0), task),
         settings.instant
     );
     let key = arbor_fsview::slice::join(partition, &name);

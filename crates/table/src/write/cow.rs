@@ -52,6 +52,8 @@ pub struct FileWriteContext {
     /// key ([`crate::keygen::KeyGenerator::record_key_column`]): a new group's keys are then
     /// that column of its rows, not a copy of the computed keys.
     pub record_key_column: Option<usize>,
+    /// The stage and attempt in the files' write tokens ([`write_token`]).
+    pub stage: (u64, u64),
 }
 
 /// One written file and its write stat, with the record counts of the group.
@@ -73,9 +75,14 @@ pub struct WrittenGroup {
     pub kept: u64,
 }
 
-/// The write token of the `task`-th file of an instant.
-pub fn write_token(task: u64) -> String {
-    format!("{task}-0-{task}")
+/// The write token of the `task`-th file of an instant (Hudi's
+/// `<partitionId>-<stageId>-<attemptId>`), written by stage `stage` in attempt `attempt`:
+/// `(0, 0)` for a write in one process; a fragment of a distributed write
+/// ([`crate::Table::write_fragment`]) has its task number as the stage and a random attempt,
+/// so that files two fragments, or two attempts of one, append to a file group never share a
+/// name.
+pub fn write_token((stage, attempt): (u64, u64), task: u64) -> String {
+    format!("{task}-{stage}-{}", attempt.wrapping_add(task))
 }
 
 fn to_i64(n: u64) -> i64 {
@@ -438,7 +445,7 @@ fn base_file_name(ctx: &FileWriteContext, group: &GroupPlan, task: u64) -> Strin
     format!(
         "{}_{}_{}.parquet",
         group.file_id,
-        write_token(task),
+        write_token(ctx.stage, task),
         ctx.instant
     )
 }

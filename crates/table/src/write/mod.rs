@@ -31,6 +31,7 @@ pub(crate) mod index;
 pub(crate) mod known;
 pub mod log_compaction;
 pub(crate) mod log_conflict;
+pub(crate) mod markers;
 pub(crate) mod mdt_sync;
 pub(crate) mod mor;
 pub(crate) mod options;

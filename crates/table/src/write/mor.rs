@@ -62,7 +62,7 @@ pub fn encode_log_file(
     group: &GroupPlan,
     task: u64,
 ) -> Result<EncodedLog> {
-    let token = write_token(task);
+    let token = write_token(ctx.stage, task);
     let name = format!(".{}_{}.log.1_{token}", group.file_id, ctx.instant);
     let key = join(&group.partition, &name);
     let mut bytes = BytesMut::new();
