@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and installs the Python package `arbor` (python/, PyO3 + maturin) into $REPO/.venv and
-# runs its pytest suite: `scripts/python.sh [pytest args...]`. The build uses cargo's dev
+# runs its pytest suite (the arbor.ray tests on a local Ray cluster, scripts/ray.sh):
+# `scripts/python.sh [pytest args...]`. The build uses cargo's dev
 # profile and the workspace's target/ directory (MATURIN_PEP517_ARGS), so it reuses what
 # `cargo test` compiled; `pip install ./python` alone builds a release wheel. Safe to run
 # concurrently (flock).
@@ -24,5 +25,11 @@ if ! "${PY}" -c 'import maturin, pytest, pandas, polars' >/dev/null 2>&1; then
 fi
 echo "python.sh: building and installing ./python (dev profile)" >&2
 (cd "${REPO}" && MATURIN_PEP517_ARGS="--profile dev" "${PY}" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./python >&2)
+# The arbor.ray tests run on a local Ray cluster (a head and a worker node), started here unless
+# ARBOR_TEST_RAY_ADDRESS names one, and stopped afterwards.
+if [[ -z "${ARBOR_TEST_RAY_ADDRESS:-}" ]]; then
+    trap 'bash "${REPO}/scripts/ray.sh" stop >/dev/null 2>&1 || true' EXIT
+    eval "$(bash "${REPO}/scripts/ray.sh" | tail -1)"
+fi
 cd "${REPO}/python"
-exec "${PY}" -m pytest -q tests "$@"
+"${PY}" -m pytest -q tests "$@"

@@ -4,6 +4,7 @@
 //! [`errors::ArborError`] for every failure, carrying the message the CLI prints.
 
 mod convert;
+mod distributed;
 mod errors;
 mod runtime;
 mod table;
@@ -14,6 +15,12 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::Table>()?;
+    m.add_class::<distributed::WriteTransaction>()?;
+    m.add_function(wrap_pyfunction!(distributed::begin_write, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::write_fragment, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::plan_read, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::read_file_groups, m)?)?;
     m.add("ArborError", m.py().get_type::<errors::ArborError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -29,7 +29,8 @@ use crate::runtime::block_on;
 
 /// A Hudi table at a location (a local path or a URL of arbor's storage registry: `s3://`,
 /// `az://`, `gs://`, `memory://`), with its storage options (`s3.endpoint`, ...).
-#[pyclass(module = "arbor._native", name = "Table", frozen)]
+#[pyclass(module = "arbor._native", name = "Table", frozen, skip_from_py_object)]
+#[derive(Clone)]
 pub struct Table {
     location: String,
     options: StorageOptions,
@@ -40,7 +41,7 @@ fn storage_options(given: Option<HashMap<String, String>>) -> PyResult<StorageOp
     StorageOptions::from_pairs(pairs).map_err(|e| bad_argument("storage_options", e))
 }
 
-fn write_operation(op: &str) -> PyResult<WriteOperation> {
+pub(crate) fn write_operation(op: &str) -> PyResult<WriteOperation> {
     Ok(
         match op.trim().to_ascii_lowercase().replace('-', "_").as_str() {
             "insert" => WriteOperation::Insert,
@@ -67,7 +68,7 @@ fn branch_of(branch: Option<&str>) -> Option<&str> {
     branch.filter(|b| *b != arbor_timeline::metaroot::MAIN)
 }
 
-fn commit_dict<'py>(py: Python<'py>, c: &CommitResult) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn commit_dict<'py>(py: Python<'py>, c: &CommitResult) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("instant", c.instant.to_string())?;
     d.set_item("completion_time", c.completion_time.to_string())?;
@@ -81,14 +82,14 @@ fn commit_dict<'py>(py: Python<'py>, c: &CommitResult) -> PyResult<Bound<'py, Py
 }
 
 /// What a read selects.
-struct ReadSpec {
-    columns: Option<Vec<String>>,
-    filters: Vec<String>,
-    branch: Option<String>,
-    tag: Option<String>,
-    as_of: Option<String>,
-    incremental: Option<(Option<String>, Option<String>)>,
-    read_optimized: bool,
+pub(crate) struct ReadSpec {
+    pub(crate) columns: Option<Vec<String>>,
+    pub(crate) filters: Vec<String>,
+    pub(crate) branch: Option<String>,
+    pub(crate) tag: Option<String>,
+    pub(crate) as_of: Option<String>,
+    pub(crate) incremental: Option<(Option<String>, Option<String>)>,
+    pub(crate) read_optimized: bool,
 }
 
 impl Table {
@@ -100,8 +101,16 @@ impl Table {
             .map_err(|e| e.to_string())
     }
 
+    /// The location.
+    pub(crate) fn location(&self) -> &str {
+        &self.location
+    }
+
     /// The table opened for writing on `branch` (main for `None`) with its configured lock.
-    async fn writable(&self, branch: Option<&str>) -> Result<arbor_table::Table, String> {
+    pub(crate) async fn writable(
+        &self,
+        branch: Option<&str>,
+    ) -> Result<arbor_table::Table, String> {
         let storage = self.storage().await?;
         let table = arbor_branching::open_table(storage, branch_of(branch))
             .await
@@ -113,7 +122,10 @@ impl Table {
     }
 
     /// The reader and options a read selects.
-    async fn reader(&self, spec: &ReadSpec) -> Result<(TableReader, ReadOptions), String> {
+    pub(crate) async fn reader(
+        &self,
+        spec: &ReadSpec,
+    ) -> Result<(TableReader, ReadOptions), String> {
         let storage = self.storage().await?;
         let branch = branch_of(spec.branch.as_deref());
         let mut options = ReadOptions::new();
@@ -169,7 +181,7 @@ impl Table {
     }
 }
 
-fn filters_of(filter: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+pub(crate) fn filters_of(filter: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     let Some(f) = filter else {
         return Ok(Vec::new());
     };

@@ -19,10 +19,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
+import random
+
 from arbor._native import ArborError, __version__
 from arbor._native import Table as _NativeTable
+from arbor._native import begin_write as _begin_write
+from arbor._native import fragment_info as _fragment_info
+from arbor._native import write_fragment as _write_fragment
 
-__all__ = ["Table", "ArborError", "__version__"]
+__all__ = ["Table", "WriteTransaction", "Fragment", "ArborError", "__version__"]
 
 Filter = Union[str, Sequence[str], None]
 
@@ -50,12 +55,18 @@ class Table:
 
     def __init__(self, path: str, storage_options: Optional[Dict[str, str]] = None) -> None:
         self._t = _NativeTable(str(path), storage_options)
+        self._storage_options = dict(storage_options) if storage_options else None
 
     @classmethod
-    def _wrap(cls, native: Any) -> "Table":
+    def _wrap(cls, native: Any, storage_options: Optional[Dict[str, str]] = None) -> "Table":
         t = cls.__new__(cls)
         t._t = native
+        t._storage_options = dict(storage_options) if storage_options else None
         return t
+
+    def __reduce__(self) -> Any:
+        # Pickled by location and storage options (for Ray and multiprocessing workers).
+        return (Table, (self.path, self._storage_options))
 
     @classmethod
     def create(
@@ -79,7 +90,7 @@ class Table:
             str(path), _stream(data), keys, parts, ordering, table_type, name, table_version,
             storage_options,
         )
-        return cls._wrap(native)
+        return cls._wrap(native, storage_options)
 
     @property
     def path(self) -> str:
@@ -203,4 +214,114 @@ class Table:
         storage_options: Optional[Dict[str, str]] = None,
     ) -> "Table":
         """Clones the table to ``target`` without copying data (``deep`` copies it)."""
-        return Table._wrap(self._t.clone(str(target), tag, instant, branch, deep, storage_options))
+        return Table._wrap(
+            self._t.clone(str(target), tag, instant, branch, deep, storage_options), storage_options
+        )
+
+    def begin_write(self, op: str = "upsert", branch: Optional[str] = None) -> "WriteTransaction":
+        """Begins a write split across processes or machines: send the returned transaction
+        (picklable) to workers, each of which calls ``write_fragment(data)`` and returns the
+        ``Fragment`` (picklable); then ``commit(fragments)`` here, once. Nothing is visible
+        before the commit; ``abort()`` (or leaving a ``with`` block by an exception) rolls the
+        write back. The rows of one file group must go to one fragment, and for upserts and
+        deletes each key to one fragment: the commit refuses fragments that break this."""
+        return WriteTransaction(self, op, branch, _begin_write(self._t, op, branch))
+
+
+class Fragment:
+    """What one fragment of a distributed write wrote (its files, index changes and counts).
+    Picklable: it travels as its bytes."""
+
+    __slots__ = ("_data", "_info")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = bytes(data)
+        self._info: Optional[Dict[str, Any]] = None
+
+    def __reduce__(self) -> Any:
+        return (Fragment, (self._data,))
+
+    def to_bytes(self) -> bytes:
+        """The fragment's encoding (what ``Fragment(data)`` reads)."""
+        return self._data
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """instant, task, inserted, updated, deleted and files (storage keys)."""
+        if self._info is None:
+            self._info = _fragment_info(self._data)
+        return self._info
+
+    def __repr__(self) -> str:
+        i = self.info
+        return (
+            f"arbor.Fragment(instant={i['instant']!r}, task={i['task']}, "
+            f"inserted={i['inserted']}, updated={i['updated']}, deleted={i['deleted']}, "
+            f"files={len(i['files'])})"
+        )
+
+
+class WriteTransaction:
+    """A distributed write (``Table.begin_write``). The object that began it is the
+    coordinator (``commit``, ``abort``); a pickled copy is a worker's (``write_fragment``)."""
+
+    def __init__(self, table: Table, op: str, branch: Optional[str], native: Any) -> None:
+        self._table = table
+        self._op = op
+        self._branch = branch
+        self._native = native
+        self._context: str = native.context if native is not None else ""
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {
+            "table": self._table, "op": self._op, "branch": self._branch,
+            "context": self._context,
+        }
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self._table = state["table"]
+        self._op = state["op"]
+        self._branch = state["branch"]
+        self._context = state["context"]
+        self._native = None
+
+    @property
+    def context(self) -> str:
+        """The serializable context (JSON) fragment writers need."""
+        return self._context
+
+    def write_fragment(self, data: Any, task: Optional[int] = None) -> Fragment:
+        """Writes ``data``'s rows as one fragment, as task ``task`` (a number unique among the
+        write's fragments, such as a Ray task's index; random when not given)."""
+        if task is None:
+            task = random.getrandbits(53)
+        return Fragment(
+            _write_fragment(self._table._t, self._context, _stream(data), int(task), self._branch)
+        )
+
+    def _coordinator(self) -> Any:
+        if self._native is None:
+            raise ArborError(
+                f"{self._table.path}: commit and abort run on the transaction begin_write "
+                f"returned (the coordinator), not on a pickled copy"
+            )
+        return self._native
+
+    def commit(self, fragments: Sequence[Fragment]) -> Dict[str, Any]:
+        """Commits the fragments as one commit; returns it (instant, counts)."""
+        data = [f.to_bytes() if isinstance(f, Fragment) else bytes(f) for f in fragments]
+        return self._coordinator().commit(data)
+
+    def abort(self) -> None:
+        """Gives the write up: nothing of it stays."""
+        self._coordinator().abort()
+
+    def __enter__(self) -> "WriteTransaction":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        if kind is not None and self._native is not None:
+            try:
+                self._native.abort()
+            except ArborError:
+                pass
