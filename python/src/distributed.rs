@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use arbor_table::read::ReadOptions;
 use arbor_table::{Fragment, WriteContext};
+use arrow::array::{Array, ArrayData, UInt64Array};
 use arrow_array::ffi_stream::ArrowArrayStreamReader;
 use arrow_pyarrow::{PyArrowType, Table as PyTable};
 use arrow_schema::Schema;
@@ -157,6 +158,30 @@ pub fn write_fragment<'py>(
     })?;
     let fragment = written.map_err(|e| at(table.location(), e))?;
     Ok(PyBytes::new(py, &fragment.to_bytes()))
+}
+
+/// The route of every row of `data` for a distributed `op` ([`arbor_table::Table::route`]),
+/// as a `pyarrow.UInt64Array`.
+#[pyfunction]
+#[pyo3(signature = (table, op, data, branch=None))]
+pub fn route(
+    py: Python<'_>,
+    table: &Bound<'_, Table>,
+    op: &str,
+    data: PyArrowType<ArrowArrayStreamReader>,
+    branch: Option<String>,
+) -> PyResult<PyArrowType<ArrayData>> {
+    let op = write_operation(op)?;
+    let table = table.get();
+    let (_, batches) = py.detach(|| collect_input(data.0))?;
+    let routed = py.detach(|| {
+        block_on(async {
+            let handle = table.writable(branch.as_deref()).await?;
+            handle.route(op, &batches).await.map_err(|e| e.to_string())
+        })
+    })?;
+    let routes = routed.map_err(|e| at(table.location(), e))?;
+    Ok(PyArrowType(UInt64Array::from(routes).into_data()))
 }
 
 /// What a fragment's bytes describe: instant, task, record counts, files.

@@ -19,6 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::begin_write, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::write_fragment, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::route, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::plan_read, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::read_file_groups, m)?)?;
     m.add("ArborError", m.py().get_type::<errors::ArborError>())?;

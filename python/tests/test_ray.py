@@ -133,3 +133,35 @@ def test_a_failing_task_commits_nothing(tmp_path):
     assert not [f for f in timeline if f.endswith(".requested") and "deltacommit" in f
                 and not any(g.startswith(f.split(".")[0]) and g.endswith(".deltacommit")
                             for g in timeline)]
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_write_arbor_routes_upserts_and_deletes_to_one_task_per_file_group(tmp_path, table_type):
+    ours, twin = (
+        arbor.Table.create(str(tmp_path / name), trips(range(0), 0.0), key="uuid",
+                           partition_by="city", ordering="ts", table_type=table_type)
+        for name in ("ours", "twin")
+    )
+    for t in (ours, twin):
+        for i in range(3):  # six file groups in two partitions
+            t.write(trips(range(i * 20_000, (i + 1) * 20_000), float(i)), op="bulk_insert")
+    changes = trips(range(0, 80_000, 3), 7.0, ts=2)
+    commit = arbor.ray.write_arbor(ray.data.from_arrow(changes), ours.path, op="upsert",
+                                   num_tasks=4)
+    single = twin.write(changes, op="upsert")
+    assert (commit["inserted"], commit["updated"]) == (single["inserted"], single["updated"])
+    assert canonical(ours.read()).equals(canonical(twin.read()))
+    gone = trips(range(1, 60_000, 5), 0.0)
+    commit = arbor.ray.write_arbor(ray.data.from_arrow(gone), ours.path, op="delete",
+                                   num_tasks=3)
+    assert commit["deleted"] == twin.write(gone, op="delete")["deleted"]
+    assert canonical(ours.read()).equals(canonical(twin.read()))
+    # On a branch too.
+    ours.branch("dev")
+    twin.branch("dev")
+    more = trips(range(100, 200), 9.0, ts=3)
+    arbor.ray.write_arbor(ray.data.from_arrow(more), ours.path, op="upsert", branch="dev",
+                          num_tasks=2)
+    twin.write(more, op="upsert", branch="dev")
+    assert canonical(ours.read(branch="dev")).equals(canonical(twin.read(branch="dev")))
+    assert canonical(ours.read()).equals(canonical(twin.read()))

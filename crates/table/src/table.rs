@@ -372,6 +372,21 @@ impl Table {
         crate::txn::distributed::write_fragment(self, context, task, batches).await
     }
 
+    /// The route of each row of `batches` for a distributed `operation` (upsert or delete):
+    /// rows whose key the table's index finds in one file group share a route (the hash of
+    /// the partition and file id), and rows of one new key share one (the hash of the
+    /// partition and the key). Give the rows of each route to one fragment writer (shuffle by
+    /// it) and every file group and key is written by one fragment, as
+    /// [`Table::commit_fragments`] requires. Validates the rows as [`Table::write`] does; reads
+    /// only the index. Stable across processes: routes computed by several workers agree.
+    pub async fn route(
+        &self,
+        operation: WriteOperation,
+        batches: &[RecordBatch],
+    ) -> Result<Vec<u64>> {
+        crate::txn::route::route(self, operation, batches).await
+    }
+
     /// Completes a distributed write with `fragments` as one commit: combines them (refusing,
     /// with [`TableError::InvalidInput`], fragments of another instant or written twice, two
     /// fragments writing one file group, for upserts and deletes one key in two fragments, and

@@ -25,6 +25,7 @@ from arbor._native import ArborError, __version__
 from arbor._native import Table as _NativeTable
 from arbor._native import begin_write as _begin_write
 from arbor._native import fragment_info as _fragment_info
+from arbor._native import route as _route
 from arbor._native import write_fragment as _write_fragment
 
 __all__ = ["Table", "WriteTransaction", "Fragment", "ArborError", "__version__"]
@@ -226,6 +227,14 @@ class Table:
         write back. The rows of one file group must go to one fragment, and for upserts and
         deletes each key to one fragment: the commit refuses fragments that break this."""
         return WriteTransaction(self, op, branch, _begin_write(self._t, op, branch))
+
+
+    def route(self, data: Any, op: str = "upsert", branch: Optional[str] = None) -> pa.Array:
+        """The route (``uint64``) of each row of ``data`` for a distributed ``op``: rows whose
+        key is stored in one file group share one, as do rows of one new key. Shuffle rows by
+        route before ``write_fragment`` (Ray: ``repartition(keys=[...])``) so that every file
+        group and key goes to one fragment. Routes computed in different processes agree."""
+        return _route(self._t, op, _stream(data), branch)
 
 
 class Fragment:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+import uuid
+
 import pyarrow as pa
 
 import arbor
@@ -32,9 +34,15 @@ try:
 except ImportError as e:  # pragma: no cover - exercised without ray installed
     raise ImportError("arbor.ray needs Ray Data: pip install 'ray[data]'") from e
 
-__all__ = ["read_arbor", "ArborDatasource", "ArborDatasink"]
+__all__ = ["read_arbor", "write_arbor", "ArborDatasource", "ArborDatasink"]
+
+#: The column ``write_arbor`` routes rows by (dropped before writing).
+ROUTE_COLUMN = "__arbor_route"
 
 Filter = Union[str, Sequence[str], None]
+
+#: The commits of the ArborDatasinks that completed in this (driver) process, by sink id.
+_RESULTS: Dict[str, Dict[str, Any]] = {}
 
 
 def _balanced(groups: List[Tuple[str, str, int]], bins: int) -> List[List[Tuple[str, str, int]]]:
@@ -133,7 +141,8 @@ class ArborDatasink(Datasink):
     as one fragment, the driver commits all fragments once every task succeeded and rolls the
     write back when one failed. For upserts and deletes, the rows of one key (and, on
     copy-on-write tables, of one file group) must reach one task: the commit refuses the write
-    otherwise, committing nothing. ``result`` holds the commit afterwards."""
+    otherwise, committing nothing (``write_arbor`` routes them). ``result`` holds the commit
+    afterwards."""
 
     def __init__(
         self,
@@ -148,7 +157,13 @@ class ArborDatasink(Datasink):
         self._storage_options = storage_options
         # Begun on the driver; tasks receive a pickled copy (the context, not the coordinator).
         self._transaction: Optional[arbor.WriteTransaction] = None
-        self.result: Optional[Dict[str, Any]] = None
+        # Ray calls the driver-side hooks on a copy of this object: the commit is kept by id.
+        self._id = uuid.uuid4().hex
+
+    @property
+    def result(self) -> Optional[Dict[str, Any]]:
+        """The commit (instant, counts) once the write completed, else ``None``."""
+        return _RESULTS.get(self._id)
 
     def get_name(self) -> str:
         return "Arbor"
@@ -156,6 +171,19 @@ class ArborDatasink(Datasink):
     @property
     def supports_distributed_writes(self) -> bool:
         return True
+
+    @property
+    def min_bytes_per_write(self) -> Optional[int]:
+        # Not None keeps the write operator out of operator fusion: Ray then calls
+        # on_write_start (which begins the write) before it ships this sink to the write
+        # tasks. A fused write operator would never call it.
+        return 1
+
+    def _not_started(self) -> "arbor.ArborError":
+        return arbor.ArborError(
+            f"{self._path}: Ray did not call ArborDatasink.on_write_start before writing, so "
+            f"the write has no instant: nothing is written"
+        )
 
     def on_write_start(self, schema: Optional[pa.Schema] = None) -> None:
         table = arbor.Table(self._path, self._storage_options)
@@ -168,7 +196,9 @@ class ArborDatasink(Datasink):
                 block = pa.Table.from_pandas(block, preserve_index=False)
             if block.num_rows:
                 tables.append(block)
-        if not tables or self._transaction is None:
+        if self._transaction is None:
+            raise self._not_started()
+        if not tables:
             return None
         data = pa.concat_tables(tables, promote_options="default")
         fragment = self._transaction.write_fragment(data, task=getattr(ctx, "task_idx", None))
@@ -176,13 +206,15 @@ class ArborDatasink(Datasink):
 
     def on_write_complete(self, write_result: Any) -> None:
         if self._transaction is None:
-            return
+            if not getattr(write_result, "num_rows", 0):
+                raise arbor.ArborError(f"{self._path}: the dataset has no rows: nothing was written")
+            raise self._not_started()
         returns = write_result.write_returns if hasattr(write_result, "write_returns") else write_result
         fragments = [arbor.Fragment(r) for r in returns if r]
         if not fragments:
             self._transaction.abort()
             raise arbor.ArborError(f"{self._path}: the dataset has no rows: nothing was written")
-        self.result = self._transaction.commit(fragments)
+        _RESULTS[self._id] = self._transaction.commit(fragments)
 
     def on_write_failed(self, error: Exception) -> None:
         if self._transaction is not None:
@@ -190,3 +222,50 @@ class ArborDatasink(Datasink):
                 self._transaction.abort()
             except arbor.ArborError:
                 pass
+
+
+class _Router:
+    """Adds each row's route (``Table.route``) as ``ROUTE_COLUMN``; the table is opened once per
+    worker."""
+
+    def __init__(self, path: str, op: str, branch: Optional[str],
+                 storage_options: Optional[Dict[str, str]]) -> None:
+        self._args = (path, op, branch, storage_options)
+        self._table: Optional[arbor.Table] = None
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        path, op, branch, storage_options = self._args
+        if self._table is None:
+            self._table = arbor.Table(path, storage_options)
+        if batch.num_rows == 0:
+            return batch.append_column(ROUTE_COLUMN, pa.array([], pa.uint64()))
+        return batch.append_column(ROUTE_COLUMN, self._table.route(batch, op, branch))
+
+
+def write_arbor(
+    ds: "ray.data.Dataset",
+    path: str,
+    *,
+    op: str = "upsert",
+    branch: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    num_tasks: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Writes ``ds`` into the table at ``path`` (main or ``branch``) as one commit of ``op`` in
+    ``num_tasks`` write tasks (default: the cluster's CPUs). Upserts and deletes are routed
+    first: each row gets its route from the table's index (in parallel map tasks), rows are
+    shuffled by route so that every file group and key reaches one task, then written through
+    ``ArborDatasink``. Returns the commit (instant, counts)."""
+    tasks = num_tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    kind = op.strip().lower().replace("-", "_")
+    if kind in ("upsert", "delete"):
+        ds = (
+            ds.map_batches(_Router(path, kind, branch, storage_options), batch_format="pyarrow")
+            .repartition(tasks, keys=[ROUTE_COLUMN])
+            .drop_columns([ROUTE_COLUMN])
+        )
+    else:
+        ds = ds.repartition(tasks)
+    sink = ArborDatasink(path, op=op, branch=branch, storage_options=storage_options)
+    ds.write_datasink(sink)
+    return sink.result or {}

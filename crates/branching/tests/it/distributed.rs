@@ -579,3 +579,68 @@ async fn test_crash_sweep_of_the_coordinators_commit_leaves_before_or_after() {
         n += 1;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_upserts_routed_by_table_route_commit_in_any_number_of_fragments() {
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        for record_index in [false, true] {
+            let case = format!("{table_type:?}, record index {record_index}");
+            let (ours, twin) = (
+                create(table_type, true).await,
+                create(table_type, true).await,
+            );
+            for t in [&ours, &twin] {
+                // Three writes: six file groups in two partitions.
+                for (i, ids) in [0..20, 20..40, 40..60].into_iter().enumerate() {
+                    t.write(WriteOperation::BulkInsert, &rows(ids, i as i64, "a"))
+                        .await;
+                }
+                if record_index {
+                    t.table.create_record_index().await.unwrap();
+                }
+            }
+            let changes: Vec<Row> = rows(0..80, 5, "b").into_iter().step_by(2).collect();
+            let routes = ours
+                .table
+                .route(WriteOperation::Upsert, &[batch(&changes)])
+                .await
+                .unwrap();
+            assert_eq!(routes.len(), changes.len());
+            let tasks = 4;
+            let mut parts = vec![Vec::new(); tasks];
+            for (row, route) in changes.iter().zip(&routes) {
+                parts[(*route % tasks as u64) as usize].push(row.clone());
+            }
+            parts.retain(|p| !p.is_empty());
+            assert!(parts.len() > 1, "{case}: every row routed to one task");
+            let txn = ours
+                .table
+                .begin_write(WriteOperation::Upsert)
+                .await
+                .unwrap();
+            let mut fragments = Vec::new();
+            for (task, part) in parts.iter().enumerate() {
+                fragments.push(
+                    ours.table
+                        .write_fragment(txn.context(), task as u64, vec![batch(part)])
+                        .await
+                        .unwrap(),
+                );
+            }
+            let result = ours.table.commit_fragments(txn, fragments).await.unwrap();
+            let single = twin
+                .table
+                .write(WriteOperation::Upsert, vec![batch(&changes)])
+                .await
+                .unwrap();
+            assert_eq!(
+                (result.inserted, result.updated),
+                (single.inserted, single.updated),
+                "{case}"
+            );
+            assert_eq!((result.inserted, result.updated), (10, 30), "{case}");
+            assert_eq!(read(&ours, None).await, read(&twin, None).await, "{case}");
+            ours.assert_valid(&case).await;
+        }
+    }
+}

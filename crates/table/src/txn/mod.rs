@@ -71,6 +71,7 @@ pub(crate) mod fragment;
 pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
 pub(crate) mod retry;
+pub(crate) mod route;
 pub(crate) mod transaction;
 pub mod ttl;
 pub mod upgrade;
