@@ -8,7 +8,9 @@
 //!    writes `R.rollback.requested` holding a `HoodieRollbackPlan` (one request per partition,
 //!    keys relative to the table base, as Spark's shape with `fileId`/`latestBaseInstant` `""`);
 //! 2. `R.rollback.inflight` (0 bytes, as Spark);
-//! 3. deletes the planned files in batches; any failed delete stops here (`T` stays pending, so
+//! 3. deletes the planned files in batches, then the files the target's write markers name
+//!    (`.hoodie/.temp/T/`, written by a distributed write's fragments) and the markers; any
+//!    failed delete stops here (`T` stays pending, so
 //!    its files stay invisible, and the next writer resumes `R`);
 //! 4. completes `R_C.rollback` with a `HoodieRollbackMetadata` (`commitsRollback = [T]`);
 //! 5. deletes `T`'s timeline files: `T.<action>.inflight`, then `T.<action>.requested`.
@@ -451,6 +453,7 @@ async fn execute(
             result?;
         }
     }
+    delete_marked_files(storage, &target_time).await?;
 
     // The target's MDT deltacommit goes while the target is still pending (its blocks are
     // invalid until then, spec 6.5); a completed rollback would make them valid again.
@@ -482,6 +485,19 @@ async fn execute(
     }
     delete_timeline_files(storage, tl, &target_time, target_action).await?;
     Ok(Instant::requested(target_time, target_action))
+}
+
+/// Deletes the data files the write markers of `target` name (a distributed write's fragments
+/// mark every file before storing it, [`super::markers`]), those the target wrote only, then
+/// the markers.
+async fn delete_marked_files(storage: &Arc<dyn Storage>, target: &InstantTime) -> Result<()> {
+    let (files, markers) = super::markers::marked_files(storage.as_ref(), target.as_str()).await?;
+    let files: Vec<String> = files
+        .into_iter()
+        .filter(|k| written_by(k.rsplit('/').next().unwrap_or(k), target))
+        .collect();
+    super::markers::delete_keys(storage.as_ref(), &files).await?;
+    super::markers::delete_keys(storage.as_ref(), &markers).await
 }
 
 /// Deletes the pending timeline files of a rolled-back instant: inflight first, requested last
