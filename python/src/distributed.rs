@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use arbor_table::read::ReadOptions;
 use arbor_table::{Fragment, WriteContext};
-use arrow::array::{Array, ArrayData, UInt64Array};
+use arrow::array::{Array, ArrayData, Int64Array};
 use arrow_array::ffi_stream::ArrowArrayStreamReader;
 use arrow_pyarrow::{PyArrowType, Table as PyTable};
 use arrow_schema::Schema;
@@ -161,7 +161,7 @@ pub fn write_fragment<'py>(
 }
 
 /// The route of every row of `data` for a distributed `op` ([`arbor_table::Table::route`]),
-/// as a `pyarrow.UInt64Array`.
+/// as a `pyarrow.Int64Array` (non-negative).
 #[pyfunction]
 #[pyo3(signature = (table, op, data, branch=None))]
 pub fn route(
@@ -181,7 +181,12 @@ pub fn route(
         })
     })?;
     let routes = routed.map_err(|e| at(table.location(), e))?;
-    Ok(PyArrowType(UInt64Array::from(routes).into_data()))
+    let routes = routes
+        .into_iter()
+        .map(|r| i64::try_from(r).unwrap_or(i64::MAX));
+    Ok(PyArrowType(
+        Int64Array::from_iter_values(routes).into_data(),
+    ))
 }
 
 /// What a fragment's bytes describe: instant, task, record counts, files.

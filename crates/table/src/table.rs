@@ -372,7 +372,8 @@ impl Table {
         crate::txn::distributed::write_fragment(self, context, task, batches).await
     }
 
-    /// The route of each row of `batches` for a distributed `operation` (upsert or delete):
+    /// The route (a non-negative 63-bit number) of each row of `batches` for a distributed
+    /// `operation` (upsert or delete):
     /// rows whose key the table's index finds in one file group share a route (the hash of
     /// the partition and file id), and rows of one new key share one (the hash of the
     /// partition and the key). Give the rows of each route to one fragment writer (shuffle by

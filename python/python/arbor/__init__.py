@@ -230,7 +230,7 @@ class Table:
 
 
     def route(self, data: Any, op: str = "upsert", branch: Optional[str] = None) -> pa.Array:
-        """The route (``uint64``) of each row of ``data`` for a distributed ``op``: rows whose
+        """The route (``int64``, non-negative) of each row of ``data`` for a distributed ``op``: rows whose
         key is stored in one file group share one, as do rows of one new key. Shuffle rows by
         route before ``write_fragment`` (Ray: ``repartition(keys=[...])``) so that every file
         group and key goes to one fragment. Routes computed in different processes agree."""

@@ -238,7 +238,7 @@ class _Router:
         if self._table is None:
             self._table = arbor.Table(path, storage_options)
         if batch.num_rows == 0:
-            return batch.append_column(ROUTE_COLUMN, pa.array([], pa.uint64()))
+            return batch.append_column(ROUTE_COLUMN, pa.array([], pa.int64()))
         return batch.append_column(ROUTE_COLUMN, self._table.route(batch, op, branch))
 
 

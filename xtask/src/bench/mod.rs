@@ -7,7 +7,9 @@
 //! clones against a listing, in [`clone`]; `cargo xtask bench mdt-clean`, the metadata table's
 //! file count with and without its own clean, in [`mdt_clean`]; `cargo xtask bench contention`,
 //! concurrent writers against one, in [`contention`]; `cargo xtask bench merge`, diff and merge
-//! of diverged branches against table size and changed keys, in [`merge`]; `cargo xtask bench sql`, SQL pruning on a
+//! of diverged branches against table size and changed keys, in [`merge`]; `cargo xtask bench
+//! distributed`, distributed writes (commit time against fragments, Ray against one process), in
+//! [`distributed`]; `cargo xtask bench sql`, SQL pruning on a
 //! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]).
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
@@ -45,6 +47,7 @@ mod clone;
 mod cluster;
 mod contention;
 mod data;
+mod distributed;
 mod history;
 mod mdt;
 mod mdt_clean;
@@ -147,6 +150,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("clone") {
         return clone::run(args);
+    }
+    if args.first().map(String::as_str) == Some("distributed") {
+        return distributed::run(args);
     }
     if args.first().map(String::as_str) == Some("cluster") {
         return cluster::run(args);

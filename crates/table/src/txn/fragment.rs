@@ -486,7 +486,7 @@ pub(super) fn combine(
         let recorded = DataSchema::from_avro_json(&schema)?;
         out.schema_changes = schema_changes(before, &recorded);
     }
-    out.profile = metadata.clone();
+    out.profile = crate::write::commit::written_profile(&metadata);
     out.metadata = metadata;
     Ok(out)
 }

@@ -1,5 +1,5 @@
 //! Routing the rows of a distributed upsert or delete ([`crate::Table::route`]): each row gets
-//! a 64-bit route, equal for rows whose key is stored in the same file group (the hash of the
+//! a 63-bit route, equal for rows whose key is stored in the same file group (the hash of the
 //! partition and file id the table's index finds it in) and, for new keys, for rows of the same
 //! key (the hash of the partition and the record key). Shuffling rows by route (Ray's
 //! `repartition(keys=...)`, Spark's `repartition`) before writing fragments gives every file
@@ -70,12 +70,13 @@ pub(crate) async fn route(
     Ok(routes)
 }
 
-/// A 64-bit hash of `parts`, stable across processes and versions (xxHash64, seed 0).
+/// A 63-bit hash of `parts` (non-negative as a signed 64-bit integer too: Spark's `LongType`,
+/// Arrow's `int64`), stable across processes and versions (xxHash64, seed 0).
 fn hash(parts: &[&str]) -> u64 {
     let mut h = twox_hash::XxHash64::with_seed(0);
     for p in parts {
         h.write(p.as_bytes());
         h.write(&[0xff]);
     }
-    h.finish()
+    h.finish() & (u64::MAX >> 1)
 }

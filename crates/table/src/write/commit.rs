@@ -593,6 +593,31 @@ pub fn workload_profile(
         e.1 += g.updates.len() as i64;
         e.2 += g.deletes.len() as i64;
     }
+    profile_of(operation, schema_json, per)
+}
+
+/// The workload profile of `written` (the commit metadata of written files): their insert,
+/// update and delete counts summed per partition.
+pub fn written_profile(written: &HoodieCommitMetadata) -> HoodieCommitMetadata {
+    let mut per: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
+    for (p, stat) in written.write_stats() {
+        let e = per.entry(p.to_string()).or_default();
+        e.0 += stat.num_inserts.unwrap_or(0);
+        e.1 += stat.num_update_writes.unwrap_or(0);
+        e.2 += stat.num_deletes.unwrap_or(0);
+    }
+    let operation = written
+        .operation_type()
+        .unwrap_or(WriteOperationType::Unknown);
+    profile_of(operation, written.schema().unwrap_or_default(), per)
+}
+
+/// A workload profile of the `(inserts, updates, deletes)` per partition.
+fn profile_of(
+    operation: WriteOperationType,
+    schema_json: &str,
+    per: BTreeMap<String, (i64, i64, i64)>,
+) -> HoodieCommitMetadata {
     let mut m = HoodieCommitMetadata {
         partition_to_write_stats: Some(BTreeMap::new()),
         compacted: Some(false),

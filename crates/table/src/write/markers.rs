@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use arbor_fsview::slice::join;
-use arbor_storage::{Storage, StorageError, StorageExt, MAX_DELETE_BATCH};
+use arbor_storage::{Storage, StorageError, MAX_DELETE_BATCH};
 use bytes::Bytes;
 
 use crate::error::Result;
@@ -54,7 +54,9 @@ pub async fn create_marker(
     }
 }
 
-/// The data files (storage keys) the markers of `instant` name, and the marker keys.
+/// The data files (storage keys) the markers of `instant` name, and the marker keys. Walks
+/// the marker directory one directory listing at a time (each listing is one request that
+/// the store pages itself), so the cost follows the number of markers.
 pub async fn marked_files(
     storage: &dyn Storage,
     instant: &str,
@@ -63,15 +65,24 @@ pub async fn marked_files(
     let prefix = format!("{dir}/");
     let mut files = BTreeSet::new();
     let mut markers = Vec::new();
-    for meta in storage.list_all(&dir).await? {
-        let Some(relative) = meta.key.strip_prefix(&prefix) else {
-            continue;
+    let mut pending = vec![dir];
+    while let Some(next) = pending.pop() {
+        let (objects, dirs) = match storage.list_dir(&next).await {
+            Ok(listed) => listed,
+            Err(StorageError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
         };
-        if let Some((file, _)) = relative.rsplit_once(".marker.") {
-            let (partition, name) = file.rsplit_once('/').unwrap_or(("", file));
-            files.insert(join(partition, name));
+        pending.extend(dirs);
+        for meta in objects {
+            let Some(relative) = meta.key.strip_prefix(&prefix) else {
+                continue;
+            };
+            if let Some((file, _)) = relative.rsplit_once(".marker.") {
+                let (partition, name) = file.rsplit_once('/').unwrap_or(("", file));
+                files.insert(join(partition, name));
+            }
+            markers.push(meta.key);
         }
-        markers.push(meta.key);
     }
     Ok((files, markers))
 }
