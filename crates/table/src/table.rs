@@ -356,9 +356,9 @@ impl Table {
     /// index of the task in a Ray or Spark job): validates `batches` as [`Table::write`] does,
     /// routes their keys against the table's latest state (its index: existing keys to their
     /// file groups, new keys to new file groups, never packed into existing small ones), writes
-    /// base and log files under the write's instant (each marked first, see
-    /// [`crate::write`]'s markers) and returns their description with the index changes
-    /// they make. Touches no timeline file. The rows of one file group must all go to one
+    /// base and log files under the write's instant (each marked first in
+    /// `.hoodie/.temp/<instant>/`, as Java's direct markers) and returns their description with
+    /// the index changes they make. Touches no timeline file. The rows of one file group must all go to one
     /// fragment, and for upserts and deletes each key to one fragment: the commit refuses
     /// fragments that break this. The handle must be opened on the write's branch.
     /// [`TableError::InstantRolledBack`] when the write no longer waits for fragments (it was
