@@ -98,6 +98,17 @@ fn parquet_at(path: String, reason: String) -> FormatError {
 /// Decodes an Avro data block (content version 3: `i32 3`, `i32 count`, per record `i32 length`
 /// and an Avro binary datum of the header `SCHEMA`).
 pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBlock> {
+    let schema = avro_block_schema(block, path)?;
+    let mut records = Vec::new();
+    for_each_record(block, path, &schema, |value| {
+        records.push(value);
+        Ok(())
+    })?;
+    Ok(AvroDataBlock { schema, records })
+}
+
+/// The writer schema of an Avro data block (its header `SCHEMA`); refuses other blocks.
+fn avro_block_schema(block: &LogBlock, path: &str) -> Result<apache_avro::Schema> {
     if block.block_type != BlockType::AvroData {
         return Err(unsupported(
             block,
@@ -105,7 +116,17 @@ pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBl
             format!("expected an AVRO_DATA_BLOCK, found {}", block.block_type),
         ));
     }
-    let schema = header_schema(block, path)?;
+    header_schema(block, path)
+}
+
+/// Decodes each record of Avro data block `block` (writer schema `schema`) in order and hands
+/// it to `each`; checks the content version, the count and every length against the content.
+fn for_each_record(
+    block: &LogBlock,
+    path: &str,
+    schema: &apache_avro::Schema,
+    mut each: impl FnMut(apache_avro::types::Value) -> Result<()>,
+) -> Result<()> {
     let mut rest: &[u8] = &block.content;
     let mut next_i32 = |what: &str| -> Result<i32> {
         let (head, tail) = rest.split_first_chunk::<4>().ok_or_else(|| {
@@ -145,11 +166,9 @@ pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBl
         },
         reason: e.to_string(),
     };
-    let datum_reader = GenericDatumReader::builder(&schema)
+    let datum_reader = GenericDatumReader::builder(schema)
         .build()
         .map_err(|e| avro_err(None, e))?;
-    // The count comes from the file: never trust it for more than a modest reservation.
-    let mut records = Vec::with_capacity(count.min(MAX_RESERVED_RECORDS));
     for i in 0..count {
         let (head, tail) = rest
             .split_first_chunk::<4>()
@@ -170,7 +189,7 @@ pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBl
         let value = datum_reader
             .read_value(&mut reader)
             .map_err(|e| avro_err(Some(i), e))?;
-        records.push(value);
+        each(value)?;
     }
     if !rest.is_empty() {
         return Err(corrupt(
@@ -179,8 +198,13 @@ pub fn decode_avro_data_block(block: &LogBlock, path: &str) -> Result<AvroDataBl
             format!("{} bytes after the last record", rest.len()),
         ));
     }
-    Ok(AvroDataBlock { schema, records })
+    Ok(())
 }
+
+/// How many decoded Avro records [`decode_data_block`] holds before converting them to an
+/// Arrow batch: a record's generic Avro value takes many times its Arrow size, so a block is
+/// converted in chunks rather than all at once.
+const AVRO_CHUNK_RECORDS: usize = 8192;
 
 /// Decodes an Avro or parquet data block to Arrow. With `target`, columns are matched by name,
 /// cast to the target types and missing nullable columns filled with nulls (so log rows can be
@@ -197,18 +221,29 @@ pub fn decode_data_block(
 ) -> Result<Vec<RecordBatch>> {
     match block.block_type {
         BlockType::AvroData => {
-            let decoded = decode_avro_data_block(block, path)?;
+            let avro = avro_block_schema(block, path)?;
             let schema = match target {
                 Some(t) => t.clone(),
-                None => avro_schema_to_arrow(&decoded.schema)
-                    .map_err(|e| locate(e, block, path, avro_at))?,
+                None => avro_schema_to_arrow(&avro).map_err(|e| locate(e, block, path, avro_at))?,
             };
-            Ok(vec![avro_records_to_batch(
-                &decoded.schema,
-                &decoded.records,
-                &schema,
-            )
-            .map_err(|e| locate(e, block, path, avro_at))?])
+            let convert = |records: &[apache_avro::types::Value]| {
+                avro_records_to_batch(&avro, records, &schema)
+                    .map_err(|e| locate(e, block, path, avro_at))
+            };
+            let mut batches = Vec::new();
+            let mut chunk = Vec::with_capacity(AVRO_CHUNK_RECORDS.min(MAX_RESERVED_RECORDS));
+            for_each_record(block, path, &avro, |value| {
+                chunk.push(value);
+                if chunk.len() >= AVRO_CHUNK_RECORDS {
+                    batches.push(convert(&chunk)?);
+                    chunk.clear();
+                }
+                Ok(())
+            })?;
+            if !chunk.is_empty() || batches.is_empty() {
+                batches.push(convert(&chunk)?);
+            }
+            Ok(batches)
         }
         BlockType::ParquetData => {
             let parquet_err = |e: parquet::errors::ParquetError| FormatError::Parquet {

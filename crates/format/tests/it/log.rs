@@ -311,6 +311,41 @@ fn test_encode_block_layout_matches_spec() {
 }
 
 #[test]
+fn test_decode_data_block_converts_a_large_avro_block_in_chunks_in_order() {
+    use arrow::array::{Array, Int64Array, StringArray};
+    let records: Vec<_> = (0..20_000)
+        .map(|i| record(&format!("k{i:05}"), i))
+        .collect();
+    let bytes = encode_avro_data_block("20240101000000000", SCHEMA, &records).unwrap();
+    let block = &read_log_file(&bytes, "big.log").unwrap().blocks[0];
+    let batches = decode_data_block(block, "big.log", None).unwrap();
+    // Converted 8,192 records at a time: a block's generic Avro values never all at once.
+    assert_eq!(
+        batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+        vec![8192, 8192, 3616]
+    );
+    let mut next = 0i64;
+    for b in &batches {
+        let ids = b.column_by_name("id").unwrap();
+        let ids = ids.as_any().downcast_ref::<StringArray>().unwrap();
+        let ts = b.column_by_name("ts").unwrap();
+        let ts = ts.as_any().downcast_ref::<Int64Array>().unwrap();
+        for row in 0..b.num_rows() {
+            assert_eq!(ids.value(row), format!("k{next:05}"));
+            assert_eq!(ts.value(row), next);
+            next += 1;
+        }
+    }
+    // An empty block is still one (empty) batch of the block's schema.
+    let empty = encode_avro_data_block("20240101000000000", SCHEMA, &[]).unwrap();
+    let block = &read_log_file(&empty, "e.log").unwrap().blocks[0];
+    let batches = decode_data_block(block, "e.log", None).unwrap();
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].num_rows(), 0);
+    assert_eq!(batches[0].num_columns(), 3);
+}
+
+#[test]
 fn test_encode_delete_block_empty_list_is_one_zero_byte() {
     let bytes = encode_delete_block("1", None, &[]).unwrap();
     let block = &read_log_file(&bytes, "x").unwrap().blocks[0];
