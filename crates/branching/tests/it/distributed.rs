@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_branching::{create_branch, BranchSource};
+
+use super::clone_detach_support::lapse_stale_lease;
 use arbor_storage::{FaultInjectingStorage, FaultMode, ObjectStoreStorage, Storage};
 use arbor_table::read::TableReader;
 use arbor_table::{Fragment, Table, WriteContext, WriteOperation};
@@ -432,7 +434,7 @@ async fn check_after_crash(
     step: &str,
 ) {
     let storage = &t.storage;
-    lapse_lease(storage).await;
+    lapse_stale_lease(storage).await;
     let reader = TableReader::open(storage.clone()).await.unwrap();
     let now = rows_of(&reader.snapshot(None).await.unwrap());
     let committed = now == after;
@@ -466,24 +468,6 @@ async fn check_after_crash(
     expected.sort();
     assert_eq!(read(t, None).await, expected, "{step}");
     assert_indexes_valid(t, None, step).await;
-}
-
-/// Lets the table lock's lease a crashed process left lapse (as `crash.rs` does).
-async fn lapse_lease(storage: &Arc<dyn Storage>) {
-    use arbor_storage::StorageExt;
-    const KEY: &str = ".hoodie/.locks/table_lock.json";
-    let Some((bytes, _)) = storage.get_opt(KEY).await.unwrap() else {
-        return;
-    };
-    let mut state: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-    if state["owner"].is_null() {
-        return;
-    }
-    state["expires_at"] = serde_json::json!(chrono::Utc::now() - chrono::Duration::seconds(1));
-    storage
-        .put(KEY, serde_json::to_vec(&state).unwrap().into())
-        .await
-        .unwrap();
 }
 
 /// A faulty handle over `t`'s storage and the fault layer.

@@ -23,7 +23,9 @@ use bytes::Bytes;
 use super::context::{invalid, latest_written_schema, Table};
 use super::fragment::{combine, Fragment, WriteContext};
 use super::prepared::{abort_started, begin_instant, delete_own_files};
-use super::write::{action_for, validate_with_schema, write_input, RowRoles, Validated};
+use super::write::{
+    action_for, refuse_unwritable, validate_with_schema, write_input, RowRoles, Validated,
+};
 use crate::error::{Result, TableError};
 use crate::write::commit::{self, Heartbeat};
 use crate::write::markers::{delete_keys, marked_files};
@@ -62,11 +64,7 @@ impl WriteTransaction {
 /// [`crate::Table::begin_write`].
 pub(crate) async fn begin(table: &Table, operation: WriteOperation) -> Result<WriteTransaction> {
     let ctx = &table.ctx;
-    super::writable::refuse_change_data_capture(
-        &ctx.config,
-        &operation.operation_type().name().to_ascii_lowercase(),
-    )?;
-    crate::read::schema_history::refuse_renamed_columns(ctx.storage.as_ref(), "writing").await?;
+    refuse_unwritable(table, operation).await?;
     if !ctx.options.drop_columns.is_empty() {
         return Err(TableError::Unsupported {
             reason: "a distributed write does not drop columns (WriteOptions::drop_columns): \

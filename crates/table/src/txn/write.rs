@@ -167,11 +167,7 @@ pub(crate) async fn prepare(
     batches: Vec<RecordBatch>,
 ) -> Result<PreparedWrite> {
     let ctx = &table.ctx;
-    super::writable::refuse_change_data_capture(
-        &ctx.config,
-        &operation.operation_type().name().to_ascii_lowercase(),
-    )?;
-    crate::read::schema_history::refuse_renamed_columns(ctx.storage.as_ref(), "writing").await?;
+    refuse_unwritable(table, operation).await?;
     let batches = if ctx.options.partial_updates && operation == WriteOperation::Upsert {
         partial::fill_missing_columns(ctx, batches).await?
     } else {
@@ -191,6 +187,17 @@ pub(crate) async fn prepare(
         RowRoles::default(),
     )
     .await
+}
+
+/// Refuses a write of `operation` on a table arbor does not write that way: change data
+/// capture, or columns Java renamed (read by column id).
+pub(super) async fn refuse_unwritable(table: &Table, operation: WriteOperation) -> Result<()> {
+    let ctx = &table.ctx;
+    super::writable::refuse_change_data_capture(
+        &ctx.config,
+        &operation.operation_type().name().to_ascii_lowercase(),
+    )?;
+    crate::read::schema_history::refuse_renamed_columns(ctx.storage.as_ref(), "writing").await
 }
 
 /// The roles of input rows in one upsert commit carrying several kinds of change.
