@@ -9,9 +9,11 @@
 pub mod avro_arrow;
 pub mod base;
 mod error;
+mod exact_cast;
 pub mod hfile;
 pub mod log;
 pub mod meta;
 pub mod stats;
 
 pub use error::{FormatError, Result};
+pub(crate) use exact_cast::exact_cast;

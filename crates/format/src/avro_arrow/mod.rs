@@ -28,12 +28,14 @@
 
 mod avro_schema;
 mod decimal;
+mod direct;
 mod schema;
 mod to_arrow;
 mod to_avro;
 
 pub use avro_schema::{arrow_schema_to_avro, arrow_schema_to_avro_json};
 pub(crate) use decimal::{i128_from_be, i128_to_be};
+pub(crate) use direct::DirectDecoder;
 pub use schema::{avro_schema_to_arrow, parse_avro_schema};
 pub use to_arrow::avro_records_to_batch;
 pub(crate) use to_arrow::check_not_recursive;

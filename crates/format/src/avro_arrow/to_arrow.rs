@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use apache_avro::schema::{Schema as AvroSchema, UuidSchema};
 use apache_avro::types::Value;
-use arrow::compute::cast;
 use arrow_array::builder::{
     BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, FixedSizeBinaryBuilder,
     Float32Builder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
@@ -86,7 +85,7 @@ pub(super) fn cast_to(array: ArrayRef, to: &DataType, path: &str) -> Result<Arra
     if array.data_type() == to {
         return Ok(array);
     }
-    cast(&array, to).map_err(|e| {
+    crate::exact_cast(&array, to).map_err(|e| {
         schema_err(
             path,
             format!("cannot cast {} to {to}: {e}", array.data_type()),

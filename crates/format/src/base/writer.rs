@@ -464,7 +464,7 @@ impl BaseFileWriter {
             let converted = if column.data_type() == field.data_type() {
                 Arc::clone(column)
             } else {
-                arrow::compute::cast(column, field.data_type()).map_err(|e| FormatError::Arrow {
+                crate::exact_cast(column, field.data_type()).map_err(|e| FormatError::Arrow {
                     path: key.to_string(),
                     reason: format!("column {:?}: {e}", field.name()),
                 })?

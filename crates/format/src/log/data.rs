@@ -10,6 +10,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use super::block::{BlockType, LogBlock, BLOCK_CONTENT_VERSION};
 use crate::avro_arrow::{
     avro_records_to_batch, avro_schema_to_arrow, check_not_recursive, parse_avro_schema,
+    DirectDecoder,
 };
 use crate::{FormatError, Result};
 
@@ -127,6 +128,38 @@ fn for_each_record(
     schema: &apache_avro::Schema,
     mut each: impl FnMut(apache_avro::types::Value) -> Result<()>,
 ) -> Result<()> {
+    let avro_err = |i: Option<usize>, e: apache_avro::Error| FormatError::Avro {
+        path: match i {
+            Some(i) => record_location(block, path, i),
+            None => block_location(block, path),
+        },
+        reason: e.to_string(),
+    };
+    let datum_reader = GenericDatumReader::builder(schema)
+        .build()
+        .map_err(|e| avro_err(None, e))?;
+    for_each_datum(block, path, |i, datum| {
+        let mut reader = datum;
+        let value = datum_reader
+            .read_value(&mut reader)
+            .map_err(|e| avro_err(Some(i), e))?;
+        each(value)
+    })
+}
+
+/// `path (block at offset N, record I)`, the location of an error in one record.
+fn record_location(block: &LogBlock, path: &str, record: usize) -> String {
+    format!("{path} (block at offset {}, record {record})", block.offset)
+}
+
+/// Hands the binary datum of each record of Avro data block `block` (content version 3: `i32
+/// 3`, `i32 count`, per record `i32 length` and the datum) to `each` with its index, in
+/// order; checks the content version, the count and every length against the content.
+fn for_each_datum(
+    block: &LogBlock,
+    path: &str,
+    mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
     let mut rest: &[u8] = &block.content;
     let mut next_i32 = |what: &str| -> Result<i32> {
         let (head, tail) = rest.split_first_chunk::<4>().ok_or_else(|| {
@@ -159,16 +192,6 @@ fn for_each_record(
                 format!("record count {count} does not fit in the content"),
             )
         })?;
-    let avro_err = |i: Option<usize>, e: apache_avro::Error| FormatError::Avro {
-        path: match i {
-            Some(i) => format!("{path} (block at offset {}, record {i})", block.offset),
-            None => format!("{path} (block at offset {})", block.offset),
-        },
-        reason: e.to_string(),
-    };
-    let datum_reader = GenericDatumReader::builder(schema)
-        .build()
-        .map_err(|e| avro_err(None, e))?;
     for i in 0..count {
         let (head, tail) = rest
             .split_first_chunk::<4>()
@@ -185,11 +208,7 @@ fn for_each_record(
                 )
             })?;
         rest = tail.get(datum.len()..).unwrap_or_default();
-        let mut reader = datum;
-        let value = datum_reader
-            .read_value(&mut reader)
-            .map_err(|e| avro_err(Some(i), e))?;
-        each(value)?;
+        each(i, datum)?;
     }
     if !rest.is_empty() {
         return Err(corrupt(
@@ -201,15 +220,19 @@ fn for_each_record(
     Ok(())
 }
 
-/// How many decoded Avro records [`decode_data_block`] holds before converting them to an
-/// Arrow batch: a record's generic Avro value takes many times its Arrow size, so a block is
-/// converted in chunks rather than all at once.
+/// How many Avro records [`decode_data_block`] puts in one Arrow batch (and, on the generic
+/// path, holds as decoded values before converting them: a record's generic Avro value takes
+/// many times its Arrow size, so a block is converted in chunks rather than all at once).
 const AVRO_CHUNK_RECORDS: usize = 8192;
 
 /// Decodes an Avro or parquet data block to Arrow. With `target`, columns are matched by name,
 /// cast to the target types and missing nullable columns filled with nulls (so log rows can be
 /// merged with base-file rows); without, the block's own schema is used (the header `SCHEMA`
 /// mapped per [`crate::avro_arrow`] for Avro blocks, the file's schema for parquet blocks).
+/// Avro records are decoded straight into Arrow builders, stepping over the fields the schema
+/// does not name, whenever every column asked is of a primitive or logical type; a column of
+/// a record, array, map or uuid type makes the block go through generic Avro values (the same
+/// batches, more slowly). A value the target type cannot hold is an error, never a null.
 /// HFile and CDC blocks are [`FormatError::UnsupportedBlock`]. Every error names the file and
 /// the block's offset: schema mismatches (a column that cannot be cast, a missing non-nullable
 /// column, a recursive or unmappable schema) are [`FormatError::Avro`] (Avro blocks) or
@@ -226,6 +249,26 @@ pub fn decode_data_block(
                 Some(t) => t.clone(),
                 None => avro_schema_to_arrow(&avro).map_err(|e| locate(e, block, path, avro_at))?,
             };
+            if let Some(mut direct) = DirectDecoder::try_new(&avro, &schema) {
+                let mut batches = Vec::new();
+                let finish = |direct: &mut DirectDecoder| {
+                    direct.finish().map_err(|e| locate(e, block, path, avro_at))
+                };
+                for_each_datum(block, path, |i, datum| {
+                    direct.push(datum).map_err(|reason| FormatError::Avro {
+                        path: record_location(block, path, i),
+                        reason,
+                    })?;
+                    if direct.rows() >= AVRO_CHUNK_RECORDS {
+                        batches.push(finish(&mut direct)?);
+                    }
+                    Ok(())
+                })?;
+                if direct.rows() > 0 || batches.is_empty() {
+                    batches.push(finish(&mut direct)?);
+                }
+                return Ok(batches);
+            }
             let convert = |records: &[apache_avro::types::Value]| {
                 avro_records_to_batch(&avro, records, &schema)
                     .map_err(|e| locate(e, block, path, avro_at))
@@ -285,7 +328,7 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef, path: &str) -> Res
         let column = match batch.column_by_name(field.name()) {
             Some(c) if c.data_type() == field.data_type() => c.clone(),
             Some(c) => {
-                arrow::compute::cast(c, field.data_type()).map_err(|e| FormatError::Schema {
+                crate::exact_cast(c, field.data_type()).map_err(|e| FormatError::Schema {
                     field: Some(field.name().clone()),
                     reason: format!(
                         "cannot cast {} to {} in {path}: {e}",
