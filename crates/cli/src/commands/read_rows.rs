@@ -17,7 +17,7 @@ use std::sync::Arc;
 use arbor_format::meta;
 use arbor_storage::Storage;
 use arbor_table::read::ScanPlan;
-use arrow::array::{AsArray, RecordBatch, UInt32Array};
+use arrow::array::{Array, AsArray, RecordBatch, UInt32Array};
 use arrow::compute::kernels::sort::LexicographicalComparator;
 use arrow::compute::{cast, take_record_batch, SortColumn};
 use arrow::datatypes::{DataType, SchemaRef};
@@ -41,6 +41,10 @@ pub struct SortedRows {
     whole: bool,
     /// The next partition to read (sorted mode).
     next_partition: usize,
+    /// Partition `next_partition`, being read while the one before it is sorted and written
+    /// (sorted mode; `next_partition` counts it only once it is taken): memory holds at most
+    /// two partitions.
+    prefetched: Option<tokio::task::JoinHandle<arbor_table::Result<Vec<RecordBatch>>>>,
     /// The whole scan (unsorted mode), once started.
     unsorted: Option<BoxStream<'static, arbor_table::Result<RecordBatch>>>,
     done: bool,
@@ -65,6 +69,7 @@ impl SortedRows {
             sorts,
             whole,
             next_partition: 0,
+            prefetched: None,
             unsorted: None,
             done: false,
             warned: false,
@@ -89,11 +94,45 @@ impl SortedRows {
             if batch.num_rows() == 0 {
                 continue;
             }
-            return batch
-                .project(&self.projection)
-                .map(Some)
-                .map_err(|e| CliError::Output(e.to_string()));
+            return Ok(Some(batch));
         }
+    }
+
+    /// The batch's shown columns.
+    fn project(&self, batch: &RecordBatch) -> CliResult<RecordBatch> {
+        batch
+            .project(&self.projection)
+            .map_err(|e| CliError::Output(e.to_string()))
+    }
+
+    /// Starts reading partition `index` on the runtime; `None` past the last partition.
+    fn spawn_partition(
+        &self,
+        index: usize,
+    ) -> Option<tokio::task::JoinHandle<arbor_table::Result<Vec<RecordBatch>>>> {
+        (index < self.plan.partitions().len()).then(|| {
+            let stream = self.plan.execute_partition(self.storage.clone(), index);
+            tokio::spawn(stream.try_collect())
+        })
+    }
+
+    /// The batches of partition `next_partition` (prefetched or read now), starting the read
+    /// of the partition after it; `None` past the last partition.
+    async fn next_partition_batches(&mut self) -> CliResult<Option<Vec<RecordBatch>>> {
+        let Some(handle) = self
+            .prefetched
+            .take()
+            .or_else(|| self.spawn_partition(self.next_partition))
+        else {
+            return Ok(None);
+        };
+        self.next_partition += 1;
+        self.prefetched = self.spawn_partition(self.next_partition);
+        let batches = handle
+            .await
+            .map_err(|e| CliError::Output(format!("reading a partition of {}: {e}", self.table)))?
+            .map_err(|e| CliError::at(&self.table, e))?;
+        Ok(Some(batches))
     }
 
     /// Counts the rows left (read, not sorted nor kept).
@@ -105,6 +144,17 @@ impl SortedRows {
                 n += b.num_rows();
             }
             return Ok(n);
+        }
+        if let Some(handle) = self.prefetched.take() {
+            let batches = handle
+                .await
+                .map_err(|e| {
+                    CliError::Output(format!("reading a partition of {}: {e}", self.table))
+                })?
+                .map_err(at)?;
+            n += batches.iter().map(RecordBatch::num_rows).sum::<usize>();
+            // The prefetched partition is `next_partition`.
+            self.next_partition += 1;
         }
         while !self.done && self.next_partition < self.plan.partitions().len() {
             let mut s = self
@@ -132,7 +182,7 @@ impl SortedRows {
                 .get_or_insert_with(|| plan.clone().execute(storage));
             let next = s.try_next().await.map_err(at)?;
             self.done = next.is_none();
-            return Ok(next);
+            return next.map(|b| self.project(&b)).transpose();
         }
         if self.whole {
             let batches: Vec<RecordBatch> = self
@@ -143,7 +193,9 @@ impl SortedRows {
                 .await
                 .map_err(at)?;
             self.done = true;
-            return sorted(concat(&self.schema, &batches)?).map(Some);
+            let all = concat(&self.schema, &batches)?;
+            drop(batches);
+            return self.sorted_shown(&all).map(Some);
         }
         let Some(partition) = self
             .plan
@@ -154,17 +206,25 @@ impl SortedRows {
             self.done = true;
             return Ok(None);
         };
-        let batches: Vec<RecordBatch> = self
-            .plan
-            .execute_partition(self.storage.clone(), self.next_partition)
-            .try_collect()
-            .await
-            .map_err(at)?;
-        self.next_partition += 1;
+        let Some(batches) = self.next_partition_batches().await? else {
+            self.done = true;
+            return Ok(None);
+        };
         let all = concat(&self.schema, &batches)?;
         drop(batches);
         self.check_partition_values(&all, &partition)?;
-        sorted(all).map(Some)
+        self.sorted_shown(&all).map(Some)
+    }
+
+    /// The shown columns of `batch`, its rows sorted by partition path then record key.
+    fn sorted_shown(&self, batch: &RecordBatch) -> CliResult<RecordBatch> {
+        let shown = self.project(batch)?;
+        match sort_indices(batch)? {
+            None => Ok(shown),
+            Some(indices) => {
+                take_record_batch(&shown, &indices).map_err(|e| CliError::Output(e.to_string()))
+            }
+        }
     }
 
     /// Warns (once) when rows of `partition` carry another `_hoodie_partition_path`.
@@ -195,27 +255,120 @@ impl SortedRows {
     }
 }
 
+impl Drop for SortedRows {
+    fn drop(&mut self) {
+        if let Some(handle) = self.prefetched.take() {
+            handle.abort();
+        }
+    }
+}
+
 /// `batch` sorted by partition path then record key (whichever it has), ties in input order.
-pub fn sorted(batch: RecordBatch) -> CliResult<RecordBatch> {
-    let keys: Vec<SortColumn> = [meta::PARTITION_PATH, meta::RECORD_KEY]
+#[cfg(test)]
+fn sorted(batch: RecordBatch) -> CliResult<RecordBatch> {
+    match sort_indices(&batch)? {
+        None => Ok(batch),
+        Some(indices) => {
+            take_record_batch(&batch, &indices).map_err(|e| CliError::Output(e.to_string()))
+        }
+    }
+}
+
+/// The order of string keys `keys` (`rows` of them; nulls first), ties in input order; `None`
+/// when they are in order already.
+///
+/// Keys are compared by eight bytes after the prefix all keys share (as a big-endian integer,
+/// shorter keys padded with zero bytes), and only where those are equal by the whole keys:
+/// record keys usually share a long prefix (`key-000...`, `2024-01-...`) and differ within the
+/// next few bytes, so almost every comparison is one of two integers.
+fn sort_keys(keys: &arrow::array::StringArray, rows: u32) -> Option<UInt32Array> {
+    let key_of = |i: u32| keys.is_valid(i as usize).then(|| keys.value(i as usize));
+    if (1..rows).all(|i| key_of(i - 1) <= key_of(i)) {
+        return None;
+    }
+    let (mut nulls, mut present): (Vec<u32>, Vec<u32>) =
+        (0..rows).partition(|i| key_of(*i).is_none());
+    let value = |i: u32| keys.value(i as usize).as_bytes();
+    // The prefix all keys share is the one the least and the greatest share.
+    let (mut least, mut greatest): (&[u8], &[u8]) = match present.first() {
+        Some(&i) => (value(i), value(i)),
+        None => (&[], &[]),
+    };
+    for &i in &present {
+        let v = value(i);
+        if v < least {
+            least = v;
+        }
+        if v > greatest {
+            greatest = v;
+        }
+    }
+    let shared = least
         .iter()
-        .filter_map(|name| batch.column_by_name(name))
+        .zip(greatest)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let head = |i: u32| -> u64 {
+        let mut bytes = [0u8; 8];
+        if let Some(rest) = value(i).get(shared..) {
+            let n = rest.len().min(8);
+            if let (Some(dst), Some(src)) = (bytes.get_mut(..n), rest.get(..n)) {
+                dst.copy_from_slice(src);
+            }
+        }
+        u64::from_be_bytes(bytes)
+    };
+    let mut order: Vec<(u64, u32)> = present.drain(..).map(|i| (head(i), i)).collect();
+    // The index breaks the last ties, so the unstable sort keeps the input order of equal keys.
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| value(a.1).cmp(value(b.1)))
+            .then(a.1.cmp(&b.1))
+    });
+    nulls.extend(order.into_iter().map(|(_, i)| i));
+    Some(UInt32Array::from(nulls))
+}
+
+/// The order of `batch`'s rows by partition path then record key (whichever it has; nulls
+/// first), ties in input order; `None` when the rows are in that order already.
+fn sort_indices(batch: &RecordBatch) -> CliResult<Option<UInt32Array>> {
+    let rows = u32::try_from(batch.num_rows())
+        .map_err(|_| CliError::Output("more than 2^32 rows in one partition".into()))?;
+    if rows < 2 {
+        return Ok(None);
+    }
+    let path = batch.column_by_name(meta::PARTITION_PATH);
+    let key = batch.column_by_name(meta::RECORD_KEY);
+    // The common case: one partition path (or none) and string keys; sorted by key alone,
+    // comparing the key bytes directly.
+    let one_path = path.is_none_or(|p| {
+        p.as_string_opt::<i32>()
+            .is_some_and(|p| p.null_count() == 0 && (1..p.len()).all(|i| p.value(i) == p.value(0)))
+    });
+    if let (true, Some(keys)) = (one_path, key.and_then(|k| k.as_string_opt::<i32>())) {
+        return Ok(sort_keys(keys, rows));
+    }
+    let keys: Vec<SortColumn> = [path, key]
+        .into_iter()
+        .flatten()
         .map(|c| SortColumn {
             values: c.clone(),
             options: None,
         })
         .collect();
-    if keys.is_empty() || batch.num_rows() < 2 {
-        return Ok(batch);
+    if keys.is_empty() {
+        return Ok(None);
     }
     let err = |e: arrow::error::ArrowError| CliError::Output(e.to_string());
     let cmp = LexicographicalComparator::try_new(&keys).map_err(err)?;
-    let rows = u32::try_from(batch.num_rows())
-        .map_err(|_| CliError::Output("more than 2^32 rows in one partition".into()))?;
+    let rows_usize = batch.num_rows();
+    if (1..rows_usize).all(|i| cmp.compare(i - 1, i) != std::cmp::Ordering::Greater) {
+        return Ok(None);
+    }
     let mut indices: Vec<u32> = (0..rows).collect();
     // Stable: equal keys keep the scan's order.
     indices.sort_by(|a, b| cmp.compare(*a as usize, *b as usize));
-    take_record_batch(&batch, &UInt32Array::from(indices)).map_err(err)
+    Ok(Some(UInt32Array::from(indices)))
 }
 
 #[async_trait::async_trait]
@@ -256,5 +409,108 @@ mod tests {
         let out = sorted(batch).unwrap();
         let n: Vec<i64> = out.column(2).as_primitive::<Int64Type>().values().to_vec();
         assert_eq!(n, vec![2, 1, 3, 4, 0]);
+    }
+
+    fn keyed(paths: Vec<Option<&str>>, keys: Vec<Option<&str>>) -> RecordBatch {
+        let n = keys.len() as i64;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new(meta::PARTITION_PATH, DataType::Utf8, true),
+            Field::new(meta::RECORD_KEY, DataType::Utf8, true),
+            Field::new("n", DataType::Int64, false),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(paths)),
+                Arc::new(StringArray::from(keys)),
+                Arc::new(Int64Array::from((0..n).collect::<Vec<_>>())),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// The order the general comparator gives (stable, nulls first).
+    fn by_comparator(batch: &RecordBatch) -> Vec<i64> {
+        let keys: Vec<SortColumn> = [meta::PARTITION_PATH, meta::RECORD_KEY]
+            .iter()
+            .map(|c| SortColumn {
+                values: batch.column_by_name(c).unwrap().clone(),
+                options: None,
+            })
+            .collect();
+        let cmp = LexicographicalComparator::try_new(&keys).unwrap();
+        let mut idx: Vec<usize> = (0..batch.num_rows()).collect();
+        idx.sort_by(|a, b| cmp.compare(*a, *b));
+        idx.into_iter().map(|i| i as i64).collect()
+    }
+
+    #[test]
+    fn test_sorting_keys_of_every_shape_equals_the_general_comparator() {
+        let shapes: Vec<Vec<Option<&str>>> = vec![
+            vec![
+                Some("k10"),
+                Some("k1"),
+                Some("k"),
+                Some("k100"),
+                Some("k1"),
+                None,
+                Some("k0"),
+            ],
+            vec![
+                Some("a\u{0}"),
+                Some("a"),
+                Some("a\u{0}\u{0}"),
+                Some(""),
+                Some("a"),
+                None,
+                None,
+            ],
+            vec![
+                Some("2024-01-01T00:00:00.000001"),
+                Some("2024-01-01T00:00:00.000000"),
+                Some("2024-01-01T00:00:00.0000001"),
+                Some("2024-01-01T00:00:00"),
+            ],
+            vec![
+                Some("é"),
+                Some("e"),
+                Some("z"),
+                Some("ée"),
+                Some("\u{10FFFF}"),
+            ],
+            vec![None, None],
+            vec![Some("same"), Some("same"), Some("same")],
+        ];
+        for keys in shapes {
+            let batch = keyed(vec![Some("p"); keys.len()], keys.clone());
+            let out = sorted(batch.clone()).unwrap();
+            let n: Vec<i64> = out.column(2).as_primitive::<Int64Type>().values().to_vec();
+            assert_eq!(n, by_comparator(&batch), "{keys:?}");
+        }
+    }
+
+    #[test]
+    fn test_sorting_one_partition_by_key_equals_the_general_comparator() {
+        // Keys with duplicates and nulls, in a scrambled order.
+        let keys: Vec<Option<String>> = (0..500u64)
+            .map(|i| {
+                let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+                (h % 11 != 0).then(|| format!("k{}", h % 97))
+            })
+            .collect();
+        let keys: Vec<Option<&str>> = keys.iter().map(|k| k.as_deref()).collect();
+        for paths in [vec![Some("p=1"); keys.len()], {
+            let mut v = vec![Some("p=1"); keys.len()];
+            v[7] = Some("p=0");
+            v[9] = None;
+            v
+        }] {
+            let batch = keyed(paths, keys.clone());
+            let out = sorted(batch.clone()).unwrap();
+            let n: Vec<i64> = out.column(2).as_primitive::<Int64Type>().values().to_vec();
+            assert_eq!(n, by_comparator(&batch));
+            // Sorted rows are recognised as such: no order to apply.
+            assert!(sort_indices(&out).unwrap().is_none());
+        }
     }
 }
