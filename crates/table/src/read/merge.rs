@@ -1,8 +1,6 @@
 //! Merging one file slice: base rows, then log blocks in order (data blocks and delete blocks),
 //! with the record-merge semantics of Hudi 1.x (`EVENT_TIME_ORDERING`, `COMMIT_TIME_ORDERING`).
 
-use std::collections::HashMap;
-
 use arbor_format::log::DeleteRecord;
 use arbor_format::meta;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringArray};
@@ -110,7 +108,15 @@ pub fn merge_slice(
     };
 
     // The log's records by key, the key strings borrowed from the batches and delete blocks.
-    let mut buffer: HashMap<&str, Buffered> = HashMap::new();
+    let log_rows: usize = parts
+        .iter()
+        .map(|p| match p {
+            Part::Rows(b) => columns.get(*b).map_or(0, |c| c.keys.len()),
+            Part::Deletes(d) => d.len(),
+        })
+        .sum();
+    let mut buffer: foldhash::HashMap<&str, Buffered> =
+        foldhash::HashMap::with_capacity_and_hasher(log_rows, Default::default());
     for part in &parts {
         match part {
             Part::Deletes(deletes) => {
