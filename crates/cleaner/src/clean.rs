@@ -480,7 +480,7 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
     }
     if options.dry_run || (outcome.plan.is_empty() && removing.is_empty()) {
         if !options.dry_run && options.archive {
-            outcome.archived = archive(table).await?;
+            outcome.archived = archive(table).await?.data;
         }
         return Ok(outcome);
     }
@@ -513,19 +513,21 @@ pub async fn clean_locked(txn: Transaction<'_>, options: &CleanOptions) -> Resul
     outcome.partitions_deleted.extend(removed);
     outcome.instant = Some(time);
     if options.archive {
-        outcome.archived = archive(table).await?;
+        outcome.archived = archive(table).await?.data;
     }
     Ok(outcome)
 }
 
 /// Archives the data timeline with the default policy (the archiver's rules: pending
 /// instants, savepoints (so tags), uncleaned replacecommits, the metadata table's latest
-/// compaction). The caller holds the table lock. Returns the number of instants archived.
+/// compaction), then the metadata table's timeline down to what the data timeline still
+/// needs ([`Table::archive_metadata_timeline`]). The caller holds the table lock. Returns the
+/// number of instants archived from each.
 ///
 /// Archival moves only instant files of this root's own timeline (every root has its own copy
 /// of the instants it inherited) and deletes no data file, so no other root's protection is
 /// affected; the protections of this root are the archiver's rules above.
-pub async fn archive(table: &Table) -> Result<usize> {
+pub async fn archive(table: &Table) -> Result<Archived> {
     let outcome = Archiver::new(
         table.view_storage().clone(),
         table.layout().clone(),
@@ -533,5 +535,19 @@ pub async fn archive(table: &Table) -> Result<usize> {
     )?
     .run()
     .await?;
-    Ok(outcome.archived.len())
+    let metadata = table.archive_metadata_timeline().await?;
+    Ok(Archived {
+        data: outcome.archived.len(),
+        metadata,
+    })
+}
+
+/// What [`archive`] moved to the archived timelines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Archived {
+    /// Instants of the data timeline.
+    pub data: usize,
+    /// Instants of the metadata table's timeline.
+    pub metadata: usize,
 }

@@ -27,7 +27,9 @@ pub mod restore;
 pub mod roots;
 pub mod savepoint;
 
-pub use clean::{archive, clean, clean_locked, plan_clean, CleanOptions, CleanOutcome, CleanPlan};
+pub use clean::{
+    archive, clean, clean_locked, plan_clean, Archived, CleanOptions, CleanOutcome, CleanPlan,
+};
 pub use error::{CleanerError, Result};
 pub use holders::holders_of_partitions;
 pub use policy::CleanPolicy;

@@ -539,6 +539,15 @@ impl Table {
         Box::pin(ttl::run(self, options)).await
     }
 
+    /// Archives the metadata table's timeline down to what the data timeline still needs (the
+    /// data timeline's earliest active instant, and never the MDT's latest compaction or
+    /// anything after it), with the default archival policy; the caller holds the table lock,
+    /// as for archiving the data timeline, which should come first. Returns the MDT instants
+    /// archived (0 without a metadata table, or when its timeline is within the policy).
+    pub async fn archive_metadata_timeline(&self) -> Result<usize> {
+        crate::write::mdt_sync::archive_metadata_timeline(&self.ctx.storage, &self.ctx.layout).await
+    }
+
     /// Creates the metadata table of a table that has none (in a transaction), from a
     /// directory listing of its committed files; from then on every commit updates it and
     /// readers list through it. Returns the number of files recorded. Errors: `Unsupported`

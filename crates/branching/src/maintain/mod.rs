@@ -463,9 +463,10 @@ pub async fn maintain(table: &Table, options: &MaintainOptions) -> Result<Mainte
     } else if dry {
         line(Service::Archive, ran, reason)
     } else {
-        let n = arbor_cleaner::archive(table)
+        let archived = arbor_cleaner::archive(table)
             .await
             .map_err(|e| failed(Service::Archive, e))?;
+        let n = archived.data;
         if n == 0 {
             line(
                 Service::Archive,

@@ -11,6 +11,7 @@ mod clean;
 mod column_stats;
 mod crash;
 mod failed_writes;
+mod mdt_archive;
 mod model;
 mod partition_reclaim;
 mod partition_reclaim_crash;

@@ -40,14 +40,17 @@ pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
     let table = open_table_on(&args.table, options, &args.branch).await?;
     // The branch's view: its own timeline, and main's as publications moved it.
     let storage = table.view_storage().clone();
-    let archived: Vec<InstantSummary> = table
+    let (archived, metadata): (Vec<InstantSummary>, usize) = table
         .with_table_lock(async {
             let before = list_instants(storage.clone(), ListScope::All).await?;
-            arbor_cleaner::archive(&table).await.map_err(from_cleaner)?;
+            let metadata = arbor_cleaner::archive(&table)
+                .await
+                .map_err(from_cleaner)?
+                .metadata;
             let after = list_instants(storage.clone(), ListScope::All).await?;
             let was_active = active(&before);
             let now_active = active(&after);
-            Ok::<_, CliError>(
+            Ok::<_, CliError>((
                 after
                     .into_iter()
                     .filter(|i| {
@@ -57,7 +60,8 @@ pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
                         }
                     })
                     .collect(),
-            )
+                metadata,
+            ))
         })
         .await
         .map_err(|e| CliError::at(&args.table, e))?;
@@ -65,13 +69,19 @@ pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
         return print_json(&serde_json::json!({
             "table": args.table,
             "archived": archived,
+            "metadata_table_archived": metadata,
         }));
     }
-    if archived.is_empty() {
-        return print_text(&format!(
-            "{}: nothing to archive",
+    let metadata_line = (metadata > 0).then(|| {
+        format!(
+            "{}: archived {metadata} metadata-table instant(s)",
             label(&args.table, &args.branch)
-        ));
+        )
+    });
+    if archived.is_empty() {
+        return print_text(&metadata_line.unwrap_or_else(|| {
+            format!("{}: nothing to archive", label(&args.table, &args.branch))
+        }));
     }
     print_table(
         &["INSTANT", "COMPLETED", "ACTION"],
@@ -90,5 +100,6 @@ pub async fn run(args: ArchiveArgs, options: &StorageOptions) -> CliResult<()> {
         "{}: archived {} instant(s)",
         label(&args.table, &args.branch),
         archived.len()
-    ))
+    ))?;
+    metadata_line.map_or(Ok(()), |l| print_text(&l))
 }

@@ -281,10 +281,10 @@ async fn archive_mdt(
     storage: &Arc<dyn Storage>,
     writer: &MdtWriter,
     data: &ActiveTimeline,
-) -> Result<()> {
+) -> Result<usize> {
     let mdt = ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?;
     if mdt.completed_writes().len() <= ArchivalPolicy::default().max_commits {
-        return Ok(());
+        return Ok(0);
     }
     let latest_compaction = mdt
         .completed()
@@ -293,7 +293,7 @@ async fn archive_mdt(
         .map(|i| i.requested_time)
         .max();
     let Some(latest_compaction) = latest_compaction else {
-        return Ok(());
+        return Ok(0);
     };
     let data_earliest = data.instants().into_iter().map(|i| i.requested_time).min();
     let bound = match data_earliest {
@@ -315,7 +315,22 @@ async fn archive_mdt(
             "archived metadata-table instants"
         );
     }
-    Ok(())
+    Ok(outcome.archived.len())
+}
+
+/// Archives the metadata table's timeline against the data timeline as it is now, within
+/// [`archive_mdt`]'s rules; the caller holds the table lock. Run right after the data
+/// timeline is archived, so the MDT's active timeline follows the data's down instead of
+/// waiting for the next commit. Returns the MDT instants archived (0 without an MDT).
+pub async fn archive_metadata_timeline(
+    storage: &Arc<dyn Storage>,
+    layout: &TableLayout,
+) -> Result<usize> {
+    let Some(writer) = writer_if_enabled(storage).await? else {
+        return Ok(0);
+    };
+    let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    archive_mdt(storage, &writer, &data).await
 }
 
 /// Removes the MDT deltacommit of data instant `time` (called by the data rollback of `time`
