@@ -71,13 +71,23 @@ pub fn key(n: u64) -> String {
 
 /// The partition value of key number `n` (a key never changes partition).
 pub fn region(n: u64) -> String {
-    format!("region-{}", mix(n) % REGIONS)
+    region_in(n, REGIONS)
+}
+
+/// The partition value of key number `n` in a table of `regions` partitions.
+fn region_in(n: u64, regions: u64) -> String {
+    format!("region-{}", mix(n) % regions.max(1))
 }
 
 /// One batch of the rows with key numbers `keys`, as version `version` writes them (version 0:
 /// the insert; a later version is an update whose `ts` is at least [`UPDATE_TS`] and whose
 /// values differ).
 pub fn batch(keys: &[u64], version: u64) -> Result<RecordBatch, String> {
+    batch_in(keys, version, REGIONS)
+}
+
+/// [`batch`] for a table of `regions` partitions.
+fn batch_in(keys: &[u64], version: u64, regions: u64) -> Result<RecordBatch, String> {
     let h = |n: u64| mix(n.wrapping_mul(1_000_003).wrapping_add(version));
     // Nullable columns are null for about one row in eleven, each on its own pattern.
     let null = |n: u64, bit: u32| (h(n) >> bit) % 11 == 0;
@@ -89,7 +99,7 @@ pub fn batch(keys: &[u64], version: u64) -> Result<RecordBatch, String> {
                 .map(|&n| bump + (n as i64) * 10 + version as i64),
         )),
         Arc::new(StringArray::from_iter_values(
-            keys.iter().map(|&n| region(n)),
+            keys.iter().map(|&n| region_in(n, regions)),
         )),
         Arc::new(
             keys.iter()
@@ -140,17 +150,27 @@ pub fn batch(keys: &[u64], version: u64) -> Result<RecordBatch, String> {
 
 /// Rows `0..rows` at version 0, in batches of [`BATCH_ROWS`].
 pub fn inserts(rows: u64) -> Result<Vec<RecordBatch>, String> {
+    inserts_in(rows, REGIONS)
+}
+
+/// [`inserts`] into a table of `regions` partitions.
+pub fn inserts_in(rows: u64, regions: u64) -> Result<Vec<RecordBatch>, String> {
     let keys: Vec<u64> = (0..rows).collect();
     keys.chunks(BATCH_ROWS as usize)
-        .map(|c| batch(c, 0))
+        .map(|c| batch_in(c, 0, regions))
         .collect()
 }
 
 /// Updates (version 1) of every tenth key of `0..rows`, in batches of [`BATCH_ROWS`].
 pub fn updates(rows: u64) -> Result<Vec<RecordBatch>, String> {
+    updates_in(rows, REGIONS)
+}
+
+/// [`updates`] of a table of `regions` partitions.
+pub fn updates_in(rows: u64, regions: u64) -> Result<Vec<RecordBatch>, String> {
     let keys: Vec<u64> = (0..rows).filter(|n| n % 10 == 3).collect();
     keys.chunks(BATCH_ROWS as usize)
-        .map(|c| batch(c, 1))
+        .map(|c| batch_in(c, 1, regions))
         .collect()
 }
 

@@ -9,7 +9,8 @@
 //! concurrent writers against one, in [`contention`]; `cargo xtask bench merge`, diff and merge
 //! of diverged branches against table size and changed keys, in [`merge`]; `cargo xtask bench
 //! distributed`, distributed writes (commit time against fragments, Ray against one process), in
-//! [`distributed`]; `cargo xtask bench sql`, SQL pruning on a
+//! [`distributed`]; `cargo xtask bench commits`, a 100-row upsert as a whole process early and
+//! late in a long history, in [`commits`]; `cargo xtask bench sql`, SQL pruning on a
 //! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]).
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
@@ -45,6 +46,7 @@ mod cache;
 mod clean;
 mod clone;
 mod cluster;
+mod commits;
 mod contention;
 mod data;
 mod distributed;
@@ -153,6 +155,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("distributed") {
         return distributed::run(args);
+    }
+    if args.first().map(String::as_str) == Some("commits") {
+        return commits::run(args);
     }
     if args.first().map(String::as_str) == Some("cluster") {
         return cluster::run(args);

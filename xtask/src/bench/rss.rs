@@ -3,18 +3,23 @@
 //! and writes the same rows with pyarrow (`peer_read_write.py`: sorted by partition path then
 //! record key, data columns only, as the CLI writes them).
 //!
-//! Two tables of `--rows` rows (default 2M) of the ten columns of [`super::data`] in ten
-//! partitions are written as the data-path bench writes them: a copy-on-write table (bulk
-//! insert) and a merge-on-read table (bulk insert, then an upsert of 10% of the keys into log
-//! files). Each process runs `--runs` times (default 3), interleaved, under `/usr/bin/time -v`;
-//! the medians of its wall-clock time and of its "Maximum resident set size" are reported, with
-//! the ratios arbor / peer. Every output file is checked: its row count and the rows whose
-//! ordering value marks an update must be the table's; a mismatch fails the bench.
+//! For each size of `--rows` (default 2M and 20M), two tables of that many rows of the ten
+//! columns of [`super::data`] are written as the data-path bench writes them, in one partition
+//! per 200,000 rows (at least ten; so a larger table has more partitions of the same size, as
+//! tables grow): a copy-on-write table (bulk insert) and a merge-on-read table (bulk insert,
+//! then an upsert of 10% of the keys, which lands in log files). Measured, each `--runs` times
+//! (default 3), interleaved, under `/usr/bin/time -v`: arbor's snapshot of each table, arbor's
+//! read of the MOR table's key column alone (`--columns id`), and, up to `--peer-rows` rows
+//! (default 2M; the peer holds the whole table twice), the peer's snapshot. The medians of
+//! wall-clock time and of "Maximum resident set size" are reported, with the ratios arbor /
+//! peer, the one-column read against the full one, and each size's peak memory against the
+//! smallest size's. Every output file is checked: its row count and the rows whose ordering
+//! value marks an update must be the table's; a mismatch fails the bench.
 //!
-//! Usage: `cargo xtask bench rss [--rows 2000000] [--runs 3] [--arbor PATH] [--no-peer]
-//! [--dir DIR]`. The arbor binary is `--arbor`, else `arbor` next to the running xtask (build
-//! it with `cargo build --release -p arbor-cli` into the same target directory). The peer
-//! Python is `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints.
+//! Usage: `cargo xtask bench rss [--rows 2000000,20000000] [--runs 3] [--peer-rows N]
+//! [--arbor PATH] [--no-peer] [--dir DIR]`. The arbor binary is `--arbor`, else `arbor` next to
+//! the running xtask (a debug xtask builds it with `cargo build --release -p arbor-cli`). The
+//! peer Python is `$ARBOR_PEER_PYTHON`, else what `scripts/peer.sh` prints.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,16 +32,20 @@ use arrow::datatypes::Int64Type;
 use super::report::median;
 use super::{data, peer, start, timed_write};
 
-const USAGE: &str = "usage: cargo xtask bench rss [--rows N] [--runs N] [--arbor PATH] \
-                     [--no-peer] [--dir DIR]";
+const USAGE: &str = "usage: cargo xtask bench rss [--rows N,N,...] [--runs N] \
+                     [--peer-rows N] [--arbor PATH] [--no-peer] [--dir DIR]";
+
+/// Rows per partition of the bench's tables.
+const ROWS_PER_PARTITION: u64 = 200_000;
 
 /// The peer script, run with `python -c`.
 const SCRIPT: &str = include_str!("peer_read_write.py");
 
 #[derive(Debug, Clone, PartialEq)]
 struct Options {
-    rows: u64,
+    rows: Vec<u64>,
     runs: usize,
+    peer_rows: u64,
     arbor: Option<PathBuf>,
     peer: bool,
     dir: Option<PathBuf>,
@@ -44,8 +53,9 @@ struct Options {
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
-        rows: 2_000_000,
+        rows: vec![2_000_000, 20_000_000],
         runs: 3,
+        peer_rows: 2_000_000,
         arbor: None,
         peer: true,
         dir: None,
@@ -60,10 +70,23 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         match a.as_str() {
             "--rows" => {
                 o.rows = value()?
+                    .split(',')
+                    .map(|v| {
+                        v.trim()
+                            .replace('_', "")
+                            .parse::<u64>()
+                            .ok()
+                            .filter(|n| *n > 0)
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| format!("--rows wants positive numbers\n{USAGE}"))?
+            }
+            "--peer-rows" => {
+                o.peer_rows = value()?
+                    .replace('_', "")
                     .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("--rows wants a positive number\n{USAGE}"))?
+                    .map_err(|_| format!("--peer-rows wants a number\n{USAGE}"))?
             }
             "--runs" => {
                 o.runs = value()?
@@ -132,7 +155,7 @@ fn measure(program: &Path, args: &[&str]) -> Result<Measured, String> {
     parse_time_report(&stderr).map_err(|e| format!("{shown}: {e}"))
 }
 
-/// Rows of a parquet file and rows whose `ts` marks an update.
+/// Rows of a parquet file and rows whose `ts` marks an update (0 without a `ts` column).
 fn check_output(path: &Path) -> Result<(u64, u64), String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
@@ -143,10 +166,12 @@ fn check_output(path: &Path) -> Result<(u64, u64), String> {
     for b in reader {
         let b = b.map_err(|e| format!("{}: {e}", path.display()))?;
         rows += b.num_rows() as u64;
-        let ts = b
-            .column_by_name(data::ORDERING)
-            .and_then(|c| c.as_primitive_opt::<Int64Type>())
-            .ok_or_else(|| format!("{}: no long ts column", path.display()))?;
+        let Some(ts) = b.column_by_name(data::ORDERING) else {
+            continue;
+        };
+        let ts = ts
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| format!("{}: ts is not a long column", path.display()))?;
         updated += ts
             .iter()
             .flatten()
@@ -200,16 +225,88 @@ pub fn run(args: &[String]) -> Result<(), String> {
         None
     };
     let b = start("rss", options.dir.as_deref())?;
-    let rows = options.rows;
+    let mut lines = Vec::new();
+    let mut summary = Vec::new();
+    let mut smallest: Option<(u64, f64)> = None;
+    let mut sizes = options.rows.clone();
+    sizes.sort_unstable();
+    for &rows in &sizes {
+        let regions = (rows / ROWS_PER_PARTITION).max(data::REGIONS);
+        let dir = b.work.join(format!("{rows}"));
+        let python = python.as_ref().filter(|_| rows <= options.peer_rows);
+        let measured = measure_size(&b, &dir, rows, regions, &arbor, python, options.runs)?;
+        let (full, one) = (measured.mor_full, measured.mor_one_column);
+        summary.push(format!(
+            "{rows} rows, {regions} partitions: one-column MOR read {:.2} s = {:.2}x the full read's time, {:.2}x its peak RSS",
+            one.seconds,
+            one.seconds / full.seconds,
+            one.mib / full.mib
+        ));
+        match smallest {
+            None => smallest = Some((rows, full.mib)),
+            Some((base_rows, base_mib)) => summary.push(format!(
+                "MOR snapshot peak RSS at {rows} rows = {:.2}x that at {base_rows} rows",
+                full.mib / base_mib
+            )),
+        }
+        lines.extend(measured.lines);
+        if options.dir.is_none() {
+            // A 20M-row size takes gigabytes; the next size should not sit beside it.
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+    }
+    println!();
+    println!("machine: {}", b.machine.describe());
+    println!("load average (1, 5, 15 min) at the start: {}", b.load);
+    println!(
+        "10 columns, one partition per {ROWS_PER_PARTITION} rows (at least 10); medians of {} runs; whole bench {:.0} s",
+        options.runs,
+        b.started.elapsed().as_secs_f64()
+    );
+    println!();
+    println!("| rows | table | arbor read --format parquet | peak RSS | hudi-rs + pyarrow | peak RSS | time ratio | RSS ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for l in lines {
+        println!("{l}");
+    }
+    println!();
+    for l in summary {
+        println!("- {l}");
+    }
+    Ok(())
+}
+
+/// What one table size measured: table lines, and arbor's full and one-column MOR reads.
+struct SizeMeasured {
+    lines: Vec<String>,
+    mor_full: Row,
+    mor_one_column: Row,
+}
+
+/// One measured read: its name, table, expected rows (all, updated), extra CLI arguments, and
+/// whether the peer reads it too.
+type Case<'a> = (&'a str, &'a PathBuf, (u64, u64), &'a [&'a str], bool);
+
+/// Writes the two tables of `rows` rows in `regions` partitions under `dir` and measures the
+/// reads.
+fn measure_size(
+    b: &super::BenchStart,
+    dir: &Path,
+    rows: u64,
+    regions: u64,
+    arbor: &Path,
+    python: Option<&PathBuf>,
+    runs: usize,
+) -> Result<SizeMeasured, String> {
     let updated_rows = data::update_count(rows);
-    eprintln!("bench rss: {rows} rows: writing the COW and MOR tables");
-    let inserts = data::inserts(rows)?;
+    eprintln!("bench rss: {rows} rows in {regions} partitions: writing the COW and MOR tables");
+    let inserts = data::inserts_in(rows, regions)?;
     let input_mib = inserts
         .iter()
         .map(|b| b.get_array_memory_size() as f64)
         .sum::<f64>()
         / (1024.0 * 1024.0);
-    let cow = b.work.join("cow");
+    let cow = dir.join("cow");
     timed_write(
         &b.rt,
         &cow,
@@ -219,7 +316,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         &inserts,
         (rows, 0),
     )?;
-    let mor = b.work.join("mor");
+    let mor = dir.join("mor");
     let (_, table) = timed_write(
         &b.rt,
         &mor,
@@ -230,7 +327,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         (rows, 0),
     )?;
     drop(inserts);
-    let updates = data::updates(rows)?;
+    let updates = data::updates_in(rows, regions)?;
     timed_write(
         &b.rt,
         &mor,
@@ -243,27 +340,36 @@ pub fn run(args: &[String]) -> Result<(), String> {
     drop(updates);
 
     let mut lines = Vec::new();
-    for (name, dir, expect) in [
-        ("COW", &cow, (rows, 0)),
-        ("MOR (10% in logs)", &mor, (rows, updated_rows)),
-    ] {
-        let table = dir.to_string_lossy().to_string();
+    let (mut mor_full, mut mor_one_column) = (None, None);
+    let cases: [Case<'_>; 3] = [
+        ("COW", &cow, (rows, 0), &[], true),
+        ("MOR (10% in logs)", &mor, (rows, updated_rows), &[], true),
+        (
+            "MOR, --columns id",
+            &mor,
+            (rows, 0),
+            &["--columns", "id"],
+            false,
+        ),
+    ];
+    for (name, table_dir, expect, extra, with_peer) in cases {
+        let table = table_dir.to_string_lossy().to_string();
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        for run in 0..options.runs {
-            eprintln!("bench rss: {name}: run {}/{}", run + 1, options.runs);
-            let out = b.work.join("arbor.parquet");
+        for run in 0..runs {
+            eprintln!("bench rss: {rows} rows, {name}: run {}/{runs}", run + 1);
+            let out = dir.join("arbor.parquet");
             let out_s = out.to_string_lossy().to_string();
-            ours.push(measure(
-                &arbor,
-                &["read", &table, "--format", "parquet", "--output", &out_s],
-            )?);
+            let mut args = vec!["read", table.as_str()];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--format", "parquet", "--output", &out_s]);
+            ours.push(measure(arbor, &args)?);
             let got = check_output(&out)?;
             if got != expect {
                 return Err(format!("bench rss: arbor read {name} wrote {got:?} rows (updated), expected {expect:?}"));
             }
             std::fs::remove_file(&out).map_err(|e| format!("{out_s}: {e}"))?;
-            if let Some(py) = &python {
-                let out = b.work.join("peer.parquet");
+            if let Some(py) = python.filter(|_| with_peer) {
+                let out = dir.join("peer.parquet");
                 let out_s = out.to_string_lossy().to_string();
                 theirs.push(measure(py, &["-c", SCRIPT, &table, &out_s])?);
                 let got = check_output(&out)?;
@@ -274,9 +380,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
         }
         let a = summarize(&ours)?;
+        if name.starts_with("MOR (") {
+            mor_full = Some(a);
+        } else if name.starts_with("MOR,") {
+            mor_one_column = Some(a);
+        }
         let line = match summarize(&theirs) {
             Ok(p) => format!(
-                "| {name} | {:.2} s | {:.0} MiB | {:.2} s | {:.0} MiB | {:.2}x | {:.2}x |",
+                "| {rows} ({input_mib:.0} MiB) | {name} | {:.2} s | {:.0} MiB | {:.2} s | {:.0} MiB | {:.2}x | {:.2}x |",
                 a.seconds,
                 a.mib,
                 p.seconds,
@@ -285,27 +396,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 a.mib / p.mib
             ),
             Err(_) => format!(
-                "| {name} | {:.2} s | {:.0} MiB | - | - | - | - |",
+                "| {rows} ({input_mib:.0} MiB) | {name} | {:.2} s | {:.0} MiB | - | - | - | - |",
                 a.seconds, a.mib
             ),
         };
         lines.push(line);
     }
-    println!();
-    println!("machine: {}", b.machine.describe());
-    println!("load average (1, 5, 15 min) at the start: {}", b.load);
-    println!(
-        "{rows} rows x 10 columns ({input_mib:.0} MiB in Arrow), 10 partitions; medians of {} runs; whole bench {:.0} s",
-        options.runs,
-        b.started.elapsed().as_secs_f64()
-    );
-    println!();
-    println!("| table | arbor read --format parquet | peak RSS | hudi-rs + pyarrow | peak RSS | time ratio | RSS ratio |");
-    println!("|---|---|---|---|---|---|---|");
-    for l in lines {
-        println!("{l}");
-    }
-    Ok(())
+    Ok(SizeMeasured {
+        lines,
+        mor_full: mor_full.ok_or("bench rss: no MOR read")?,
+        mor_one_column: mor_one_column.ok_or("bench rss: no one-column read")?,
+    })
 }
 
 #[cfg(test)]
@@ -331,11 +432,15 @@ mod tests {
     fn test_parse_args_defaults_and_bad_input() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let o = parse_args(&args(&["rss"])).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((o.rows, o.runs, o.peer), (2_000_000, 3, true));
-        let o = parse_args(&args(&["rss", "--rows", "1000", "--no-peer"]))
+        assert_eq!(
+            (o.rows, o.runs, o.peer, o.peer_rows),
+            (vec![2_000_000, 20_000_000], 3, true, 2_000_000)
+        );
+        let o = parse_args(&args(&["rss", "--rows", "1000,2_000", "--no-peer"]))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((o.rows, o.peer), (1000, false));
+        assert_eq!((o.rows, o.peer), (vec![1000, 2000], false));
         assert!(parse_args(&args(&["rss", "--rows", "0"])).is_err());
+        assert!(parse_args(&args(&["rss", "--rows", "1,x"])).is_err());
         assert!(parse_args(&args(&["rss", "--bogus"])).is_err());
     }
 }
