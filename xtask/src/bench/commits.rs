@@ -197,7 +197,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         seconds.push(started.elapsed().as_secs_f64());
         let v: serde_json::Value =
             serde_json::from_str(&out).map_err(|e| format!("commit {i}: {e}: {out}"))?;
-        let updated = v.pointer("/records/updated").and_then(|u| u.as_u64());
+        let updated = v.get("updated").and_then(serde_json::Value::as_u64);
         if updated != Some(UPSERT_ROWS) {
             return Err(format!(
                 "commit {i}: updated {updated:?} rows, expected {UPSERT_ROWS}: {out}"
