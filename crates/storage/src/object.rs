@@ -25,7 +25,7 @@ use crate::error::{Result, StorageError};
 use crate::path::validate_key;
 use crate::storage::{ListPage, ObjectMeta, Storage, Version, MAX_DELETE_BATCH};
 
-use self::local::{is_hidden_name, LocalFiles, LocalSource, LocalWriteMode};
+use self::local::{LocalFiles, LocalSource, LocalWriteMode};
 
 /// How often `put_if_absent` retries when the backend reported a conflict but no object exists
 /// (real S3 answers concurrent conditional writes with `409 ConditionalRequestConflict`, which
@@ -640,11 +640,12 @@ impl Storage for ObjectStoreStorage {
 
     async fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
         let prefix_path = self.prefix_path(prefix)?;
-        if let Some(local) = &self.local {
-            if !local.is_dir(prefix) {
-                // Missing, or an object rather than a directory: no children.
-                return Ok((Vec::new(), Vec::new()));
-            }
+        if let Some(local) = self.local.clone() {
+            // Missing, or an object rather than a directory: no children.
+            let p = prefix.to_string();
+            return self
+                .blocking("list_dir", prefix, move || local.list_dir(&p))
+                .await;
         }
         let res = match self.store.list_with_delimiter(prefix_path.as_ref()).await {
             Ok(res) => res,
@@ -652,12 +653,9 @@ impl Storage for ObjectStoreStorage {
             Err(e) => return Err(self.map_err("list_dir", prefix, e)),
         };
         let quote = self.quote_listed_etags;
-        let local = self.local.is_some();
         let mut objects: Vec<ObjectMeta> = res
             .objects
             .into_iter()
-            // The local backend's lock files are no objects.
-            .filter(|m| !(local && m.location.filename().is_some_and(is_hidden_name)))
             .map(|m| listed_meta(m, quote))
             .collect();
         objects.sort_by(|a, b| a.key.cmp(&b.key));

@@ -16,7 +16,7 @@ use object_store::path::Path;
 
 use crate::durable::sync_dir;
 use crate::error::{Result, StorageError};
-use crate::storage::{ListPage, Version};
+use crate::storage::{ListPage, ObjectMeta, Version};
 
 mod key_lock;
 mod listing;
@@ -130,11 +130,6 @@ impl LocalFiles {
         } else {
             self.file_path(prefix)
         }
-    }
-
-    /// True if `prefix` names an existing directory.
-    pub(super) fn is_dir(&self, prefix: &str) -> bool {
-        self.dir_path(prefix).map(|p| p.is_dir()).unwrap_or(false)
     }
 
     /// Writes `key` from `source` if `mode` allows: the data goes to a temporary file next to the
@@ -320,12 +315,13 @@ impl LocalFiles {
             .map_err(|e| backend("list", prefix, e))?;
         Ok(ListPage::of_sorted(objects, max_keys))
     }
-}
 
-/// True for the names of files that are not objects (temporary files and lock files), which
-/// listings hide.
-pub(super) fn is_hidden_name(name: &str) -> bool {
-    listing::is_hidden_name(name)
+    /// The objects directly under directory `prefix` and the keys of its sub-directories, each
+    /// in ascending order ([`listing::list_one_level`]).
+    pub(super) fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
+        let dir = self.dir_path(prefix)?;
+        listing::list_one_level(&dir, prefix).map_err(|e| backend("list_dir", prefix, e))
+    }
 }
 
 /// Removes the file of `key` at `target` (the caller holds the key's lock), then waits until

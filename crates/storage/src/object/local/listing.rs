@@ -150,6 +150,74 @@ impl Walk<'_> {
     }
 }
 
+/// The objects directly in directory `dir` (whose key prefix is `dir_key`, empty for the root)
+/// and the keys of its sub-directories, each in ascending order; nothing when `dir` is missing
+/// or not a directory. One `read_dir`, and one `stat` per file relative to the open directory
+/// (symlinks are followed, like object_store's listing, at the cost of a path lookup): a
+/// timeline directory of a few hundred instants lists in a fraction of what object_store's
+/// walk takes (two path lookups per entry).
+pub(super) fn list_one_level(
+    dir: &FsPath,
+    dir_key: &str,
+) -> io::Result<(Vec<ObjectMeta>, Vec<String>)> {
+    let read = match fs::read_dir(dir) {
+        Ok(r) => r,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok((Vec::new(), Vec::new()))
+        }
+        Err(e) => return Err(e),
+    };
+    let dir_key = dir_key.trim_end_matches('/');
+    let key_of = |name: &str| {
+        if dir_key.is_empty() {
+            name.to_string()
+        } else {
+            format!("{dir_key}/{name}")
+        }
+    };
+    let (mut objects, mut dirs) = (Vec::new(), Vec::new());
+    for entry in read {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue; // not UTF-8: not a key
+        };
+        if is_hidden_name(&name) || name.is_empty() || name == "." || name == ".." {
+            continue;
+        }
+        let file_type = match entry.file_type() {
+            Ok(t) => t,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if file_type.is_dir() {
+            dirs.push(key_of(&name));
+            continue;
+        }
+        let meta = if file_type.is_symlink() {
+            fs::metadata(entry.path())
+        } else {
+            entry.metadata()
+        };
+        let meta = match meta {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue, // deleted meanwhile
+            Err(e) => return Err(e),
+        };
+        if meta.is_dir() {
+            dirs.push(key_of(&name));
+        } else if meta.is_file() {
+            objects.push(object_meta(key_of(&name), &meta));
+        }
+    }
+    objects.sort_by(|a, b| a.key.cmp(&b.key));
+    dirs.sort();
+    Ok((objects, dirs))
+}
+
 /// The metadata of a file as the listing reports it (same ETag as object_store's `head`).
 fn object_meta(key: String, meta: &fs::Metadata) -> ObjectMeta {
     ObjectMeta {
@@ -183,6 +251,54 @@ pub(super) fn is_staging_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_one_level_lists_files_and_directories_sorted_without_hidden_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        fs::create_dir_all(t.join("history/deep")).unwrap();
+        fs::create_dir_all(t.join("a")).unwrap();
+        for name in [
+            "2.commit",
+            "1.commit",
+            "x.commit#123",
+            ".arbor-lock-0123456789abcdef",
+        ] {
+            fs::write(t.join(name), b"abc").unwrap();
+        }
+        fs::write(t.join("history/deep/h"), b"").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(t.join("1.commit"), t.join("3.link")).unwrap();
+            std::os::unix::fs::symlink(t.join("a"), t.join("b.link")).unwrap();
+            std::os::unix::fs::symlink(t.join("gone"), t.join("dangling")).unwrap();
+        }
+        for key in ["p/t", "p/t/"] {
+            let (objects, dirs) = list_one_level(&t, key).unwrap();
+            let keys: Vec<&str> = objects.iter().map(|o| o.key.as_str()).collect();
+            let mut want_keys = vec!["p/t/1.commit", "p/t/2.commit"];
+            let mut want_dirs = vec!["p/t/a", "p/t/history"];
+            if cfg!(unix) {
+                want_keys.push("p/t/3.link");
+                want_dirs.insert(1, "p/t/b.link");
+            }
+            assert_eq!(keys, want_keys);
+            assert_eq!(dirs, want_dirs);
+            assert!(objects
+                .iter()
+                .all(|o| o.size == 3 && o.version.e_tag.is_some()));
+            // The same ETag as a sorted listing (and so object_store's head) reports.
+            let sorted = list_sorted(&t, key.trim_end_matches('/'), None, 10).unwrap();
+            let first = sorted.iter().find(|o| o.key == "p/t/1.commit").unwrap();
+            assert_eq!(objects.first().unwrap().version, first.version);
+        }
+        let (objects, dirs) = list_one_level(&t.join("missing"), "m").unwrap();
+        assert!(objects.is_empty() && dirs.is_empty());
+        let (objects, dirs) = list_one_level(&t.join("1.commit"), "f").unwrap();
+        assert!(objects.is_empty() && dirs.is_empty());
+        let (objects, _) = list_one_level(&t.join("a"), "").unwrap();
+        assert!(objects.is_empty());
+    }
 
     #[test]
     fn test_staging_names() {
