@@ -149,18 +149,8 @@ fn files_under(dir: &Path) -> usize {
 /// Runs the bench.
 pub fn run(args: &[String]) -> Result<(), String> {
     let options = parse_args(args)?;
-    if cfg!(debug_assertions) {
-        if options.arbor.is_none() {
-            eprintln!("bench commits: building the release arbor CLI");
-            crate::run(Command::new("cargo").args(["build", "--release", "-p", "arbor-cli"]))?;
-        }
-        return super::run_release(args);
-    }
-    let bin = match &options.arbor {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("bench commits: {e}"))?
-            .with_file_name("arbor"),
+    let Some(bin) = super::release_cli("commits", options.arbor.as_deref(), args)? else {
+        return Ok(());
     };
     let b = start("commits", options.dir.as_deref())?;
     let table = b.work.join("t");

@@ -247,6 +247,37 @@ pub fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// Builds the release xtask and runs `bench` with `args` there.
+/// For a bench that runs the release `arbor` CLI. In a debug build: builds the CLI (unless
+/// `arbor` names one), re-runs the bench as a release build and returns `None` (the bench ran
+/// there). In a release build: the CLI to run, `arbor` or the `arbor` next to this xtask.
+fn release_cli(
+    kind: &str,
+    arbor: Option<&Path>,
+    args: &[String],
+) -> Result<Option<PathBuf>, String> {
+    if cfg!(debug_assertions) {
+        if arbor.is_none() {
+            eprintln!("bench {kind}: building the release arbor CLI");
+            crate::run(Command::new("cargo").args(["build", "--release", "-p", "arbor-cli"]))?;
+        }
+        run_release(args)?;
+        return Ok(None);
+    }
+    let bin = match arbor {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe()
+            .map_err(|e| format!("bench {kind}: {e}"))?
+            .with_file_name("arbor"),
+    };
+    if !bin.is_file() {
+        return Err(format!(
+            "bench {kind}: no arbor binary at {} (cargo build --release -p arbor-cli, or --arbor PATH)",
+            bin.display()
+        ));
+    }
+    Ok(Some(bin))
+}
+
 fn run_release(args: &[String]) -> Result<(), String> {
     eprintln!("bench: this is a debug build; building the release xtask");
     crate::run(Command::new("cargo").args(["build", "--release", "-p", "xtask"]))?;

@@ -200,25 +200,9 @@ fn summarize(runs: &[Measured]) -> Result<Row, String> {
 /// Runs the bench.
 pub fn run(args: &[String]) -> Result<(), String> {
     let options = parse_args(args)?;
-    if cfg!(debug_assertions) {
-        if options.arbor.is_none() {
-            eprintln!("bench rss: building the release arbor CLI");
-            crate::run(Command::new("cargo").args(["build", "--release", "-p", "arbor-cli"]))?;
-        }
-        return super::run_release(args);
-    }
-    let arbor = match &options.arbor {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("bench rss: {e}"))?
-            .with_file_name("arbor"),
+    let Some(arbor) = super::release_cli("rss", options.arbor.as_deref(), args)? else {
+        return Ok(());
     };
-    if !arbor.is_file() {
-        return Err(format!(
-            "bench rss: no arbor binary at {} (cargo build --release -p arbor-cli, or --arbor PATH)",
-            arbor.display()
-        ));
-    }
     let python = if options.peer {
         Some(peer::python()?)
     } else {

@@ -82,17 +82,9 @@ impl Walk<'_> {
         }
         let mut entries = Vec::new();
         for entry in read {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
-            let Ok(name) = entry.file_name().into_string() else {
-                continue; // not UTF-8: not a key
-            };
-            if is_hidden_name(&name) || name.is_empty() || name == "." || name == ".." {
+            let Some((entry, name)) = key_entry(entry)? else {
                 continue;
-            }
+            };
             let path = entry.path();
             // Follow symlinks, like object_store's listing.
             let meta = match fs::metadata(&path) {
@@ -177,17 +169,9 @@ pub(super) fn list_one_level(
     };
     let (mut objects, mut dirs) = (Vec::new(), Vec::new());
     for entry in read {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        let Ok(name) = entry.file_name().into_string() else {
-            continue; // not UTF-8: not a key
-        };
-        if is_hidden_name(&name) || name.is_empty() || name == "." || name == ".." {
+        let Some((entry, name)) = key_entry(entry)? else {
             continue;
-        }
+        };
         let file_type = match entry.file_type() {
             Ok(t) => t,
             Err(e) if e.kind() == ErrorKind::NotFound => continue,
@@ -216,6 +200,23 @@ pub(super) fn list_one_level(
     objects.sort_by(|a, b| a.key.cmp(&b.key));
     dirs.sort();
     Ok((objects, dirs))
+}
+
+/// A directory entry that can be an object or a directory of objects, with its name: `None` for
+/// an entry deleted meanwhile, a name that is not UTF-8 (not a key) and hidden files.
+fn key_entry(entry: io::Result<fs::DirEntry>) -> io::Result<Option<(fs::DirEntry, String)>> {
+    let entry = match entry {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Ok(name) = entry.file_name().into_string() else {
+        return Ok(None);
+    };
+    if is_hidden_name(&name) || name.is_empty() || name == "." || name == ".." {
+        return Ok(None);
+    }
+    Ok(Some((entry, name)))
 }
 
 /// The metadata of a file as the listing reports it (same ETag as object_store's `head`).
