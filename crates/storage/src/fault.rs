@@ -392,6 +392,11 @@ impl Storage for FaultInjectingStorage {
         finish(v, self.inner.list_dir(prefix).await)
     }
 
+    async fn list_dir_keys(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let v = self.begin(OpKind::ListDir, prefix).await?;
+        finish(v, self.inner.list_dir_keys(prefix).await)
+    }
+
     async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>> {
         let v = self
             .begin_batch(OpKind::Delete, &keys.join(", "), keys.len())

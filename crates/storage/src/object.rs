@@ -669,6 +669,18 @@ impl Storage for ObjectStoreStorage {
         Ok((objects, dirs))
     }
 
+    async fn list_dir_keys(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        if let Some(local) = self.local.clone() {
+            self.prefix_path(prefix)?;
+            let p = prefix.to_string();
+            return self
+                .blocking("list_dir", prefix, move || local.list_dir_keys(&p))
+                .await;
+        }
+        let (objects, dirs) = self.list_dir(prefix).await?;
+        Ok((objects.into_iter().map(|m| m.key).collect(), dirs))
+    }
+
     async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>> {
         if keys.len() > MAX_DELETE_BATCH {
             return Err(StorageError::InvalidArgument {

@@ -270,6 +270,21 @@ impl Storage for PrefixedStorage {
         Ok((objects, dirs))
     }
 
+    async fn list_dir_keys(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let full_prefix = self.full_prefix(prefix)?;
+        let (objects, dirs) = self
+            .inner
+            .list_dir_keys(&full_prefix)
+            .await
+            .map_err(|e| self.err_out(e))?;
+        let strip = |keys: Vec<String>| {
+            keys.into_iter()
+                .map(|k| self.strip_returned("list_dir", k))
+                .collect::<Result<Vec<_>>>()
+        };
+        Ok((strip(objects)?, strip(dirs)?))
+    }
+
     async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>> {
         // Every key is checked before anything is deleted, as the contract asks.
         let full = keys

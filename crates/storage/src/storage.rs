@@ -126,6 +126,16 @@ pub trait Storage: Debug + Display + Send + Sync + 'static {
     /// sub-directories (as keys, without trailing `/`), both ascending.
     async fn list_dir(&self, prefix: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)>;
 
+    /// The keys of [`list_dir`](Storage::list_dir) without the objects' metadata: the objects in
+    /// directory `prefix` and its sub-directories, both ascending, exactly the keys `list_dir`
+    /// returns. For callers that only need names (a timeline lists instant files by name);
+    /// backends where metadata costs a call per object (the local file system) answer it
+    /// without that call. The default asks `list_dir`.
+    async fn list_dir_keys(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let (objects, dirs) = self.list_dir(prefix).await?;
+        Ok((objects.into_iter().map(|m| m.key).collect(), dirs))
+    }
+
     /// Deletes up to [`MAX_DELETE_BATCH`] objects. Deleting a missing key is not an error. Returns
     /// one result per key, in order; the call itself fails only for a bad argument.
     async fn delete_batch(&self, keys: &[String]) -> Result<Vec<Result<()>>>;

@@ -322,6 +322,12 @@ impl LocalFiles {
         let dir = self.dir_path(prefix)?;
         listing::list_one_level(&dir, prefix).map_err(|e| backend("list_dir", prefix, e))
     }
+
+    /// The keys [`LocalFiles::list_dir`] lists, without a `stat` per regular file.
+    pub(super) fn list_dir_keys(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let dir = self.dir_path(prefix)?;
+        listing::list_one_level_keys(&dir, prefix).map_err(|e| backend("list_dir", prefix, e))
+    }
 }
 
 /// Removes the file of `key` at `target` (the caller holds the key's lock), then waits until

@@ -209,6 +209,22 @@ pub(super) async fn list_dir(ctx: &Ctx) {
         dirs == [format!("{prefix}/x/sub")],
         "list_dir x dirs {dirs:?}"
     );
+    // `list_dir_keys` lists the same keys, wherever `list_dir` is asked.
+    for p in [
+        prefix.clone(),
+        format!("{prefix}/x"),
+        format!("{prefix}/y"),
+        ctx.key("nope"),
+    ] {
+        let (objects, dirs) = ok(ctx, "list_dir", s.list_dir(&p).await);
+        let objects: Vec<String> = objects.into_iter().map(|m| m.key).collect();
+        let keys = ok(ctx, "list_dir_keys", s.list_dir_keys(&p).await);
+        check!(
+            ctx,
+            keys == (objects.clone(), dirs.clone()),
+            "list_dir_keys({p}) {keys:?}, list_dir {objects:?} {dirs:?}"
+        );
+    }
     let (objects, dirs) = ok(ctx, "list_dir missing", s.list_dir(&ctx.key("nope")).await);
     check!(
         ctx,

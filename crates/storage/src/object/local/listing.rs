@@ -152,6 +152,35 @@ pub(super) fn list_one_level(
     dir: &FsPath,
     dir_key: &str,
 ) -> io::Result<(Vec<ObjectMeta>, Vec<String>)> {
+    let (objects, dirs) = one_level(dir, dir_key, true)?;
+    let mut objects: Vec<ObjectMeta> = objects
+        .into_iter()
+        .filter_map(|(key, meta)| meta.map(|m| object_meta(key, &m)))
+        .collect();
+    objects.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok((objects, dirs))
+}
+
+/// The keys [`list_one_level`] lists, without the `stat` of each regular file: the directory
+/// entry's type says what it is (only symlinks are followed with a `stat`).
+pub(super) fn list_one_level_keys(
+    dir: &FsPath,
+    dir_key: &str,
+) -> io::Result<(Vec<String>, Vec<String>)> {
+    let (objects, dirs) = one_level(dir, dir_key, false)?;
+    let mut keys: Vec<String> = objects.into_iter().map(|(key, _)| key).collect();
+    keys.sort();
+    Ok((keys, dirs))
+}
+
+/// The files directly in `dir` with their key (and their metadata when `with_meta`, else only
+/// for symlinks) and the sorted keys of its sub-directories.
+#[allow(clippy::type_complexity)]
+fn one_level(
+    dir: &FsPath,
+    dir_key: &str,
+    with_meta: bool,
+) -> io::Result<(Vec<(String, Option<fs::Metadata>)>, Vec<String>)> {
     let read = match fs::read_dir(dir) {
         Ok(r) => r,
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
@@ -181,6 +210,10 @@ pub(super) fn list_one_level(
             dirs.push(key_of(&name));
             continue;
         }
+        if file_type.is_file() && !with_meta {
+            objects.push((key_of(&name), None));
+            continue;
+        }
         let meta = if file_type.is_symlink() {
             fs::metadata(entry.path())
         } else {
@@ -194,10 +227,9 @@ pub(super) fn list_one_level(
         if meta.is_dir() {
             dirs.push(key_of(&name));
         } else if meta.is_file() {
-            objects.push(object_meta(key_of(&name), &meta));
+            objects.push((key_of(&name), Some(meta)));
         }
     }
-    objects.sort_by(|a, b| a.key.cmp(&b.key));
     dirs.sort();
     Ok((objects, dirs))
 }
@@ -292,13 +324,26 @@ mod tests {
             let sorted = list_sorted(&t, key.trim_end_matches('/'), None, 10).unwrap();
             let first = sorted.iter().find(|o| o.key == "p/t/1.commit").unwrap();
             assert_eq!(objects.first().unwrap().version, first.version);
+            // The keys alone are the same, without a stat per regular file.
+            assert_eq!(
+                list_one_level_keys(&t, key).unwrap(),
+                (want_keys_owned(&want_keys), dirs)
+            );
         }
+        assert_eq!(
+            list_one_level_keys(&t.join("missing"), "m").unwrap(),
+            (vec![], vec![])
+        );
         let (objects, dirs) = list_one_level(&t.join("missing"), "m").unwrap();
         assert!(objects.is_empty() && dirs.is_empty());
         let (objects, dirs) = list_one_level(&t.join("1.commit"), "f").unwrap();
         assert!(objects.is_empty() && dirs.is_empty());
         let (objects, _) = list_one_level(&t.join("a"), "").unwrap();
         assert!(objects.is_empty());
+    }
+
+    fn want_keys_owned(keys: &[&str]) -> Vec<String> {
+        keys.iter().map(|k| k.to_string()).collect()
     }
 
     #[test]
