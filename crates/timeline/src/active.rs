@@ -46,12 +46,25 @@ impl InstantFiles {
 /// instant files (`*.crc`, sub-directories such as `history/`, stray files) are skipped and
 /// reported by [`ActiveTimeline::skipped`]. Mutating methods write through the storage and update
 /// the snapshot; they never delete anything.
+///
+/// The steps that must see the directory as it is now ([`next_instant_time`],
+/// [`create_requested`] and the check before [`complete`]) list it again, except that a
+/// `create_requested` or `complete` right after `next_instant_time` uses the listing that
+/// `next_instant_time` just made: it was taken for this very step sequence (inside the same lock,
+/// when the caller holds one), and a concurrent writer could as well land right after a second
+/// listing (create-if-absent and the commit point decide).
+///
+/// [`create_requested`]: ActiveTimeline::create_requested
+/// [`next_instant_time`]: ActiveTimeline::next_instant_time
+/// [`complete`]: ActiveTimeline::complete
 #[derive(Debug, Clone)]
 pub struct ActiveTimeline {
     storage: Arc<dyn Storage>,
     layout: TableLayout,
     instants: BTreeMap<InstantKey, InstantFiles>,
     skipped: Vec<String>,
+    /// True from `next_instant_time`'s listing until the next step, which uses it.
+    fresh: bool,
 }
 
 /// Non-instant files that may sit in a layout-1 meta directory.
@@ -60,22 +73,23 @@ const V1_NON_INSTANT: &[&str] = &["hoodie.properties", "hoodie.properties.backup
 impl ActiveTimeline {
     /// Lists the timeline directory and parses every instant file name.
     pub async fn load(storage: Arc<dyn Storage>, layout: TableLayout) -> Result<Self> {
-        let (objects, _dirs) = storage.list_dir(&layout.timeline_dir).await?;
+        let (keys, _dirs) = storage.list_dir_keys(&layout.timeline_dir).await?;
         let mut tl = ActiveTimeline {
             storage,
             layout,
             instants: BTreeMap::new(),
             skipped: Vec::new(),
+            fresh: false,
         };
-        for meta in objects {
-            let name = meta.key.rsplit('/').next().unwrap_or(&meta.key).to_string();
+        for key in keys {
+            let name = key.rsplit('/').next().unwrap_or(&key).to_string();
             if name.ends_with(".crc") || V1_NON_INSTANT.contains(&name.as_str()) {
                 continue;
             }
             match parse_instant_file_name(&name, tl.layout.layout) {
                 Ok(instant) => tl.insert(instant),
                 Err(e) => {
-                    tracing::debug!(file = %meta.key, error = %e, "skipping non-instant file");
+                    tracing::debug!(file = %key, error = %e, "skipping non-instant file");
                     tl.skipped.push(name);
                 }
             }
@@ -251,7 +265,7 @@ impl ActiveTimeline {
         content: Bytes,
     ) -> Result<Instant> {
         self.ensure_writable()?;
-        self.reload().await?;
+        self.list_unless_fresh().await?;
         if self.contains_time(&time) {
             return Err(TimelineError::DuplicateInstant {
                 instant: time.to_string(),
@@ -280,6 +294,7 @@ impl ActiveTimeline {
         generator: &InstantTimeGenerator,
     ) -> Result<InstantTime> {
         self.reload().await?;
+        self.fresh = true;
         if let Some(max) = self.max_time() {
             generator.observe(&max);
         }
@@ -295,6 +310,7 @@ impl ActiveTimeline {
         content: Bytes,
     ) -> Result<Instant> {
         self.ensure_writable()?;
+        self.fresh = false;
         let files = self.get(&requested.requested_time, requested.action);
         let ok = match files {
             Some(f) => f.requested.is_some() && f.inflight.is_none() && f.completed.is_none(),
@@ -339,8 +355,8 @@ impl ActiveTimeline {
         completed.completion_time = Some(completion_time.clone());
         // Refresh this instant's files from storage so that a completion by another handle is
         // seen (the listing is of the timeline directory, which stays small).
-        let fresh = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
-        if let Some(done) = fresh
+        self.list_unless_fresh().await?;
+        if let Some(done) = self
             .get(&inflight.requested_time, inflight.action)
             .and_then(|f| f.completed.clone())
         {
@@ -349,7 +365,7 @@ impl ActiveTimeline {
                 path: self.layout.instant_key(&done)?,
             });
         }
-        let is_inflight = fresh
+        let is_inflight = self
             .get(&inflight.requested_time, inflight.action)
             .is_some_and(|f| f.inflight.is_some());
         if inflight.state != State::Inflight || !is_inflight {
@@ -435,6 +451,16 @@ impl ActiveTimeline {
     /// Re-lists the timeline directory.
     pub async fn reload(&mut self) -> Result<()> {
         *self = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        Ok(())
+    }
+
+    /// Re-lists the timeline directory unless `next_instant_time` just did (see the type's
+    /// documentation); either way the next step lists again.
+    async fn list_unless_fresh(&mut self) -> Result<()> {
+        if !self.fresh {
+            self.reload().await?;
+        }
+        self.fresh = false;
         Ok(())
     }
 }

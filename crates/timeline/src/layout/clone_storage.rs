@@ -381,6 +381,14 @@ impl Storage for ClonedStorage {
         Ok(ListPage::of_sorted(objects, max_keys))
     }
 
+    async fn list_dir_keys(&self, prefix: &str) -> SResult<(Vec<String>, Vec<String>)> {
+        if prefix != MDT_BASE && !is_mdt_file(prefix) {
+            return self.own.list_dir_keys(prefix).await;
+        }
+        let (objects, dirs) = self.list_dir(prefix).await?;
+        Ok((objects.into_iter().map(|m| m.key).collect(), dirs))
+    }
+
     async fn list_dir(&self, prefix: &str) -> SResult<(Vec<ObjectMeta>, Vec<String>)> {
         let (mut objects, mut dirs) = self.own.list_dir(prefix).await?;
         if prefix != MDT_BASE && !is_mdt_file(prefix) {

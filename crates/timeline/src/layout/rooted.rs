@@ -414,6 +414,24 @@ impl Storage for RootedStorage {
         ))
     }
 
+    async fn list_dir_keys(&self, prefix: &str) -> SResult<(Vec<String>, Vec<String>)> {
+        validate_key(prefix, true)?;
+        if prefix.is_empty() || prefix == MDT_BASE || prefix == META {
+            // Merged listings: as `list_dir` makes them.
+            let (objects, dirs) = self.list_dir(prefix).await?;
+            return Ok((objects.into_iter().map(|m| m.key).collect(), dirs));
+        }
+        let (objects, dirs) = self
+            .inner
+            .list_dir_keys(&self.map(prefix))
+            .await
+            .map_err(|e| self.err_out(e))?;
+        Ok((
+            objects.iter().filter_map(|k| self.unmap(k)).collect(),
+            dirs.iter().filter_map(|d| self.unmap(d)).collect(),
+        ))
+    }
+
     async fn delete_batch(&self, keys: &[String]) -> SResult<Vec<SResult<()>>> {
         let real = keys
             .iter()

@@ -544,3 +544,76 @@ async fn test_complete_relist_failure_after_commit_point_is_success() {
         .unwrap();
     assert_eq!(fresh.completed(), vec![done]);
 }
+
+/// The timeline listings `ops` made.
+fn listings(counter: &FaultInjectingStorage) -> usize {
+    counter
+        .ops()
+        .iter()
+        .filter(|o| o.kind == arbor_storage::OpKind::ListDir)
+        .count()
+}
+
+#[tokio::test]
+async fn test_a_step_right_after_next_instant_time_uses_its_listing_and_no_other() {
+    use arbor_timeline::generator::ManualClock;
+    let (storage, _) = new_table().await;
+    let counter = Arc::new(FaultInjectingStorage::new(storage.clone()));
+    let counted: Arc<dyn Storage> = counter.clone();
+    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+    let layout = TableLayout::from_config(".hoodie", &config).unwrap();
+    let generator = InstantTimeGenerator::with_clock(Arc::new(ManualClock::new(
+        t("20250101000000000").to_datetime().unwrap(),
+    )));
+    let mut tl = ActiveTimeline::load(counted.clone(), layout.clone())
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), 1);
+    // A load is not reused: the first step lists again (the load may be old).
+    let time = tl.next_instant_time(&generator).await.unwrap();
+    assert_eq!(listings(&counter), 2);
+    // create_requested right after next_instant_time: its listing serves.
+    let req = tl
+        .create_requested(time.clone(), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), 2);
+    let infl = tl.transition_to_inflight(&req, Bytes::new()).await.unwrap();
+    // complete right after next_instant_time: one listing before (that of next_instant_time)
+    // and one after the commit point (the race check).
+    let completion = tl.next_instant_time(&generator).await.unwrap();
+    assert_eq!(listings(&counter), 3);
+    let mut done = infl.with_state(State::Completed);
+    done.completion_time = Some(completion.clone());
+    tl.complete(&infl, completion, commit_bytes(&done))
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), 4);
+    // Any other step lists afresh: a second create on a stale handle sees the first.
+    let mut stale = ActiveTimeline::load(counted.clone(), layout).await.unwrap();
+    let next = tl.next_instant_time(&generator).await.unwrap();
+    tl.create_requested(next.clone(), Action::Clean, Bytes::new())
+        .await
+        .unwrap();
+    let before = listings(&counter);
+    let err = stale
+        .create_requested(next, Action::Commit, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, TimelineError::DuplicateInstant { .. }),
+        "{err}"
+    );
+    assert_eq!(listings(&counter), before + 1);
+    // The listing of next_instant_time serves one step only.
+    let n = tl.next_instant_time(&generator).await.unwrap();
+    let before = listings(&counter);
+    tl.create_requested(n, Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), before);
+    tl.create_requested(t("20990101000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), before + 1);
+}
