@@ -61,6 +61,12 @@ impl FileSlice {
             .map(|b| join(&self.partition, &b.file_name()))
     }
 
+    /// The base file's size as its listing recorded it; `None` without a base file or when the
+    /// size is unknown (recorded as 0), so that a reader looks it up.
+    pub fn base_file_size(&self) -> Option<u64> {
+        self.base_file.as_ref().map(|b| b.size).filter(|s| *s > 0)
+    }
+
     /// Keys of the log files relative to the table base, in order.
     pub fn log_file_paths(&self) -> Vec<String> {
         self.log_files

@@ -126,22 +126,24 @@ pub async fn base_file_schema(storage: &dyn Storage, key: &str) -> Result<Schema
     Ok(Arc::clone(arrow.schema()))
 }
 
-/// Reads the whole base file `key`, optionally projected to the named top-level columns (in
-/// the given order). The result has exactly the file's row count.
+/// Reads the whole base file `key` (of `size` bytes when known from a listing, which saves a
+/// `head`), optionally projected to the named top-level columns (in the given order). The
+/// result has exactly the file's row count.
 pub async fn read_base_file(
     storage: Arc<dyn Storage>,
     key: &str,
+    size: Option<u64>,
     projection: Option<&[String]>,
 ) -> Result<Vec<RecordBatch>> {
     let options = ReadOptions {
         projection: projection.map(<[String]>::to_vec),
         ..ReadOptions::default()
     };
-    BaseFileReader::open(storage, key)
-        .await?
-        .stream(&options)?
-        .try_collect()
-        .await
+    let reader = match size {
+        Some(size) => BaseFileReader::open_with_size(storage, key, size).await?,
+        None => BaseFileReader::open(storage, key).await?,
+    };
+    reader.stream(&options)?.try_collect().await
 }
 
 /// Byte ranges of one file closer than this are read with one request.
@@ -168,11 +170,29 @@ struct StorageFileReader {
     storage: Arc<dyn Storage>,
     key: String,
     metadata: Arc<ParquetMetaData>,
+    /// The whole file, when it was read at open (small files): ranges are cut from it.
+    whole: Option<Bytes>,
+}
+
+/// Range `range` of `whole`, the file `key`'s bytes.
+fn cut(key: &str, whole: &Bytes, range: &Range<u64>) -> parquet::errors::Result<Bytes> {
+    let start = usize::try_from(range.start).unwrap_or(usize::MAX);
+    let end = usize::try_from(range.end).unwrap_or(usize::MAX);
+    if start > end || end > whole.len() {
+        return Err(ParquetError::EOF(format!(
+            "range {range:?} of {key} ends past its {} bytes",
+            whole.len()
+        )));
+    }
+    Ok(whole.slice(start..end))
 }
 
 impl AsyncFileReader for StorageFileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
         async move {
+            if let Some(whole) = &self.whole {
+                return cut(&self.key, whole, &range);
+            }
             self.storage
                 .get_range(&self.key, range)
                 .await
@@ -188,6 +208,9 @@ impl AsyncFileReader for StorageFileReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         async move {
+            if let Some(whole) = &self.whole {
+                return ranges.iter().map(|r| cut(&self.key, whole, r)).collect();
+            }
             let merged = coalesce(&ranges, COALESCE_GAP);
             let fetched = futures::future::try_join_all(
                 merged
@@ -271,7 +294,13 @@ pub struct BaseFileReader {
     key: String,
     size: u64,
     metadata: ArrowReaderMetadata,
+    /// The whole file, for files of at most [`WHOLE_FILE_MAX`] bytes (read with one request).
+    whole: Option<Bytes>,
 }
+
+/// Files up to this size are read whole at open, with one request: their footer and every
+/// column chunk then come from memory (the footer read would fetch most of them anyway).
+const WHOLE_FILE_MAX: u64 = FOOTER_PREFETCH as u64;
 
 impl BaseFileReader {
     /// Opens `key`: checks the format, looks up the size and reads the footer. A footer whose
@@ -281,13 +310,34 @@ impl BaseFileReader {
         Self::open_with_size(storage, key, size).await
     }
 
-    /// Opens `key` whose size is already known (from a listing), saving the `head` call.
+    /// Opens `key` whose size is already known (from a listing), saving the `head` call. A
+    /// file of at most 64 KiB is read whole with this one request, and later reads of it make
+    /// none.
     pub async fn open_with_size(
         storage: Arc<dyn Storage>,
         key: &str,
         size: u64,
     ) -> Result<BaseFileReader> {
+        if size <= WHOLE_FILE_MAX {
+            check_base_file_format(key)?;
+            let (whole, _) = storage.get(key).await?;
+            let parquet = ParquetMetaDataReader::new()
+                .parse_and_finish(&whole)
+                .map_err(|e| parquet_error(key, e))?;
+            return Self::with_metadata(storage, key, whole.len() as u64, parquet, Some(whole));
+        }
         let parquet = base_file_metadata(storage.as_ref(), key, Some(size)).await?;
+        Self::with_metadata(storage, key, size, Arc::unwrap_or_clone(parquet), None)
+    }
+
+    fn with_metadata(
+        storage: Arc<dyn Storage>,
+        key: &str,
+        size: u64,
+        parquet: ParquetMetaData,
+        whole: Option<Bytes>,
+    ) -> Result<BaseFileReader> {
+        let parquet = Arc::new(parquet);
         check_row_counts(key, &parquet)?;
         let metadata = ArrowReaderMetadata::try_new(parquet, ArrowReaderOptions::new())
             .map_err(|e| parquet_error(key, e))?;
@@ -296,6 +346,7 @@ impl BaseFileReader {
             key: key.to_string(),
             size,
             metadata,
+            whole,
         })
     }
 
@@ -362,6 +413,7 @@ impl BaseFileReader {
             storage: Arc::clone(&self.storage),
             key: self.key.clone(),
             metadata: Arc::clone(self.metadata.metadata()),
+            whole: self.whole.clone(),
         };
         let key = self.key.clone();
         let stream =

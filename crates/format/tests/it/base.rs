@@ -59,7 +59,7 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
                 .map(|g| g.num_rows())
                 .sum();
             assert_eq!(footer_rows, group_rows as u64, "{key}");
-            let batches = read_base_file(Arc::clone(&storage), &key, None)
+            let batches = read_base_file(Arc::clone(&storage), &key, None, None)
                 .await
                 .unwrap();
             let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
@@ -81,6 +81,7 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
                 let projected = read_base_file(
                     Arc::clone(&storage),
                     &key,
+                    None,
                     Some(&[meta::FILE_NAME.to_string()]),
                 )
                 .await
@@ -298,7 +299,7 @@ async fn test_write_base_file_round_trip_meta_and_data_columns() {
         );
     }
 
-    let batches = read_base_file(Arc::clone(&storage), &key, None)
+    let batches = read_base_file(Arc::clone(&storage), &key, None, None)
         .await
         .unwrap();
     let all = arrow::compute::concat_batches(&schema, &batches).unwrap();
@@ -408,7 +409,7 @@ async fn test_write_base_file_preserved_commit_metadata_and_zstd() {
         meta::COMMIT_SEQNO.to_string(),
         meta::COMMIT_TIME.to_string(),
     ];
-    let batches = read_base_file(Arc::clone(&storage), &key, Some(&projection))
+    let batches = read_base_file(Arc::clone(&storage), &key, None, Some(&projection))
         .await
         .unwrap();
     let b = batches.first().unwrap();
@@ -480,7 +481,7 @@ async fn test_read_base_file_garbage_and_truncated_errors_name_path() {
         )
         .await
         .unwrap();
-    let err = read_base_file(Arc::clone(&storage), garbage, None)
+    let err = read_base_file(Arc::clone(&storage), garbage, None, None)
         .await
         .unwrap_err();
     assert!(
@@ -495,7 +496,7 @@ async fn test_read_base_file_garbage_and_truncated_errors_name_path() {
     let truncated = "p/truncated_0-1-2_20250101000000000.parquet";
     let half = good.bytes.slice(0..good.bytes.len() / 2);
     storage.put(truncated, half).await.unwrap();
-    let err = read_base_file(Arc::clone(&storage), truncated, None)
+    let err = read_base_file(Arc::clone(&storage), truncated, None, None)
         .await
         .unwrap_err();
     assert!(
@@ -510,7 +511,7 @@ async fn test_read_base_file_garbage_and_truncated_errors_name_path() {
     }
     let corrupt = "p/corrupt_0-1-2_20250101000000000.parquet";
     storage.put(corrupt, Bytes::from(spliced)).await.unwrap();
-    let err = read_base_file(Arc::clone(&storage), corrupt, None)
+    let err = read_base_file(Arc::clone(&storage), corrupt, None, None)
         .await
         .unwrap_err();
     assert!(
@@ -522,7 +523,7 @@ async fn test_read_base_file_garbage_and_truncated_errors_name_path() {
 #[tokio::test]
 async fn test_read_base_file_missing_is_not_found_and_unknown_column_schema_error() {
     let (_dir, storage) = temp_storage();
-    let err = read_base_file(Arc::clone(&storage), "nope.parquet", None)
+    let err = read_base_file(Arc::clone(&storage), "nope.parquet", None, None)
         .await
         .unwrap_err();
     assert!(
@@ -539,9 +540,14 @@ async fn test_read_base_file_missing_is_not_found_and_unknown_column_schema_erro
         )
         .await
         .unwrap();
-    let err = read_base_file(Arc::clone(&storage), FILE_NAME, Some(&["nope".to_string()]))
-        .await
-        .unwrap_err();
+    let err = read_base_file(
+        Arc::clone(&storage),
+        FILE_NAME,
+        None,
+        Some(&["nope".to_string()]),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&err, FormatError::Schema { field: Some(f), .. } if f == "nope"),
         "{err:?}"
@@ -602,7 +608,7 @@ async fn test_write_base_file_without_meta_values() {
         .unwrap();
     assert_eq!(reader.footer_value(FOOTER_MIN_RECORD_KEY), None);
     assert_eq!(reader.footer_value(FOOTER_MAX_RECORD_KEY), None);
-    let batches = read_base_file(Arc::clone(&storage), &key, None)
+    let batches = read_base_file(Arc::clone(&storage), &key, None, None)
         .await
         .unwrap();
     let all = arrow::compute::concat_batches(&reader.schema(), &batches).unwrap();
@@ -674,7 +680,7 @@ async fn test_write_unique_column_plain_repeated_column_dictionary_values_unchan
         column("name").dictionary_page_offset().is_some(),
         "name keeps its dictionary"
     );
-    let read = read_base_file(Arc::clone(&storage), &key, None)
+    let read = read_base_file(Arc::clone(&storage), &key, None, None)
         .await
         .unwrap();
     let rows: usize = read.iter().map(RecordBatch::num_rows).sum();
@@ -737,4 +743,55 @@ fn test_open_stream_writes_the_same_bytes_as_encode_keyed_and_refuses_bad_batche
     short.write(&b1, &all_keys.slice(0, 4)).unwrap();
     let err = short.finish().unwrap_err().to_string();
     assert!(err.contains("6 preserved commit times"), "{err}");
+}
+
+#[tokio::test]
+async fn test_a_small_file_of_known_size_is_read_with_one_request_a_large_one_by_ranges() {
+    use arbor_storage::{FaultInjectingStorage, OpKind};
+    let (_dir, storage) = temp_storage();
+    let small_ids: Vec<i32> = (0..20).collect();
+    let large_ids: Vec<i32> = (0..40_000).collect();
+    let mut sizes = Vec::new();
+    for (name, ids) in [("small", &small_ids), ("large", &large_ids)] {
+        let key = format!("{name}/{FILE_NAME}");
+        let written = writer()
+            .write(storage.as_ref(), &key, &[data_batch(ids)], &keys(ids))
+            .await
+            .unwrap();
+        sizes.push((key, written.size, ids.len()));
+    }
+    assert!(
+        sizes[0].1 <= 64 * 1024 && sizes[1].1 > 64 * 1024,
+        "{sizes:?}"
+    );
+    for (key, size, rows) in &sizes {
+        let counter = Arc::new(FaultInjectingStorage::new(Arc::clone(&storage)));
+        let counted: Arc<dyn Storage> = counter.clone();
+        // Read twice: whole, then projected.
+        let all = read_base_file(Arc::clone(&counted), key, Some(*size), None)
+            .await
+            .unwrap();
+        assert_eq!(all.iter().map(|b| b.num_rows()).sum::<usize>(), *rows);
+        let projected = ["id".to_string()];
+        let one = read_base_file(Arc::clone(&counted), key, Some(*size), Some(&projected))
+            .await
+            .unwrap();
+        assert_eq!(one.iter().map(|b| b.num_rows()).sum::<usize>(), *rows);
+        let ops = counter.ops();
+        assert!(ops.iter().all(|o| o.kind != OpKind::Head), "{key}: {ops:?}");
+        let gets = ops.iter().filter(|o| o.kind == OpKind::Get).count();
+        let ranges = ops.iter().filter(|o| o.kind == OpKind::GetRange).count();
+        if *size <= 64 * 1024 {
+            // One whole-object GET per open; the data come from it.
+            assert_eq!((gets, ranges), (2, 0), "{key}: {ops:?}");
+        } else {
+            assert_eq!(gets, 0, "{key}: {ops:?}");
+            assert!(ranges >= 4, "{key}: {ops:?}");
+        }
+        // The same rows as through a head.
+        let headed = read_base_file(Arc::clone(&storage), key, None, None)
+            .await
+            .unwrap();
+        assert_eq!(headed, all);
+    }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use arbor_format::base::BaseFileWriter;
 use arbor_storage::Storage;
+use futures::{StreamExt, TryStreamExt};
 
 use super::context::Table;
 use crate::error::{Result, TableError};
@@ -79,10 +80,31 @@ pub(super) async fn write_files(
         stage: files.fragment.map_or((0, 0), |f| (f, fragment_attempt())),
     };
     let plan = files.plan;
-    let partitions: BTreeSet<&str> = plan.groups.iter().map(|g| g.partition.as_str()).collect();
-    for p in partitions {
-        commit::ensure_partition_marker(&ctx.storage, p, instant).await?;
-    }
+    // A partition with a current file slice has its marker (every writer creates it before
+    // the partition's first file); the others are checked, a few at a time.
+    let existing: BTreeSet<&str> = plan
+        .groups
+        .iter()
+        .filter(|g| g.existing.is_some())
+        .map(|g| g.partition.as_str())
+        .collect();
+    let new_partitions: BTreeSet<&str> = plan
+        .groups
+        .iter()
+        .map(|g| g.partition.as_str())
+        .filter(|p| !existing.contains(p))
+        .collect();
+    let marks: Vec<_> = new_partitions
+        .into_iter()
+        .map(|p| {
+            let (storage, p, instant) = (ctx.storage.clone(), p.to_string(), instant.to_string());
+            async move { commit::ensure_partition_marker(&storage, &p, &instant).await }
+        })
+        .collect();
+    futures::stream::iter(marks)
+        .buffer_unordered(ctx.options.parallelism.get().max(4))
+        .try_collect::<Vec<()>>()
+        .await?;
     let width = ctx.options.parallelism.get();
     let mut out = Vec::with_capacity(plan.groups.len());
     let groups: Vec<(usize, &GroupPlan)> = plan.groups.iter().enumerate().collect();

@@ -126,7 +126,8 @@ async fn current_rows(
     if slice.log_files.is_empty() {
         return Ok(match slice.base_file_path() {
             Some(path) => {
-                let rows = read_base_file(ctx.storage.clone(), &path, None).await?;
+                let rows = read_base_file(ctx.storage.clone(), &path, slice.base_file_size(), None)
+                    .await?;
                 Some((path, rows))
             }
             None => None,

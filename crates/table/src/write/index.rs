@@ -143,16 +143,37 @@ impl SimpleIndex {
                             if !projection.iter().any(|c| c == f) {
                                 projection.push(f.to_string());
                             }
-                            match read_base_file(storage.clone(), &path, Some(&projection)).await {
+                            match read_base_file(
+                                storage.clone(),
+                                &path,
+                                slice.base_file_size(),
+                                Some(&projection),
+                            )
+                            .await
+                            {
                                 Ok(b) => b,
                                 // A base file written before the ordering column existed (or
                                 // any other failure, which the second read reports).
                                 Err(_) => {
-                                    read_base_file(storage.clone(), &path, Some(&key_only)).await?
+                                    read_base_file(
+                                        storage.clone(),
+                                        &path,
+                                        slice.base_file_size(),
+                                        Some(&key_only),
+                                    )
+                                    .await?
                                 }
                             }
                         }
-                        None => read_base_file(storage.clone(), &path, Some(&key_only)).await?,
+                        None => {
+                            read_base_file(
+                                storage.clone(),
+                                &path,
+                                slice.base_file_size(),
+                                Some(&key_only),
+                            )
+                            .await?
+                        }
                     }
                 }
                 None => Vec::new(),

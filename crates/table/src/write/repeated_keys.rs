@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use arbor_format::base::read_base_file;
 use arbor_format::meta;
+use arbor_fsview::FileSlice;
 use arbor_storage::Storage;
 
 use super::history_scope::WriteHistory;
@@ -77,7 +78,14 @@ pub(crate) async fn groups_to_rewrite(
         };
         let mut seen: HashMap<String, u32> = HashMap::new();
         let mut repeated = false;
-        for batch in read_base_file(storage.clone(), &path, projection.as_deref()).await? {
+        for batch in read_base_file(
+            storage.clone(),
+            &path,
+            group.existing.as_ref().and_then(FileSlice::base_file_size),
+            projection.as_deref(),
+        )
+        .await?
+        {
             for key in stored_keys.keys(&batch, &path)?.into_iter().flatten() {
                 if changed.contains(key.as_str()) {
                     let n = seen.entry(key).or_default();

@@ -211,7 +211,13 @@ async fn slice_values_ordered(
                         projection.push(c.to_string());
                     }
                 }
-                read_base_file(storage.clone(), &path, Some(&projection)).await?
+                read_base_file(
+                    storage.clone(),
+                    &path,
+                    slice.base_file_size(),
+                    Some(&projection),
+                )
+                .await?
             }
             None => Vec::new(),
         }

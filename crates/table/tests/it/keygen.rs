@@ -65,7 +65,7 @@ async fn test_keys_recomputed_from_data_equal_fixture_meta_columns() {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            let batches = read_base_file(Arc::clone(&storage), &key, None)
+            let batches = read_base_file(Arc::clone(&storage), &key, None, None)
                 .await
                 .unwrap();
             let mut first_row = 0;

@@ -74,7 +74,7 @@ async fn assert_files_have_null_meta_values(base: &Path) {
         let dir = file.parent().unwrap();
         let name = file.file_name().unwrap().to_string_lossy().to_string();
         let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(dir).unwrap());
-        for b in arbor_format::base::read_base_file(storage, &name, None)
+        for b in arbor_format::base::read_base_file(storage, &name, None, None)
             .await
             .unwrap()
         {

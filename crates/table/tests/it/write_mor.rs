@@ -258,6 +258,7 @@ async fn keys_in_base_files(t: &TestTable) -> (std::collections::BTreeSet<String
         let batches = arbor_format::base::read_base_file(
             t.storage.clone(),
             &key,
+            None,
             Some(&["_hoodie_record_key".to_string()]),
         )
         .await
