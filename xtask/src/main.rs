@@ -47,6 +47,8 @@ fn main() -> ExitCode {
                  bench rss [--rows N] [--runs N] [--arbor PATH] [--no-peer]  whole-process time and peak RSS of `arbor read --format parquet` against hudi-rs + pyarrow (release build)\n  \
                  bench mdt-clean [--commits N] [--every N]  MDT files over many commits with and without the MDT's own clean (release build)\n  \
                  bench contention [--writers N] [--commits N] [--keys N] [--rows N]  concurrent writers of disjoint keys against one (release build)\n  \
+                 bench commits [--commits N] [--arbor PATH]  a 100-row upsert as a whole process at commit 50 and after thousands of commits (release build)\n  \
+                 bench requests [--partitions N] [--arbor PATH]  S3 requests per operation (upsert, branch, tag, publish, clean, one-key read) counted by moto (release build)\n  \
                  bench sql [--partitions N] [--files-per-partition N] [--rows-per-file N] [--runs N]  a selective SQL query on a 1,000-file table with and without pruning, and DataFusion's ListingTable (release build)\n  \
                  cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \
                  services            start PostgreSQL, moto, Azurite and ZooKeeper, print their environment"

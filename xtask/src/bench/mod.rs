@@ -11,7 +11,9 @@
 //! distributed`, distributed writes (commit time against fragments, Ray against one process), in
 //! [`distributed`]; `cargo xtask bench commits`, a 100-row upsert as a whole process early and
 //! late in a long history, in [`commits`]; `cargo xtask bench sql`, SQL pruning on a
-//! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]).
+//! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]); `cargo
+//! xtask bench requests`, the S3 requests of everyday operations counted by the server, in
+//! [`requests`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -58,6 +60,7 @@ mod peak_memory;
 mod peer;
 mod raw;
 mod report;
+mod requests;
 mod rss;
 mod skipping;
 mod ttl;
@@ -158,6 +161,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("commits") {
         return commits::run(args);
+    }
+    if args.first().map(String::as_str) == Some("requests") {
+        return requests::run(args);
     }
     if args.first().map(String::as_str) == Some("cluster") {
         return cluster::run(args);

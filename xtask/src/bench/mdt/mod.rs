@@ -17,7 +17,7 @@
 //! xtask. Progress goes to stderr; the machine and the Markdown tables to stdout.
 
 mod listing;
-mod s3;
+pub(super) mod s3;
 mod upsert;
 
 use std::path::PathBuf;
