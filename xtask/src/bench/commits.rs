@@ -83,7 +83,7 @@ fn csv(keys: impl Iterator<Item = u64>, version: u64) -> String {
 }
 
 /// Runs the arbor CLI; returns its stdout, or an error with its stderr.
-fn arbor(bin: &Path, args: &[&str]) -> Result<String, String> {
+pub(super) fn arbor(bin: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new(bin)
         .args(args)
         .output()

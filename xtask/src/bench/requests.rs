@@ -25,7 +25,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::mdt::s3;
@@ -284,21 +283,14 @@ fn repeats(requests: &[Request]) -> Vec<(Kind, String, usize)> {
     out
 }
 
-/// Runs the arbor CLI with the S3 options; returns its stdout, or an error with its stderr.
+/// Runs the arbor CLI with the S3 options (through [`super::commits::arbor`]).
 fn arbor(bin: &Path, s3_options: &[String], args: &[&str]) -> Result<String, String> {
-    let out = Command::new(bin)
-        .args(s3_options)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "arbor {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+    let all: Vec<&str> = s3_options
+        .iter()
+        .map(String::as_str)
+        .chain(args.iter().copied())
+        .collect();
+    super::commits::arbor(bin, &all)
 }
 
 /// The CSV of keys `keys` (partition `key % partitions`) at `version`.
