@@ -49,6 +49,7 @@ fn main() -> ExitCode {
                  bench contention [--writers N] [--commits N] [--keys N] [--rows N]  concurrent writers of disjoint keys against one (release build)\n  \
                  bench commits [--commits N] [--arbor PATH]  a 100-row upsert as a whole process at commit 50 and after thousands of commits (release build)\n  \
                  bench requests [--partitions N] [--arbor PATH]  S3 requests per operation (upsert, branch, tag, publish, clean, one-key read) counted by moto (release build)\n  \
+                 bench spark [--rows N] [--hudi-version V] [--driver-memory M]  bulk insert, 10% upsert, snapshot and point lookup: arbor's CLI against Spark 3.5 + Hudi in local[2] (release build)\n  \
                  bench sql [--partitions N] [--files-per-partition N] [--rows-per-file N] [--runs N]  a selective SQL query on a 1,000-file table with and without pruning, and DataFusion's ListingTable (release build)\n  \
                  cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \
                  services            start PostgreSQL, moto, Azurite and ZooKeeper, print their environment"

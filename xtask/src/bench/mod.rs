@@ -13,7 +13,8 @@
 //! late in a long history, in [`commits`]; `cargo xtask bench sql`, SQL pruning on a
 //! 1,000-file table, is the example `bench_pruning` of arbor-datafusion ([`sql`]); `cargo
 //! xtask bench requests`, the S3 requests of everyday operations counted by the server, in
-//! [`requests`].
+//! [`requests`]; `cargo xtask bench spark`, Spark with Hudi as a yardstick for a bulk insert,
+//! an upsert, a snapshot and a point lookup, in [`spark`].
 //!
 //! For each table size (default 250k, 1M and 2M rows of the ten columns of [`data`], in ten
 //! partitions) it measures, on local storage in a temporary directory:
@@ -63,6 +64,7 @@ mod report;
 mod requests;
 mod rss;
 mod skipping;
+mod spark;
 mod ttl;
 
 use std::path::{Path, PathBuf};
@@ -164,6 +166,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("requests") {
         return requests::run(args);
+    }
+    if args.first().map(String::as_str) == Some("spark") {
+        return spark::run(args);
     }
     if args.first().map(String::as_str) == Some("cluster") {
         return cluster::run(args);

@@ -105,10 +105,11 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 }
 
 /// One measured process: wall-clock seconds and peak resident set size in KiB.
+/// A whole process's wall-clock time and peak resident memory.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Measured {
-    seconds: f64,
-    max_rss_kib: u64,
+pub(super) struct Measured {
+    pub(super) seconds: f64,
+    pub(super) max_rss_kib: u64,
 }
 
 /// Parses `/usr/bin/time -v`'s report.
@@ -136,7 +137,12 @@ fn parse_time_report(text: &str) -> Result<Measured, String> {
 }
 
 /// Runs `program args` under `/usr/bin/time -v`.
-fn measure(program: &Path, args: &[&str]) -> Result<Measured, String> {
+pub(super) fn measure(program: &Path, args: &[&str]) -> Result<Measured, String> {
+    measure_output(program, args).map(|(m, _)| m)
+}
+
+/// [`measure`], with what the process printed on stdout.
+pub(super) fn measure_output(program: &Path, args: &[&str]) -> Result<(Measured, String), String> {
     let shown = format!("{} {}", program.display(), args.join(" "));
     let out = Command::new("/usr/bin/time")
         .arg("-v")
@@ -152,11 +158,12 @@ fn measure(program: &Path, args: &[&str]) -> Result<Measured, String> {
             stderr.trim()
         ));
     }
-    parse_time_report(&stderr).map_err(|e| format!("{shown}: {e}"))
+    let measured = parse_time_report(&stderr).map_err(|e| format!("{shown}: {e}"))?;
+    Ok((measured, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
 /// Rows of a parquet file and rows whose `ts` marks an update (0 without a `ts` column).
-fn check_output(path: &Path) -> Result<(u64, u64), String> {
+pub(super) fn check_output(path: &Path) -> Result<(u64, u64), String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
         .map_err(|e| format!("{}: {e}", path.display()))?
