@@ -48,12 +48,15 @@ impl InstantFiles {
 /// the snapshot; they never delete anything.
 ///
 /// The steps that must see the directory as it is now ([`next_instant_time`],
-/// [`create_requested`] and the check before [`complete`]) list it again, except that a
-/// `create_requested` or `complete` right after `next_instant_time` uses the listing that
-/// `next_instant_time` just made: it was taken for this very step sequence (inside the same lock,
-/// when the caller holds one), and a concurrent writer could as well land right after a second
-/// listing (create-if-absent and the commit point decide).
+/// [`create_requested`] and the check before [`complete`]) list it again, except that the step
+/// right after a listing made for it uses that listing: the listing of `next_instant_time` (for
+/// the `create_requested` or `complete` that follows) and that of [`load_for_next_step`] (for
+/// the first step; when that is `next_instant_time`, its own follower uses the listing too).
+/// Such a listing was taken for this very step sequence (inside the same lock, when the caller
+/// holds one), and a concurrent writer could as well land right after a second listing
+/// (create-if-absent and the commit point decide).
 ///
+/// [`load_for_next_step`]: ActiveTimeline::load_for_next_step
 /// [`create_requested`]: ActiveTimeline::create_requested
 /// [`next_instant_time`]: ActiveTimeline::next_instant_time
 /// [`complete`]: ActiveTimeline::complete
@@ -63,7 +66,8 @@ pub struct ActiveTimeline {
     layout: TableLayout,
     instants: BTreeMap<InstantKey, InstantFiles>,
     skipped: Vec<String>,
-    /// True from `next_instant_time`'s listing until the next step, which uses it.
+    /// True from a listing made for the next step (`next_instant_time`'s,
+    /// `load_for_next_step`'s) until that step, which uses it.
     fresh: bool,
 }
 
@@ -94,6 +98,19 @@ impl ActiveTimeline {
                 }
             }
         }
+        Ok(tl)
+    }
+
+    /// [`load`](Self::load) for a step that follows at once, in the same critical section: the
+    /// first of `next_instant_time`, `create_requested` or the check before `complete` uses this
+    /// listing instead of its own (see the type's documentation). Not for a timeline kept across
+    /// other work: use `load` there.
+    pub async fn load_for_next_step(
+        storage: Arc<dyn Storage>,
+        layout: TableLayout,
+    ) -> Result<Self> {
+        let mut tl = Self::load(storage, layout).await?;
+        tl.fresh = true;
         Ok(tl)
     }
 
@@ -293,7 +310,7 @@ impl ActiveTimeline {
         &mut self,
         generator: &InstantTimeGenerator,
     ) -> Result<InstantTime> {
-        self.reload().await?;
+        self.list_unless_fresh().await?;
         self.fresh = true;
         if let Some(max) = self.max_time() {
             generator.observe(&max);
@@ -454,8 +471,9 @@ impl ActiveTimeline {
         Ok(())
     }
 
-    /// Re-lists the timeline directory unless `next_instant_time` just did (see the type's
-    /// documentation); either way the next step lists again.
+    /// Re-lists the timeline directory unless the latest listing was made for this step (see the
+    /// type's documentation); either way the step after lists again (`next_instant_time` then
+    /// marks its listing for its follower).
     async fn list_unless_fresh(&mut self) -> Result<()> {
         if !self.fresh {
             self.reload().await?;

@@ -616,4 +616,27 @@ async fn test_a_step_right_after_next_instant_time_uses_its_listing_and_no_other
         .await
         .unwrap();
     assert_eq!(listings(&counter), before + 1);
+    // A load for the next step: next_instant_time and the create after it use its listing.
+    generator.set_max_ahead(std::time::Duration::from_secs(100 * 365 * 24 * 3600));
+    let mut fresh = ActiveTimeline::load_for_next_step(counted.clone(), layout_of_test())
+        .await
+        .unwrap();
+    let before = listings(&counter);
+    let n = fresh.next_instant_time(&generator).await.unwrap();
+    fresh
+        .create_requested(n, Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), before);
+    // ... and not a third step.
+    fresh
+        .create_requested(t("20990201000000000"), Action::Commit, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(listings(&counter), before + 1);
+}
+
+fn layout_of_test() -> TableLayout {
+    let config = TableConfig::new_v8("t", TableType::CopyOnWrite).unwrap();
+    TableLayout::from_config(".hoodie", &config).unwrap()
 }
