@@ -187,12 +187,13 @@ struct Judged {
 /// Judges the cleaning root's MDT (see [`Judged`]). `others` false skips the other roots (used
 /// when the root's own retention already keeps everything).
 async fn judge(scope: MdtCleanScope<'_>, others: bool) -> Result<Option<Judged>> {
-    let Some(mdt) = MetadataTable::open_active(scope.view.clone()).await? else {
-        return Ok(None);
-    };
+    // One listing of the data timeline, for opening the MDT and for judging it.
     let config = TableConfig::load(scope.view.as_ref(), DEFAULT_META_DIR).await?;
     let layout = TableLayout::from_config(DEFAULT_META_DIR, &config)?;
     let data = ActiveTimeline::load(scope.view.clone(), layout).await?;
+    let Some(mdt) = MetadataTable::open_active_with(scope.view.clone(), &data).await? else {
+        return Ok(None);
+    };
     let groups = all_file_groups(mdt.view()).await?;
     let mut needed = needed_in(&mdt, &data, &groups, scope.retained).await?;
     let pending = data

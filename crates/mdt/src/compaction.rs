@@ -103,8 +103,9 @@ pub async fn rollback_pending_compactions(writer: &MdtWriter) -> Result<Vec<Inst
 
 /// Compacts the FILES partition if its latest slice holds at least `every` log files, every
 /// one of them from a valid instant (a data instant still pending blocks compaction), and the
-/// MDT has no pending instant. `mdt` must be opened with the data timeline as it is now.
-/// Returns `None` when nothing was due.
+/// MDT has no pending instant. `mdt` must be opened just before, under the lock, with the data
+/// timeline as it is now: its MDT timeline is the one checked for pending instants. Returns
+/// `None` when nothing was due.
 pub async fn compact_if_due(
     writer: &MdtWriter,
     mdt: &MetadataTable,
@@ -112,7 +113,9 @@ pub async fn compact_if_due(
     generator: &InstantTimeGenerator,
 ) -> Result<Option<MdtCompaction>> {
     let storage = writer.storage();
-    let mut tl = ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?;
+    // The MDT timeline `mdt` was opened with (just now, as this function asks): every step that
+    // writes to it below lists it again.
+    let mut tl = mdt.view().history().active().clone();
     if !tl.pending().is_empty() {
         return Ok(None);
     }

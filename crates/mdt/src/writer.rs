@@ -537,7 +537,8 @@ impl MdtWriter {
         secondary: &SecondaryIndexDeltas,
         generator: &InstantTimeGenerator,
     ) -> Result<Instant> {
-        let mut tl = ActiveTimeline::load(self.storage.clone(), self.layout.clone()).await?;
+        let mut tl =
+            ActiveTimeline::load_for_next_step(self.storage.clone(), self.layout.clone()).await?;
         let requested = tl
             .create_requested(time.clone(), Action::DeltaCommit, Bytes::new())
             .await?;

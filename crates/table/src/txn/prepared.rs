@@ -204,9 +204,10 @@ pub(crate) fn lost_the_table(e: &TableError) -> bool {
 async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result<Instant> {
     let table = txn.table();
     let ctx = &table.ctx;
+    let mut tl = txn.timeline().await?;
     if let Err(e) = commit::check_ownership(
         &ctx.storage,
-        &ctx.layout,
+        &tl,
         &prepared.inflight,
         ctx.options.heartbeat_timeout,
     )
@@ -217,7 +218,6 @@ async fn commit_locked(txn: Transaction<'_>, prepared: &PreparedWrite) -> Result
         }
         return Err(e);
     }
-    let mut tl = txn.timeline().await?;
     let changes = Changes::of_prepared(
         prepared.operation,
         &prepared.touched,

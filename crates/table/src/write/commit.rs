@@ -221,10 +221,11 @@ impl Heartbeat {
 /// Checks, under the table lock, that the pending write `inflight` still belongs to this
 /// writer: its requested and inflight files are on the timeline, no rollback instant (pending or
 /// completed) targets it, and (unless `heartbeat_timeout` is zero) its heartbeat has not
-/// expired. Fails with [`TableError::InstantRolledBack`] otherwise.
+/// expired. Fails with [`TableError::InstantRolledBack`] otherwise. `tl` is the timeline as the
+/// caller just listed it, under the lock.
 pub async fn check_ownership(
     storage: &Arc<dyn Storage>,
-    layout: &TableLayout,
+    tl: &ActiveTimeline,
     inflight: &Instant,
     heartbeat_timeout: Duration,
 ) -> Result<()> {
@@ -233,7 +234,6 @@ pub async fn check_ownership(
         instant: time.to_string(),
         reason,
     };
-    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
     let files = tl.get(time, inflight.action);
     match files {
         Some(f) if f.completed.is_some() => {}
@@ -511,8 +511,10 @@ pub async fn rollback_failed(
     heartbeat_timeout: Duration,
 ) -> Result<Vec<InstantTime>> {
     let mut alive: BTreeSet<InstantTime> = BTreeSet::new();
+    // One listing for the liveness checks and the rollbacks: a pending instant that appears
+    // after it is neither checked nor rolled back.
+    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
     if !heartbeat_timeout.is_zero() {
-        let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
         for instant in tl.pending() {
             if matches!(
                 instant.action,
@@ -523,10 +525,9 @@ pub async fn rollback_failed(
             }
         }
     }
-    let done = rollback::rollback_failed_writes_where(storage, layout, generator, |i| {
-        !alive.contains(&i.requested_time)
-    })
-    .await?;
+    let done =
+        rollback::rollback_failed_writes_on(tl, generator, |i| !alive.contains(&i.requested_time))
+            .await?;
     for t in &done {
         stop_heartbeat(storage, t).await?;
     }

@@ -23,7 +23,9 @@ use arbor_timeline::archive::{ArchivalPolicy, Archiver};
 use arbor_timeline::avro::HoodieCommitMetadata;
 use arbor_timeline::config::keys;
 use arbor_timeline::layout::{MetaRoot, DEFAULT_META_DIR};
-use arbor_timeline::{ActiveTimeline, InstantTime, InstantTimeGenerator, TableConfig, TableLayout};
+use arbor_timeline::{
+    Action, ActiveTimeline, InstantTime, InstantTimeGenerator, State, TableConfig, TableLayout,
+};
 
 use crate::error::{Result, TableError};
 use crate::read::{ListingSource, TableReader};
@@ -134,7 +136,15 @@ pub async fn record_instant(
     let Some(mdt) = writer_if_enabled(storage).await? else {
         return Ok(());
     };
-    rollback_pending_compactions(&mdt).await?;
+    // One listing of the MDT timeline for both checks below (a pending compaction's rollback
+    // does not touch instant `time`'s files).
+    let listed = ActiveTimeline::load(mdt.storage().clone(), mdt.layout().clone()).await?;
+    if !listed
+        .filter(&[Action::Compaction], &[State::Requested, State::Inflight])
+        .is_empty()
+    {
+        rollback_pending_compactions(&mdt).await?;
+    }
     let config = TableConfig::load(storage.as_ref(), DEFAULT_META_DIR).await?;
     let indexed = config
         .metadata_partitions()
@@ -164,7 +174,7 @@ pub async fn record_instant(
             partitions: String::new(),
         });
     }
-    if mdt.instant_state(time).await?.is_some() {
+    if listed.get(time, Action::DeltaCommit).is_some() {
         mdt.rollback(time).await?;
     }
     mdt.commit(
@@ -259,12 +269,16 @@ pub async fn maintain(
         // drops them (Spark then lists stale files). The branch's MDT keeps its log files
         // until it is published (main then compacts) or dropped.
         let on_branch = matches!(services.root, MetaRoot::Branch(_));
+        let mut compacted = false;
         if !on_branch {
             if let Some(c) = compact_if_due(&writer, &mdt, DEFAULT_COMPACT_EVERY, generator).await? {
                 tracing::info!(instant = %c.instant, log_files = c.log_files, "compacted the metadata table");
+                compacted = true;
             }
         }
-        archive_mdt(storage, &writer, &data).await?;
+        // Without a compaction, the MDT timeline is the one `mdt` was just opened with.
+        let listed = (!compacted).then(|| mdt.view().history().active());
+        archive_mdt(storage, &writer, &data, listed).await?;
         Ok(())
     }
     .await;
@@ -276,13 +290,18 @@ pub async fn maintain(
 /// Archives the MDT timeline (default policy: more than 30 completed instants, down to 20)
 /// within the data table's rules: never the latest MDT compaction or anything after it (those
 /// deltacommits' blocks are still read), and never an instant at or after the data table's
-/// earliest active write instant.
+/// earliest active write instant. `listed` is the MDT timeline when the caller has just listed it
+/// (under the lock, nothing written since); else it is listed here.
 async fn archive_mdt(
     storage: &Arc<dyn Storage>,
     writer: &MdtWriter,
     data: &ActiveTimeline,
+    listed: Option<&ActiveTimeline>,
 ) -> Result<usize> {
-    let mdt = ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?;
+    let mdt = match listed {
+        Some(tl) => tl.clone(),
+        None => ActiveTimeline::load(storage.clone(), writer.layout().clone()).await?,
+    };
     if mdt.completed_writes().len() <= ArchivalPolicy::default().max_commits {
         return Ok(0);
     }
@@ -330,7 +349,7 @@ pub async fn archive_metadata_timeline(
         return Ok(0);
     };
     let data = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
-    archive_mdt(storage, &writer, &data).await
+    archive_mdt(storage, &writer, &data, None).await
 }
 
 /// Removes the MDT deltacommit of data instant `time` (called by the data rollback of `time`

@@ -89,7 +89,21 @@ pub async fn rollback_failed_writes_where<F>(
 where
     F: Fn(&Instant) -> bool,
 {
-    let mut tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    let tl = ActiveTimeline::load(storage.clone(), layout.clone()).await?;
+    rollback_failed_writes_on(tl, generator, select).await
+}
+
+/// [`rollback_failed_writes_where`] on the timeline `tl` the caller just loaded (under the lock),
+/// so that what `select` decided about its pending instants is decided on that same listing.
+pub(crate) async fn rollback_failed_writes_on<F>(
+    mut tl: ActiveTimeline,
+    generator: &InstantTimeGenerator,
+    select: F,
+) -> Result<Vec<InstantTime>>
+where
+    F: Fn(&Instant) -> bool,
+{
+    let storage = &tl.storage().clone();
     let mut done: BTreeSet<InstantTime> = BTreeSet::new();
     let restoring = !tl
         .filter(&[Action::Restore], &[State::Requested, State::Inflight])

@@ -238,7 +238,9 @@ impl<'a> Transaction<'a> {
         operation: WriteOperationType,
     ) -> Result<(ActiveTimeline, Instant, Heartbeat)> {
         let ctx = &self.table.ctx;
-        let mut tl = self.timeline().await?;
+        // One listing for the restore check, the instant time and the requested file's create.
+        let mut tl =
+            ActiveTimeline::load_for_next_step(ctx.storage.clone(), ctx.layout.clone()).await?;
         refuse_during_restore(&tl)?;
         let time = tl.next_instant_time(&ctx.generator).await?;
         let requested = Instant::requested(time.clone(), action);
