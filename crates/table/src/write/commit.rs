@@ -252,7 +252,7 @@ pub async fn check_ownership(
         }
         None => return Err(lost("its timeline files are gone".into())),
     }
-    if let Some(r) = rollback_targeting(&tl, time).await? {
+    if let Some(r) = rollback_targeting(tl, time).await? {
         return Err(lost(format!("rollback {r} targets it")));
     }
     if !heartbeat_timeout.is_zero() && !is_alive(storage, time, heartbeat_timeout).await? {
