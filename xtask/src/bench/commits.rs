@@ -7,7 +7,12 @@
 //! metadata table's own services included), from a CSV file written before the clock starts.
 //! Every 100 commits `arbor clean` and `arbor archive` run (untimed), as a scheduled job would
 //! run them. Reported: the median of commits 31-80 against the median of the last 50, their
-//! ratio, the machine's load, and at the end the active instants of the data timeline and of
+//! ratio, the machine's load; then, because a machine's speed drifts over the minutes between
+//! those two windows, the same comparison interleaved: copies of the table as it was after
+//! commit 50 and as it is at the end get [`RUN_LENGTH`] consecutive upserts each, in turn
+//! ([`INTERLEAVED`] rounds, each on a fresh copy, the copy untimed; ten commits are one cycle
+//! of the metadata table's compaction, so each state pays for its services at their cadence),
+//! and the medians of those upserts and their ratio are reported too. At the end, the active instants of the data timeline and of
 //! the metadata table's (with those at or after its latest compaction, which its readers still
 //! need), and the storage calls of a one-key read in a fresh process's worth of work (table
 //! open, plan, read; through a pass-through `FaultInjectingStorage`) against the active
@@ -34,6 +39,13 @@ const ROWS: u64 = 10_000;
 const UPSERT_ROWS: u64 = 100;
 /// Commits between a clean and archival.
 const SERVICE_EVERY: u64 = 100;
+/// The commit after which the early state is kept for the interleaved comparison.
+const EARLY_STATE: u64 = 50;
+/// Rounds of the interleaved comparison.
+const INTERLEAVED: u64 = 5;
+/// Consecutive upserts on each state per round (one cycle of the MDT's compaction, every ten
+/// log files).
+const RUN_LENGTH: u64 = 10;
 
 #[derive(Debug, Clone, PartialEq)]
 struct Options {
@@ -198,7 +210,43 @@ pub fn run(args: &[String]) -> Result<(), String> {
             arbor(&bin, &["archive", &t])?;
             eprintln!("bench commits: {i}/{} commits", options.commits);
         }
+        if i == EARLY_STATE {
+            super::copy_dir(&table, &b.work.join("early"))?;
+        }
     }
+    super::copy_dir(&table, &b.work.join("late"))?;
+    let (mut early_runs, mut late_runs) = (Vec::new(), Vec::new());
+    let run = b.work.join("run");
+    let run_s = run.to_string_lossy().to_string();
+    for r in 0..INTERLEAVED {
+        for (state, out) in [("early", &mut early_runs), ("late", &mut late_runs)] {
+            if run.exists() {
+                std::fs::remove_dir_all(&run).map_err(|e| format!("{run_s}: {e}"))?;
+            }
+            super::copy_dir(&b.work.join(state), &run)?;
+            for k in 0..RUN_LENGTH {
+                let version = options.commits + 1 + r * RUN_LENGTH + k;
+                let keys = (0..UPSERT_ROWS).map(|j| (version * 7_919 + j * 101) % ROWS);
+                std::fs::write(&input, csv(keys, version))
+                    .map_err(|e| format!("{input_s}: {e}"))?;
+                let started = Instant::now();
+                let got = arbor(
+                    &bin,
+                    &["write", &run_s, &input_s, "--op", "upsert", "--json"],
+                )?;
+                out.push(started.elapsed().as_secs_f64());
+                let v: serde_json::Value = serde_json::from_str(&got)
+                    .map_err(|e| format!("{state} round {r}: {e}: {got}"))?;
+                if v.get("updated").and_then(serde_json::Value::as_u64) != Some(UPSERT_ROWS) {
+                    return Err(format!(
+                        "{state} round {r}: expected {UPSERT_ROWS} updated: {got}"
+                    ));
+                }
+            }
+        }
+    }
+    let early_i = median(&early_runs).ok_or("no interleaved early runs")?;
+    let late_i = median(&late_runs).ok_or("no interleaved late runs")?;
     let early = median(seconds.get(30..80).unwrap_or_default()).ok_or("no early commits")?;
     let late_from = seconds.len().saturating_sub(50);
     let late = median(seconds.get(late_from..).unwrap_or_default()).ok_or("no late commits")?;
@@ -224,6 +272,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
         late_from + 1,
         seconds.len(),
         late / early
+    );
+    println!();
+    println!("Interleaved ({INTERLEAVED} rounds of {RUN_LENGTH} consecutive upserts on a fresh copy of each state in turn):");
+    println!();
+    println!("| table state | median upsert (whole process) |");
+    println!("|---|---|");
+    println!("| after commit {EARLY_STATE} | {early_i:.3} s |");
+    println!(
+        "| after commit {} | {late_i:.3} s ({:.2}x) |",
+        options.commits,
+        late_i / early_i
     );
     println!();
     println!(
