@@ -163,7 +163,10 @@ fn spark_run(
             .and_then(serde_json::Value::as_f64)
             .ok_or_else(|| format!("bench spark: no {k} in {line}"))
     };
-    let got = (num("snapshot_rows")? as u64, num("snapshot_updated")? as u64);
+    let got = (
+        num("snapshot_rows")? as u64,
+        num("snapshot_updated")? as u64,
+    );
     if got != expect || num("point_rows")? as u64 != 1 {
         return Err(format!(
             "bench spark: Spark's snapshot has {got:?} rows (updated), expected {expect:?}, and its point lookup {} rows: {line}",
@@ -238,7 +241,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     for (i, step) in steps.iter().enumerate() {
         let (m, stdout) = measure_output(&bin, step)?;
         if i == 3 && (stdout.lines().count() != 2 || !stdout.contains(&key)) {
-            return Err(format!("bench spark: arbor's point lookup printed {stdout}"));
+            return Err(format!(
+                "bench spark: arbor's point lookup printed {stdout}"
+            ));
         }
         ours.push(m);
     }
@@ -313,8 +318,14 @@ mod tests {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let o = parse_args(&args(&["spark"])).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((o.rows, o.hudi_version.as_str()), (2_000_000, "1.1.1"));
-        let o = parse_args(&args(&["spark", "--rows", "1_000", "--hudi-version", "1.0.2"]))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let o = parse_args(&args(&[
+            "spark",
+            "--rows",
+            "1_000",
+            "--hudi-version",
+            "1.0.2",
+        ]))
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((o.rows, o.hudi_version.as_str()), (1_000, "1.0.2"));
         assert!(parse_args(&args(&["spark", "--rows", "10"])).is_err());
         assert!(parse_args(&args(&["spark", "--rows"])).is_err());
@@ -325,8 +336,11 @@ mod tests {
     fn test_input_files_round_trip() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("in.parquet");
-        write_parquet(&path, &data::inserts(1_000).unwrap_or_else(|e| panic!("{e}")))
-            .unwrap_or_else(|e| panic!("{e}"));
+        write_parquet(
+            &path,
+            &data::inserts(1_000).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(check_output(&path), Ok((1_000, 0)));
         let up = dir.path().join("up.parquet");
         write_parquet(&up, &data::updates(1_000).unwrap_or_else(|e| panic!("{e}")))
