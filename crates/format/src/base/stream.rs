@@ -86,6 +86,18 @@ impl BaseFileStream {
         self.writer.bytes_written() + self.writer.in_progress_size()
     }
 
+    /// The storage key the file was opened for.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Bytes of memory the open file holds: its encoded row groups plus the row group in
+    /// progress as buffered (pages, dictionaries, encoder state), for bounding the memory of
+    /// many open files.
+    pub fn memory_size(&self) -> usize {
+        self.writer.bytes_written() + self.writer.memory_size()
+    }
+
     /// Appends `batch` (data columns of the file's schema) with `record_keys`, one non-null
     /// key per row in order.
     pub fn write(&mut self, batch: &RecordBatch, record_keys: &StringArray) -> Result<()> {

@@ -72,6 +72,8 @@ pub(crate) mod init_metadata_table;
 pub(crate) mod prepared;
 pub(crate) mod retry;
 pub(crate) mod route;
+pub(crate) mod stream_files;
+pub(crate) mod stream_pool;
 pub(crate) mod transaction;
 pub mod ttl;
 pub mod upgrade;

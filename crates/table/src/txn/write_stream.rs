@@ -9,10 +9,10 @@
 //! stored, then [`crate::Table::commit`]. On any error (a bad batch, the stream's own, storage)
 //! the instant is rolled back, its files deleted: the table reads as before.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Display;
 
-use arbor_format::base::{BaseFileStream, BaseFileWriter};
+use arbor_format::base::BaseFileWriter;
 use arbor_timeline::avro::{encode_instant_for, InstantContent};
 use arbor_timeline::{ActiveTimeline, Instant, InstantTime, State};
 use arrow::record_batch::RecordBatch;
@@ -21,37 +21,19 @@ use futures::{Stream, StreamExt};
 
 use super::context::{invalid, Table};
 use super::prepared::{abort_started, begin_instant, delete_own_files, PreparedWrite};
+use super::stream_files::OpenFiles;
+use super::stream_pool::FileSpec;
 use super::write::{action_for, validate_with_schema, Validated};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::write::commit::{self, Heartbeat};
-use crate::write::cow::{
-    input_rows, rows_record_keys, store_base_file, write_token, EncodedGroup, WrittenGroup,
-};
+use crate::write::cow::WrittenGroup;
 use crate::write::options::{CommitResult, WriteOperation};
-use crate::write::planner::{new_file_id, rows_by_partition, Input};
+use crate::write::planner::Input;
 use crate::write::record_index::has_record_index;
 use crate::write::schema::{DataSchema, SchemaChange};
 use crate::write::secondary_index;
 use crate::write::stored_keys::StoredKeys;
-
-/// One open base file: a new file group of one partition.
-struct OpenFile {
-    file_id: String,
-    key: String,
-    stream: BaseFileStream,
-}
-
-/// What the files of a streamed write are written with.
-struct FileSettings<'a> {
-    table: &'a Table,
-    instant: String,
-    schema: DataSchema,
-    avro_with_meta: String,
-    meta_values: bool,
-    record_key_column: Option<usize>,
-    max_file_size: usize,
-}
 
 /// [`crate::Table::write_stream`].
 pub(crate) async fn write_stream<S, E>(
@@ -81,17 +63,15 @@ where
     let action = action_for(table, operation);
     let (mut tl, requested, heartbeat) =
         begin_instant(table, action, operation.operation_type()).await?;
-    let mut written = Vec::new();
     let outcome = stream_files(
         table,
         &requested.requested_time,
         validated,
         (batch_number, &mut input),
-        &mut written,
     )
     .await;
     let prepared = match outcome {
-        Ok((schema, changes)) => {
+        Ok((schema, changes, written)) => {
             finish_prepare(
                 table,
                 operation,
@@ -151,16 +131,15 @@ fn stream_error(batch: usize, e: impl Display) -> TableError {
     }
 }
 
-/// Writes every row of `first` and of the rest of the stream into base files; stores each
-/// file as it closes (appending its result to `written`). Returns the schema the write records
-/// and its changes.
+/// Writes every row of `first` and of the rest of the stream into base files, stored as
+/// they close ([`OpenFiles`]). Returns the schema the write records, its changes and the
+/// stored files; on an error, only once every store it started has ended.
 async fn stream_files<S, E>(
     table: &Table,
     instant: &InstantTime,
     first: Validated,
     (mut batch_number, input): (usize, &mut S),
-    written: &mut Vec<WrittenGroup>,
-) -> Result<(DataSchema, Vec<SchemaChange>)>
+) -> Result<(DataSchema, Vec<SchemaChange>, Vec<WrittenGroup>)>
 where
     S: Stream<Item = std::result::Result<RecordBatch, E>> + Unpin,
     E: Display,
@@ -171,62 +150,71 @@ where
         schema,
         changes,
     } = first;
-    let settings = FileSettings {
-        table,
+    let spec = FileSpec {
         instant: instant.to_string(),
         avro_with_meta: BaseFileWriter::avro_schema_with_meta_fields(&schema.avro_json)?,
         meta_values: matches!(StoredKeys::for_table(&ctx.config)?, StoredKeys::Meta),
         record_key_column: KeyGenerator::from_table_config(&ctx.config)?
             .record_key_column(&schema.arrow)
             .and_then(|name| schema.arrow.index_of(name).ok()),
-        max_file_size: usize::try_from(ctx.options.max_file_size).unwrap_or(usize::MAX),
-        schema,
+        schema: schema.arrow.clone(),
+        max_file_size: ctx.options.max_file_size,
     };
-    let mut open: BTreeMap<String, OpenFile> = BTreeMap::new();
-    let mut marked: BTreeSet<String> = BTreeSet::new();
+    let mut files = OpenFiles::new(table, schema, spec);
     let mut next = Some(first_input);
-    while let Some(batch_input) = next.take() {
-        for (partition, rows) in
-            rows_by_partition(&batch_input, (0..batch_input.keys.len()).collect())?
-        {
-            append_rows(
-                &settings,
-                &mut open,
-                &mut marked,
-                partition,
-                &batch_input,
-                &rows,
-                written,
-            )
-            .await?;
+    let outcome = async {
+        while let Some(batch_input) = next.take() {
+            files.add(batch_input).await?;
+            batch_number += 1;
+            next = next_input(table, files.schema(), (&mut batch_number, &mut *input)).await?;
         }
-        drop(batch_input);
-        batch_number += 1;
-        while let Some(item) = input.next().await {
-            let batch = item.map_err(|e| stream_error(batch_number, e))?;
-            if batch.num_rows() == 0 {
-                batch_number += 1;
-                continue;
-            }
-            let v = validate_with_schema(table, WriteOperation::BulkInsert, &[batch])
-                .map_err(|e| in_batch(batch_number, e))?;
-            if v.schema.arrow != settings.schema.arrow {
-                return Err(invalid(
-                    None,
-                    format!(
-                        "input batch {batch_number} has another schema than the first: a \
-                         streamed write records one schema"
-                    ),
-                ));
-            }
-            next = Some(v.input);
-            break;
+        Ok::<_, TableError>(())
+    }
+    .await;
+    match outcome {
+        Ok(()) => {
+            let schema = files.schema().clone();
+            let written = files.finish().await?;
+            Ok((schema, changes, written))
+        }
+        Err(e) => {
+            files.abandon().await;
+            Err(e)
         }
     }
-    for (_, file) in std::mem::take(&mut open) {
-        written.push(store(&settings, partition_of(&file.key), file).await?);
+}
+
+/// The next non-empty batch of the stream, validated against the write's schema (`None` at
+/// its end).
+async fn next_input<S, E>(
+    table: &Table,
+    schema: &DataSchema,
+    (batch_number, input): (&mut usize, &mut S),
+) -> Result<Option<Input>>
+where
+    S: Stream<Item = std::result::Result<RecordBatch, E>> + Unpin,
+    E: Display,
+{
+    while let Some(item) = input.next().await {
+        let batch = item.map_err(|e| stream_error(*batch_number, e))?;
+        if batch.num_rows() == 0 {
+            *batch_number += 1;
+            continue;
+        }
+        let v = validate_with_schema(table, WriteOperation::BulkInsert, &[batch])
+            .map_err(|e| in_batch(*batch_number, e))?;
+        if v.schema.arrow != schema.arrow {
+            return Err(invalid(
+                None,
+                format!(
+                    "input batch {batch_number} has another schema than the first: a \
+                     streamed write records one schema"
+                ),
+            ));
+        }
+        return Ok(Some(v.input));
     }
-    Ok((settings.schema, changes))
+    Ok(None)
 }
 
 /// Names the input batch in a validation error.
@@ -243,101 +231,6 @@ fn in_batch(batch: usize, e: TableError) -> TableError {
         },
         other => other,
     }
-}
-
-/// The partition of a base file's storage key (`<partition>/<file>`, or `<file>`).
-fn partition_of(key: &str) -> String {
-    key.rsplit_once('/')
-        .map_or_else(String::new, |(p, _)| p.to_string())
-}
-
-/// Appends input rows `rows` of `partition` to its open file (opening one, and its partition
-/// marker, first); stores the file once it reaches the maximum size.
-async fn append_rows(
-    settings: &FileSettings<'_>,
-    open: &mut BTreeMap<String, OpenFile>,
-    marked: &mut BTreeSet<String>,
-    partition: &str,
-    input: &Input,
-    rows: &[usize],
-    written: &mut Vec<WrittenGroup>,
-) -> Result<()> {
-    let ctx = &settings.table.ctx;
-    let key_hint = if partition.is_empty() {
-        "<root>".to_string()
-    } else {
-        partition.to_string()
-    };
-    let data = input_rows(input, rows, &key_hint)?;
-    let record_keys = rows_record_keys(settings.record_key_column, &data, input, rows, &key_hint)?;
-    if !marked.contains(partition) {
-        commit::ensure_partition_marker(&ctx.storage, partition, &settings.instant).await?;
-        marked.insert(partition.to_string());
-    }
-    if !open.contains_key(partition) {
-        let file = open_file(settings, partition, written.len() + open.len(), &data)?;
-        open.insert(partition.to_string(), file);
-    }
-    let full = match open.get_mut(partition) {
-        Some(file) => {
-            file.stream.write(&data, &record_keys)?;
-            file.stream.size_estimate() >= settings.max_file_size
-        }
-        None => false,
-    };
-    if full {
-        if let Some(file) = open.remove(partition) {
-            written.push(store(settings, partition.to_string(), file).await?);
-        }
-    }
-    Ok(())
-}
-
-/// Opens a new file group of `partition` written as task `task`; `sample` (its first rows)
-/// decides the columns written without a dictionary.
-fn open_file(
-    settings: &FileSettings<'_>,
-    partition: &str,
-    task: usize,
-    sample: &RecordBatch,
-) -> Result<OpenFile> {
-    let file_id = new_file_id();
-    let task = task as u64;
-    let name = format!(
-        "{file_id}_{}_{}.parquet",
-        write_token((0, 0), task),
-        settings.instant
-    );
-    let key = arbor_fsview::slice::join(partition, &name);
-    let writer = BaseFileWriter::new(
-        settings.instant.clone(),
-        name,
-        partition.to_string(),
-        settings.avro_with_meta.clone(),
-    )
-    .task_partition_id(task)
-    .populate_meta_fields(settings.meta_values);
-    let stream = writer.open_stream(
-        &key,
-        settings.schema.arrow.clone(),
-        std::slice::from_ref(sample),
-    )?;
-    Ok(OpenFile {
-        file_id,
-        key,
-        stream,
-    })
-}
-
-/// Finishes and stores `file` (create-if-absent).
-async fn store(
-    settings: &FileSettings<'_>,
-    partition: String,
-    file: OpenFile,
-) -> Result<WrittenGroup> {
-    let encoded = file.stream.finish()?;
-    let group = EncodedGroup::inserted(file.key, partition, file.file_id, encoded);
-    store_base_file(settings.table.ctx.storage.as_ref(), group).await
 }
 
 /// Moves the instant to inflight with the written files' stats and returns the write ready

@@ -91,6 +91,11 @@ pub struct WriteOptions {
     /// default [`std::thread::available_parallelism`]. The files, their names and the commit
     /// metadata are the same whatever the value (results are taken in plan order).
     pub parallelism: std::num::NonZeroUsize,
+    /// Bytes of encoded rows a streamed bulk insert ([`crate::Table::write_stream`]) holds in
+    /// its open base files (one per partition the input touches); default 128 MiB. When the
+    /// open files reach it, the largest is closed and stored early (it is then smaller than
+    /// `max_file_size`), so memory does not grow with the input or the number of partitions.
+    pub stream_memory: u64,
 }
 
 /// How [`crate::Table::write`] retries a write that lost a race to another writer.
@@ -176,6 +181,7 @@ impl Default for WriteOptions {
             retry: RetryPolicy::default(),
             mdt_clean: true,
             parallelism: default_parallelism(),
+            stream_memory: 128 * 1024 * 1024,
         }
     }
 }

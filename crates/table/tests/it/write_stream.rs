@@ -1,6 +1,7 @@
 //! The streamed bulk insert (`Table::write_stream`): the rows of many batches land as one
 //! commit that reads like `Table::write` of the same rows (arbor, both listing sources, and
-//! hudi-rs); files roll at `max_file_size`; a bad batch or a failing stream leaves the table as
+//! hudi-rs); files roll at `max_file_size`; a tiny memory bound on several encoder threads
+//! closes files early and keeps every row; a bad batch or a failing stream leaves the table as
 //! it was (no file, no completed instant) and the next write works; operations and tables it
 //! cannot stream are refused before anything is written.
 
@@ -88,6 +89,47 @@ async fn test_write_stream_rolls_files_at_max_file_size() {
     assert_eq!(base_files(&t.listing().await).len(), 8);
     assert_snapshot(&t, &model, "rolled files").await;
     assert_peer_agrees(&t, &[Query::Snapshot], "rolled files").await;
+}
+
+#[tokio::test]
+async fn test_write_stream_within_a_tiny_memory_bound_on_several_threads_keeps_every_row() {
+    // Files close early to stay within `stream_memory` (here one byte: every file that has
+    // encoded rows is over it), on three encoder threads; however the closes fall, every row
+    // is written once, in files readers agree on.
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let t = create(table_type, Layout::Hive).await;
+        let bounded = t.table.clone().with_write_options(WriteOptions {
+            stream_memory: 1,
+            parallelism: std::num::NonZeroUsize::new(3).unwrap(),
+            ..WriteOptions::default()
+        });
+        let mut model = Model::default();
+        let mut batches = Vec::new();
+        for i in 0..8u32 {
+            let r = rows(i * 25..i * 25 + 25, i64::from(i), "m");
+            model.upsert(&r);
+            batches.push(batch(&r));
+        }
+        let result = bounded
+            .write_stream(WriteOperation::BulkInsert, ok_batches(batches))
+            .await
+            .unwrap();
+        assert_eq!(result.inserted, 200, "{table_type:?}");
+        assert!(result.files_written >= 2, "{}", result.files_written);
+        assert_eq!(
+            base_files(&t.listing().await).len(),
+            result.files_written,
+            "{table_type:?}"
+        );
+        assert_snapshot(&t, &model, &format!("{table_type:?} bounded")).await;
+        let report = validate_table(t.storage.clone()).await.unwrap();
+        assert!(
+            report.discrepancies.is_empty(),
+            "{:?}",
+            report.discrepancies
+        );
+        assert_peer_agrees(&t, &[Query::Snapshot], &format!("{table_type:?} bounded")).await;
+    }
 }
 
 #[tokio::test]
