@@ -50,6 +50,7 @@ fn main() -> ExitCode {
                  bench commits [--commits N] [--arbor PATH]  a 100-row upsert as a whole process at commit 50 and after thousands of commits (release build)\n  \
                  bench requests [--partitions N] [--arbor PATH]  S3 requests per operation (upsert, branch, tag, publish, clean, one-key read) counted by moto (release build)\n  \
                  bench spark [--rows N] [--hudi-version V] [--driver-memory M]  bulk insert, 10% upsert, snapshot and point lookup: arbor's CLI against Spark 3.5 + Hudi in local[2] (release build)\n  \
+                 bench writes [--rows N,N] [--partitions N] [--runs N] [--no-upserts]  bulk inserts into an existing many-partition table against one creating it; large upserts and deletes: time and peak RSS (release build)\n  \
                  bench sql [--partitions N] [--files-per-partition N] [--rows-per-file N] [--runs N]  a selective SQL query on a 1,000-file table with and without pruning, and DataFusion's ListingTable (release build)\n  \
                  cycles              report every import cycle between the files of one crate (exit 1 if any)\n  \
                  services            start PostgreSQL, moto, Azurite and ZooKeeper, print their environment"
@@ -173,6 +174,7 @@ fn test(args: &[String]) -> Result<(), String> {
         // xtask is single-threaded here, before any child process starts.
         env::set_var("CARGO_INCREMENTAL", "0");
     }
+    report_free_disk();
     // A dependency compiled twice costs minutes of every run: fail (at the end) if the binaries
     // built alone would not reuse the test build's units.
     let unified = run(Command::new("python3").arg(
@@ -228,6 +230,45 @@ fn test(args: &[String]) -> Result<(), String> {
         .map(|(_, v)| PathBuf::from(v));
     let interop = interop::run(&[], peer);
     result.and(python).and(interop).and(unified)
+}
+
+/// Space the test run needs on the disk of `target/`: the test build (about 4 GiB), the Spark
+/// install with three Hudi bundles, the Python environments and the services.
+const DISK_NEEDED_GIB: u64 = 8;
+
+/// Says how much disk is free under the repository before the build, and warns when it is
+/// less than the run needs: a linker that runs out of disk dies of SIGBUS, naming no cause.
+fn report_free_disk() {
+    let out = Command::new("df")
+        .args(["-Pk"])
+        .arg(repo_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let free_kib = out.and_then(|o| {
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        text.lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().nth(3).map(str::to_string))
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    match free_kib {
+        Some(kib) => {
+            let gib = kib / (1024 * 1024);
+            eprintln!(
+                "xtask: {gib} GiB free on the disk of {}",
+                repo_root().display()
+            );
+            if gib < DISK_NEEDED_GIB {
+                eprintln!(
+                    "xtask: warning: the test run needs about {DISK_NEEDED_GIB} GiB; with {gib} GiB \
+                     the build or the services may fail for want of disk (a linker killed by \
+                     SIGBUS is that)"
+                );
+            }
+        }
+        None => eprintln!("xtask: could not read the free disk space (df)"),
+    }
 }
 
 /// Makes every cargo this process starts run clippy on the workspace's crates as it compiles
