@@ -75,7 +75,7 @@ pub fn region(n: u64) -> String {
 }
 
 /// The partition value of key number `n` in a table of `regions` partitions.
-fn region_in(n: u64, regions: u64) -> String {
+pub fn region_in(n: u64, regions: u64) -> String {
     format!("region-{}", mix(n) % regions.max(1))
 }
 
@@ -87,7 +87,7 @@ pub fn batch(keys: &[u64], version: u64) -> Result<RecordBatch, String> {
 }
 
 /// [`batch`] for a table of `regions` partitions.
-fn batch_in(keys: &[u64], version: u64, regions: u64) -> Result<RecordBatch, String> {
+pub fn batch_in(keys: &[u64], version: u64, regions: u64) -> Result<RecordBatch, String> {
     let h = |n: u64| mix(n.wrapping_mul(1_000_003).wrapping_add(version));
     // Nullable columns are null for about one row in eleven, each on its own pattern.
     let null = |n: u64, bit: u32| (h(n) >> bit) % 11 == 0;

@@ -66,6 +66,7 @@ mod rss;
 mod skipping;
 mod spark;
 mod ttl;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -169,6 +170,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if args.first().map(String::as_str) == Some("spark") {
         return spark::run(args);
+    }
+    if args.first().map(String::as_str) == Some("writes") {
+        return writes::run(args);
     }
     if args.first().map(String::as_str) == Some("cluster") {
         return cluster::run(args);
