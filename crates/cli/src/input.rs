@@ -15,8 +15,7 @@
 //! Errors name the file and, where one is at fault, the column and the row (counted from 0
 //! over the data rows, in input order, like the table's own errors).
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Seek};
+use std::io::BufReader;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,12 +24,10 @@ use arrow::array::{Array, ArrayRef};
 use arrow::compute::{cast_with_options, concat_batches, CastOptions};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::error::{CliError, CliResult};
-
-/// Rows per record batch when reading text inputs.
-const BATCH_ROWS: usize = 8192;
+use crate::input_read::{self, check_names, input_error, open, text_zone};
 
 /// The file formats `arbor write` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,17 +75,6 @@ impl Input {
     pub fn num_rows(&self) -> usize {
         self.batches.iter().map(RecordBatch::num_rows).sum()
     }
-}
-
-fn input_error(path: &Path, reason: impl Into<String>) -> CliError {
-    CliError::Input {
-        path: path.display().to_string(),
-        reason: reason.into(),
-    }
-}
-
-fn open(path: &Path) -> CliResult<File> {
-    File::open(path).map_err(|e| input_error(path, format!("cannot open: {e}")))
 }
 
 /// The schema of an input file, inferred as [`read_inferred`] does, without keeping the rows
@@ -154,166 +140,60 @@ pub fn read_inferred(path: &Path) -> CliResult<Input> {
 /// widen its column ([`arbor_table::Table::validate`]). Missing table columns are left for
 /// the table to report (a delete needs only the key and partition columns).
 pub fn read_for_schema(path: &Path, target: &SchemaRef) -> CliResult<Input> {
-    let format = InputFormat::from_path(path)?;
-    let input = match format {
-        InputFormat::Parquet => read_parquet(path)?,
-        InputFormat::Csv => {
-            // Table columns as text, parsed into the table's types below; new columns as
-            // arrow-csv infers them.
-            let mut file = BufReader::new(open(path)?);
-            let (inferred, _) = arrow::csv::reader::Format::default()
-                .with_header(true)
-                .infer_schema(&mut file, None)
-                .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
-            rewind(path, &mut file)?;
-            let mut header = String::new();
-            file.read_line(&mut header)
-                .map_err(|e| input_error(path, format!("cannot read the header row: {e}")))?;
-            rewind(path, &mut file)?;
-            let names = csv_header(path, &header)?;
-            let fields: Vec<Field> = names
-                .iter()
-                .map(|n| {
-                    let ty = match (target.field_with_name(n), inferred.field_with_name(n)) {
-                        (Err(_), Ok(f)) if f.data_type() != &DataType::Null => {
-                            text_zone(f.data_type())
-                        }
-                        _ => DataType::Utf8,
-                    };
-                    Field::new(n.as_str(), ty, true)
-                })
-                .collect();
-            read_csv(path, file, Arc::new(Schema::new(fields)))?
-        }
-        InputFormat::Jsonl => {
-            let mut file = BufReader::new(open(path)?);
-            let (inferred, _) =
-                arrow::json::reader::infer_json_schema_from_seekable(&mut file, None)
-                    .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
-            rewind(path, &mut file)?;
-            read_json_exact(path, file, &inferred, target)?
-        }
+    let (raw, text) = raw_for_schema(path, target)?;
+    let batches = raw.batches.collect::<CliResult<Vec<_>>>()?;
+    let input = Input {
+        schema: raw.schema,
+        batches,
     };
-    conform(path, &input, target, format != InputFormat::Parquet)
+    conform(path, &input, target, text)
 }
 
-/// The schema a JSON-lines input is decoded with: a column the table has with a nested type
-/// (struct, list, map) is decoded straight into the table's type by arrow-json (a JSON object
-/// into a map, as `arbor read --format jsonl` writes maps), since inference alone cannot tell
-/// a map from a struct; every other column keeps its inferred type, for [`conform`] to parse
-/// or convert exactly.
-fn nested_as_table(inferred: &Schema, target: &SchemaRef) -> SchemaRef {
-    let fields: Vec<Field> = inferred
-        .fields()
-        .iter()
-        .map(|f| match target.field_with_name(f.name()) {
-            Ok(t) if t.data_type().is_nested() => Field::new(f.name(), t.data_type().clone(), true),
-            _ => f.as_ref().clone(),
-        })
-        .collect();
-    Arc::new(Schema::new(fields))
-}
-
-/// Whether a table column of type `dt` takes JSON numbers as their text, to parse exactly.
-fn takes_number_text(dt: &DataType) -> bool {
-    dt.is_numeric() && arbor_table::parses_text_into(dt)
-}
-
-/// Reads a JSON-lines input for a table whose data schema is `target`: a column of JSON
-/// numbers (inferred `Int64` or `Float64`) that the table holds as a number is read as the
-/// numbers' original text (arrow-json would round `1.005`, read `1e400` as infinity and fail
-/// on `9223372036854775808` without naming it), for [`conform`] to parse exactly; every other
-/// column is decoded as [`nested_as_table`] says.
-fn read_json_exact<R: BufRead + Seek>(
+/// [`read_for_schema`] a batch at a time: each batch of the file is read and conformed to
+/// `target` as the whole file would be (errors count rows across the file), so a streamed
+/// write never holds the file in memory.
+pub fn stream_for_schema(
     path: &Path,
-    mut file: R,
-    inferred: &Schema,
     target: &SchemaRef,
-) -> CliResult<Input> {
-    let decoded = nested_as_table(inferred, target);
-    let is_number_text = |f: &Field| {
-        matches!(f.data_type(), DataType::Int64 | DataType::Float64)
-            && target
-                .field_with_name(f.name())
-                .is_ok_and(|t| takes_number_text(t.data_type()))
-    };
-    let (numbers, typed): (Vec<&Arc<Field>>, Vec<&Arc<Field>>) =
-        decoded.fields().iter().partition(|f| is_number_text(f));
-    if numbers.is_empty() {
-        return read_json(path, file, decoded);
-    }
-    let texts_schema: SchemaRef = Arc::new(Schema::new(
-        numbers
-            .iter()
-            .map(|f| Field::new(f.name(), DataType::Utf8, true))
-            .collect::<Vec<_>>(),
-    ));
-    let reader = arrow::json::ReaderBuilder::new(texts_schema.clone())
-        .with_batch_size(BATCH_ROWS)
-        .with_coerce_primitive(true)
-        .build(&mut file)
-        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
-    let texts = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
-    let texts = concat(&texts_schema, &texts)?;
-    let others = if typed.is_empty() {
-        None
-    } else {
-        rewind(path, &mut file)?;
-        let schema: SchemaRef = Arc::new(Schema::new(
-            typed.iter().map(|f| f.as_ref().clone()).collect::<Vec<_>>(),
-        ));
-        let input = read_json(path, file, schema.clone())?;
-        Some(concat(&schema, &input.batches)?)
-    };
-    if let Some(o) = &others {
-        if o.num_rows() != texts.num_rows() {
-            return Err(input_error(
-                path,
-                "not readable as JSON lines: two reads of the file disagree on its rows",
-            ));
-        }
-    }
-    let mut fields = Vec::with_capacity(decoded.fields().len());
-    let mut columns = Vec::with_capacity(decoded.fields().len());
-    for f in decoded.fields() {
-        let from_texts = texts.column_by_name(f.name());
-        let column = match (from_texts, &others) {
-            (Some(c), _) => {
-                fields.push(Field::new(f.name(), DataType::Utf8, true));
-                c.clone()
-            }
-            (None, Some(o)) => {
-                fields.push(f.as_ref().clone());
-                o.column_by_name(f.name())
-                    .cloned()
-                    .ok_or_else(|| input_error(path, format!("column {:?} vanished", f.name())))?
-            }
-            (None, None) => {
-                return Err(input_error(path, format!("column {:?} vanished", f.name())))
-            }
+) -> CliResult<impl Iterator<Item = CliResult<RecordBatch>>> {
+    let (raw, text) = raw_for_schema(path, target)?;
+    let (schema, target, owned) = (raw.schema, target.clone(), path.to_path_buf());
+    let mut first_row = 0usize;
+    Ok(raw.batches.map(move |batch| {
+        let batch = batch?;
+        let rows = batch.num_rows();
+        let one = Input {
+            schema: schema.clone(),
+            batches: vec![batch],
         };
-        columns.push(column);
-    }
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let options = RecordBatchOptions::new().with_row_count(Some(texts.num_rows()));
-    let batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
-        .map_err(|e| input_error(path, e.to_string()))?;
-    Ok(Input {
-        schema,
-        batches: vec![batch],
+        let conformed = conform_from(&owned, &one, &target, text, first_row)?;
+        first_row += rows;
+        Ok(conformed
+            .batches
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| RecordBatch::new_empty(conformed.schema.clone())))
+    }))
+}
+
+/// The raw batches of an input for a table of `target` ([`input_read`]), and whether they
+/// are text to parse.
+fn raw_for_schema(path: &Path, target: &SchemaRef) -> CliResult<(input_read::Raw, bool)> {
+    Ok(match InputFormat::from_path(path)? {
+        InputFormat::Parquet => (input_read::parquet(path)?, false),
+        InputFormat::Csv => (input_read::csv_for_schema(path, target)?, true),
+        InputFormat::Jsonl => (input_read::json_for_schema(path, target)?, true),
     })
 }
 
-/// The type a text input's inferred column gets: timestamps without an offset in CSV or
-/// JSON text are read as UTC instants (as Spark reads them with session time zone UTC), so
-/// a table made from text has Hudi's ordinary `timestamp` columns.
-fn text_zone(dt: &DataType) -> DataType {
-    match dt {
-        DataType::Timestamp(unit, None) => DataType::Timestamp(*unit, Some("UTC".into())),
-        other => other.clone(),
-    }
+/// Every batch of a parquet file, as its schema types them.
+fn read_parquet(path: &Path) -> CliResult<Input> {
+    let raw = input_read::parquet(path)?;
+    let batches = raw.batches.collect::<CliResult<Vec<_>>>()?;
+    Ok(Input {
+        schema: raw.schema,
+        batches,
+    })
 }
 
 /// Converts the columns of `input` that the table has to the table's types (see
@@ -448,121 +328,6 @@ fn convert_column(
     Ok(converted)
 }
 
-fn rewind<R: Seek>(path: &Path, file: &mut R) -> CliResult<()> {
-    file.rewind()
-        .map(|_| ())
-        .map_err(|e| input_error(path, format!("cannot re-read: {e}")))
-}
-
-/// The column names of a CSV header row; empty or duplicate names are errors.
-fn csv_header(path: &Path, line: &str) -> CliResult<Vec<String>> {
-    let line = line.trim_end_matches(['\n', '\r']);
-    if line.trim().is_empty() {
-        return Err(input_error(path, "empty input: no header row"));
-    }
-    let (schema, _) = arrow::csv::reader::Format::default()
-        .with_header(true)
-        .infer_schema(std::io::Cursor::new(format!("{line}\n")), Some(0))
-        .map_err(|e| input_error(path, format!("cannot read the header row: {e}")))?;
-    check_names(path, &schema)?;
-    Ok(schema.fields().iter().map(|f| f.name().clone()).collect())
-}
-
-/// Column names must be non-empty and unique.
-fn check_names(path: &Path, schema: &Schema) -> CliResult<()> {
-    let mut seen = std::collections::BTreeSet::new();
-    for f in schema.fields() {
-        let n = f.name();
-        if n.trim().is_empty() {
-            return Err(input_error(path, "the input has a column without a name"));
-        }
-        if !seen.insert(n.as_str()) {
-            return Err(input_error(
-                path,
-                format!("column {n:?} appears twice in the input"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn read_csv<R: std::io::Read>(path: &Path, file: R, schema: SchemaRef) -> CliResult<Input> {
-    if schema.fields().is_empty() {
-        return Err(input_error(path, "empty input: no header row"));
-    }
-    let reader = arrow::csv::ReaderBuilder::new(schema.clone())
-        .with_header(true)
-        .with_batch_size(BATCH_ROWS)
-        .build(file)
-        .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| input_error(path, format!("not readable as CSV: {e}")))?;
-    Ok(Input { schema, batches })
-}
-
-fn read_json<R: BufRead>(path: &Path, file: R, schema: SchemaRef) -> CliResult<Input> {
-    if schema.fields().is_empty() {
-        return Err(input_error(path, "empty input: no JSON objects"));
-    }
-    let reader = arrow::json::ReaderBuilder::new(schema.clone())
-        .with_batch_size(BATCH_ROWS)
-        .build(file)
-        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| input_error(path, format!("not readable as JSON lines: {e}")))?;
-    Ok(Input { schema, batches })
-}
-
-/// The batches of the parquet file at `path`, read one at a time and each conformed to
-/// `target` as [`read_for_schema`] conforms the whole file (errors count rows across the file):
-/// the input of a streamed write, which never holds the file in memory.
-pub fn stream_parquet<'a>(
-    path: &'a Path,
-    target: &SchemaRef,
-) -> CliResult<impl Iterator<Item = CliResult<RecordBatch>> + 'a> {
-    let (schema, reader) = parquet_reader(path)?;
-    let target = target.clone();
-    let mut first_row = 0usize;
-    Ok(reader.map(move |batch| {
-        let batch =
-            batch.map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
-        let rows = batch.num_rows();
-        let one = Input {
-            schema: schema.clone(),
-            batches: vec![batch],
-        };
-        let conformed = conform_from(path, &one, &target, false, first_row)?;
-        first_row += rows;
-        Ok(conformed
-            .batches
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| RecordBatch::new_empty(conformed.schema.clone())))
-    }))
-}
-
-/// The file schema and a reader of [`BATCH_ROWS`]-row batches of the parquet file at `path`.
-fn parquet_reader(path: &Path) -> CliResult<(SchemaRef, ParquetRecordBatchReader)> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(open(path)?)
-        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
-    let schema = builder.schema().clone();
-    let reader = builder
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
-    Ok((schema, reader))
-}
-
-fn read_parquet(path: &Path) -> CliResult<Input> {
-    let (schema, reader) = parquet_reader(path)?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| input_error(path, format!("not a readable parquet file: {e}")))?;
-    Ok(Input { schema, batches })
-}
-
 /// `schema` without Hudi's meta columns and without schema metadata.
 fn data_only(schema: &Schema) -> SchemaRef {
     let fields: Vec<Arc<Field>> = schema
@@ -636,6 +401,85 @@ mod tests {
             Field::new("id", DataType::Utf8, false),
             Field::new("n", DataType::Int64, true),
         ]))
+    }
+
+    fn decimal_target() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, true),
+            Field::new("amount", DataType::Decimal128(10, 2), true),
+            Field::new("tag", DataType::Utf8, true),
+        ]))
+    }
+
+    /// 20,000 rows (three batches): `id` with leading zeros, `n` a number or null, `amount`
+    /// a decimal, `tag` text; row `bad` (when given) has an amount the table cannot hold.
+    fn rows_text(csv: bool, bad: Option<usize>) -> String {
+        let mut text = String::from(if csv { "id,n,amount,tag\n" } else { "" });
+        for i in 0..20_000usize {
+            let amount = if Some(i) == bad {
+                "1.005".to_string()
+            } else {
+                format!("{}.{:02}", i / 100, i % 100)
+            };
+            let n = if i % 7 == 0 {
+                String::new()
+            } else {
+                (i * 3).to_string()
+            };
+            if csv {
+                text.push_str(&format!("{i:06},{n},{amount},t{}\n", i % 5));
+            } else {
+                let n = if n.is_empty() { "null".to_string() } else { n };
+                text.push_str(&format!(
+                    "{{\"id\":\"{i:06}\",\"n\":{n},\"amount\":{amount},\"tag\":\"t{}\"}}\n",
+                    i % 5
+                ));
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn test_stream_for_schema_reads_what_read_for_schema_reads_batch_by_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, csv) in [("a.csv", true), ("a.jsonl", false)] {
+            let p = write(dir.path(), name, &rows_text(csv, None));
+            let whole = read_for_schema(&p, &decimal_target()).unwrap();
+            let batches = stream_for_schema(&p, &decimal_target())
+                .unwrap()
+                .collect::<CliResult<Vec<_>>>()
+                .unwrap();
+            assert!(batches.len() >= 3, "{name}: {} batches", batches.len());
+            let streamed = concat(&whole.schema, &batches).unwrap();
+            let expected = concat(&whole.schema, &whole.batches).unwrap();
+            assert_eq!(streamed, expected, "{name}");
+            assert_eq!(streamed.num_rows(), 20_000, "{name}");
+            let amount = streamed
+                .column_by_name("amount")
+                .unwrap()
+                .as_primitive::<arrow::datatypes::Decimal128Type>();
+            assert_eq!(amount.value(12_345), 12_345, "{name}: 123.45 exactly");
+        }
+    }
+
+    #[test]
+    fn test_stream_for_schema_names_the_row_of_a_bad_value_across_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, csv) in [("a.csv", true), ("a.jsonl", false)] {
+            let p = write(dir.path(), name, &rows_text(csv, Some(17_001)));
+            let err = stream_for_schema(&p, &decimal_target())
+                .unwrap()
+                .collect::<CliResult<Vec<_>>>()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("17001"), "{name}: {err}");
+            assert!(err.contains("amount"), "{name}: {err}");
+            let whole = read_for_schema(&p, &decimal_target())
+                .unwrap_err()
+                .to_string();
+            assert_eq!(err, whole, "{name}");
+        }
     }
 
     #[test]

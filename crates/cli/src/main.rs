@@ -12,6 +12,7 @@ mod emit;
 mod error;
 mod input;
 mod input_hex;
+mod input_read;
 mod output;
 
 use std::process::ExitCode;

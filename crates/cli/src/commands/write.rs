@@ -141,18 +141,15 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             let table = table.with_write_options(options);
             args.spec.check_matches(table.config())?;
             let schema = table.schema().clone();
-            let parquet =
-                input::InputFormat::from_path(&args.input)? == input::InputFormat::Parquet;
-            if parquet
-                && table
-                    .streams(args.op.operation())
-                    .await
-                    .map_err(|e| CliError::at(location, e))?
+            if table
+                .streams(args.op.operation())
+                .await
+                .map_err(|e| CliError::at(location, e))?
             {
-                // A bulk insert of a parquet file streams: batches are read, written and
-                // dropped one after the other.
+                // A bulk insert streams, whatever the input's format: batches are read,
+                // written and dropped one after the other.
                 progress.set("writing and committing (bulk insert, streamed)");
-                let batches = input::stream_parquet(&args.input, &schema)?;
+                let batches = input::stream_for_schema(&args.input, &schema)?;
                 let result = table
                     .write_stream(args.op.operation(), futures::stream::iter(batches))
                     .await
