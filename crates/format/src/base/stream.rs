@@ -98,6 +98,23 @@ impl BaseFileStream {
         self.writer.bytes_written() + self.writer.memory_size()
     }
 
+    /// Bytes of memory the row group in progress holds. Encoder state costs several times
+    /// the encoded bytes (about 7 MB for a 1.3 MB file of 34,000 rows): a writer holding many
+    /// open files cuts their row groups ([`flush_row_group`](Self::flush_row_group)) to bound
+    /// it.
+    pub fn row_group_memory(&self) -> usize {
+        self.writer.memory_size()
+    }
+
+    /// Encodes the rows buffered so far as a row group of their own (a no-op without rows),
+    /// freeing the encoder state they held.
+    pub fn flush_row_group(&mut self) -> Result<()> {
+        self.writer.flush().map_err(|e| FormatError::Parquet {
+            path: self.key.clone(),
+            reason: e.to_string(),
+        })
+    }
+
     /// Appends `batch` (data columns of the file's schema) with `record_keys`, one non-null
     /// key per row in order.
     pub fn write(&mut self, batch: &RecordBatch, record_keys: &StringArray) -> Result<()> {
@@ -256,6 +273,9 @@ impl BaseFileWriter {
             DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT,
         ) {
             props = props.set_column_dictionary_enabled(ColumnPath::from(column.as_str()), false);
+        }
+        if let Some(bytes) = self.data_page_bytes {
+            props = props.set_data_page_size_limit(bytes);
         }
         let props = props
             .set_compression(compression)

@@ -109,6 +109,7 @@ pub struct BaseFileWriter {
     task_partition_id: u64,
     pub(super) compression: Compression,
     pub(super) row_group_rows: usize,
+    pub(super) data_page_bytes: Option<usize>,
     preserved: Option<(StringArray, StringArray)>,
     preserved_per_batch: bool,
     populate_meta_fields: bool,
@@ -144,6 +145,7 @@ impl BaseFileWriter {
             task_partition_id: 0,
             compression: Compression::default(),
             row_group_rows: DEFAULT_ROW_GROUP_ROWS,
+            data_page_bytes: None,
             preserved: None,
             preserved_per_batch: false,
             populate_meta_fields: true,
@@ -175,6 +177,14 @@ impl BaseFileWriter {
     /// Most rows per row group (default 1 Mi; at least 1).
     pub fn row_group_rows(mut self, rows: usize) -> Self {
         self.row_group_rows = rows.max(1);
+        self
+    }
+
+    /// The size at which a data page is cut (parquet's default, 1 MiB, when not set; at
+    /// least 1 KiB). A page is buffered unencoded until it is cut, so a writer holding many
+    /// open files ([`BaseFileWriter::open_stream`]) bounds their memory with smaller pages.
+    pub fn data_page_bytes(mut self, bytes: usize) -> Self {
+        self.data_page_bytes = Some(bytes.max(1024));
         self
     }
 

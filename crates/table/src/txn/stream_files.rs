@@ -4,9 +4,12 @@
 //! tasks while the input goes on.
 //!
 //! Memory is bounded by `WriteOptions::stream_memory`: the open files' memory, plus the bytes
-//! of files closed and not yet stored, stays under it. Over it, the writer first waits for
-//! files being closed or stored, then closes the largest open file early (so a write into many
-//! partitions makes files smaller than `max_file_size` rather than holding them all).
+//! of files closed and not yet stored, stays under it. Half of it is shared by the row groups
+//! in progress: an open file's row group is cut once it holds `stream_memory / 2 / lanes`
+//! (at least 512 KiB), since a row group in progress costs several times its encoded bytes.
+//! Over the bound, the writer first waits for files being closed or stored, then closes the
+//! largest open file early (so a write into many partitions makes files smaller than
+//! `max_file_size` rather than holding them all).
 //!
 //! Every partition's marker is created before its first rows are sent. Whatever the outcome,
 //! [`OpenFiles::finish`] and [`OpenFiles::abandon`] return only once every store they started
@@ -24,6 +27,10 @@ use crate::write::commit;
 use crate::write::cow::{store_base_file, EncodedGroup, WrittenGroup};
 use crate::write::planner::{rows_by_partition, Input};
 use crate::write::schema::DataSchema;
+
+/// The smallest memory at which an open file's row group is cut, however many lanes are
+/// open (below it row groups would hold a few hundred rows).
+const MIN_ROW_GROUP_MEMORY: u64 = 512 * 1024;
 
 /// The open files (see the module doc).
 pub(super) struct OpenFiles<'a> {
@@ -79,6 +86,11 @@ impl<'a> OpenFiles<'a> {
                     .await?;
                 let lane = self.pool.lane(partition);
                 self.lanes.insert(partition.to_string(), lane);
+                // Half the bound for the row groups in progress, shared by the open lanes.
+                let lanes = self.lanes.len() as u64;
+                self.pool
+                    .spec()
+                    .set_row_group_memory((self.budget / 2 / lanes).max(MIN_ROW_GROUP_MEMORY));
             }
             if let Some(lane) = self.lanes.get(partition) {
                 self.pool.append(lane, &input, rows).await?;

@@ -31,7 +31,12 @@ use crate::write::cow::{input_rows, rows_record_keys, write_token};
 use crate::write::planner::{new_file_id, Input};
 
 /// Jobs waiting for one worker.
-const QUEUE: usize = 32;
+const QUEUE: usize = 8;
+
+/// The data page size of a streamed write's files: a page is buffered unencoded until it is
+/// cut, so with parquet's 1 MiB pages every open file would hold up to a MiB per column
+/// whatever its size; at 64 KiB an open file's memory follows its encoded bytes.
+const PAGE_BYTES: usize = 64 * 1024;
 
 /// What every file of the write is made with.
 pub(crate) struct FileSpec {
@@ -47,6 +52,16 @@ pub(crate) struct FileSpec {
     pub(crate) record_key_column: Option<usize>,
     /// A file closes once its estimated size reaches this.
     pub(crate) max_file_size: u64,
+    /// A file's row group is cut once the memory it holds reaches this (the writer lowers it
+    /// as lanes open, [`FileSpec::set_row_group_memory`]).
+    pub(crate) row_group_memory: AtomicU64,
+}
+
+impl FileSpec {
+    /// Sets the memory at which an open file's row group is cut.
+    pub(crate) fn set_row_group_memory(&self, bytes: u64) {
+        self.row_group_memory.store(bytes, Ordering::Relaxed);
+    }
 }
 
 enum Job {
@@ -114,6 +129,7 @@ impl Lane {
 
 /// The pool (see the module doc).
 pub(crate) struct EncoderPool {
+    spec: Arc<FileSpec>,
     queues: Vec<mpsc::Sender<Job>>,
     workers: Vec<JoinHandle<()>>,
     closed: mpsc::UnboundedReceiver<Closed>,
@@ -131,19 +147,25 @@ impl EncoderPool {
         for _ in 0..threads.max(1) {
             let (tx, rx) = mpsc::channel(QUEUE);
             let done = done_tx.clone();
-            let spec = Arc::clone(&spec);
+            let spec_of_worker = Arc::clone(&spec);
             let files = Arc::clone(&files);
             workers.push(tokio::task::spawn_blocking(move || {
-                work(rx, &done, &spec, &files)
+                work(rx, &done, &spec_of_worker, &files)
             }));
             queues.push(tx);
         }
         EncoderPool {
+            spec,
             queues,
             workers,
             closed,
             next_lane: 0,
         }
+    }
+
+    /// What the files are made with.
+    pub(crate) fn spec(&self) -> &FileSpec {
+        &self.spec
     }
 
     /// A new lane for `partition` (lanes are spread over the workers in turn).
@@ -320,6 +342,10 @@ impl Chunk<'_> {
             Entry::Vacant(e) => e.insert(self.open_file(&data)?),
         };
         file.stream.write(&data, &keys)?;
+        let cap = self.spec.row_group_memory.load(Ordering::Relaxed);
+        if file.stream.row_group_memory() as u64 >= cap {
+            file.stream.flush_row_group()?;
+        }
         if (file.stream.size_estimate() as u64) < self.spec.max_file_size {
             return Ok(None);
         }
@@ -348,7 +374,8 @@ impl Chunk<'_> {
             spec.avro_with_meta.clone(),
         )
         .task_partition_id(task)
-        .populate_meta_fields(spec.meta_values);
+        .populate_meta_fields(spec.meta_values)
+        .data_page_bytes(PAGE_BYTES);
         let stream = writer.open_stream(&key, spec.schema.clone(), std::slice::from_ref(sample))?;
         Ok(OpenFile {
             stream,

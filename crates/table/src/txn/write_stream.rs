@@ -159,6 +159,7 @@ where
             .and_then(|name| schema.arrow.index_of(name).ok()),
         schema: schema.arrow.clone(),
         max_file_size: ctx.options.max_file_size,
+        row_group_memory: std::sync::atomic::AtomicU64::new(ctx.options.stream_memory / 2),
     };
     let mut files = OpenFiles::new(table, schema, spec);
     let mut next = Some(first_input);

@@ -92,7 +92,7 @@ pub struct WriteOptions {
     /// metadata are the same whatever the value (results are taken in plan order).
     pub parallelism: std::num::NonZeroUsize,
     /// Bytes of encoded rows a streamed bulk insert ([`crate::Table::write_stream`]) holds in
-    /// its open base files (one per partition the input touches); default 128 MiB. When the
+    /// its open base files (one per partition the input touches); default 96 MiB. When the
     /// open files reach it, the largest is closed and stored early (it is then smaller than
     /// `max_file_size`), so memory does not grow with the input or the number of partitions.
     pub stream_memory: u64,
@@ -181,7 +181,7 @@ impl Default for WriteOptions {
             retry: RetryPolicy::default(),
             mdt_clean: true,
             parallelism: default_parallelism(),
-            stream_memory: 128 * 1024 * 1024,
+            stream_memory: 96 * 1024 * 1024,
         }
     }
 }
