@@ -140,7 +140,7 @@ pub fn read_inferred(path: &Path) -> CliResult<Input> {
 /// widen its column ([`arbor_table::Table::validate`]). Missing table columns are left for
 /// the table to report (a delete needs only the key and partition columns).
 pub fn read_for_schema(path: &Path, target: &SchemaRef) -> CliResult<Input> {
-    let (raw, text) = raw_for_schema(path, target)?;
+    let (raw, text) = raw_for_schema(path, target, input_read::BATCH_ROWS)?;
     let batches = raw.batches.collect::<CliResult<Vec<_>>>()?;
     let input = Input {
         schema: raw.schema,
@@ -156,7 +156,16 @@ pub fn stream_for_schema(
     path: &Path,
     target: &SchemaRef,
 ) -> CliResult<impl Iterator<Item = CliResult<RecordBatch>>> {
-    let (raw, text) = raw_for_schema(path, target)?;
+    stream_in(path, target, input_read::BATCH_ROWS)
+}
+
+/// [`stream_for_schema`] in batches of `batch_rows` rows.
+fn stream_in(
+    path: &Path,
+    target: &SchemaRef,
+    batch_rows: usize,
+) -> CliResult<impl Iterator<Item = CliResult<RecordBatch>>> {
+    let (raw, text) = raw_for_schema(path, target, batch_rows)?;
     let (schema, target, owned) = (raw.schema, target.clone(), path.to_path_buf());
     let mut first_row = 0usize;
     Ok(raw.batches.map(move |batch| {
@@ -178,17 +187,21 @@ pub fn stream_for_schema(
 
 /// The raw batches of an input for a table of `target` ([`input_read`]), and whether they
 /// are text to parse.
-fn raw_for_schema(path: &Path, target: &SchemaRef) -> CliResult<(input_read::Raw, bool)> {
+fn raw_for_schema(
+    path: &Path,
+    target: &SchemaRef,
+    rows: usize,
+) -> CliResult<(input_read::Raw, bool)> {
     Ok(match InputFormat::from_path(path)? {
-        InputFormat::Parquet => (input_read::parquet(path)?, false),
-        InputFormat::Csv => (input_read::csv_for_schema(path, target)?, true),
-        InputFormat::Jsonl => (input_read::json_for_schema(path, target)?, true),
+        InputFormat::Parquet => (input_read::parquet(path, rows)?, false),
+        InputFormat::Csv => (input_read::csv_for_schema(path, target, rows)?, true),
+        InputFormat::Jsonl => (input_read::json_for_schema(path, target, rows)?, true),
     })
 }
 
 /// Every batch of a parquet file, as its schema types them.
 fn read_parquet(path: &Path) -> CliResult<Input> {
-    let raw = input_read::parquet(path)?;
+    let raw = input_read::parquet(path, input_read::BATCH_ROWS)?;
     let batches = raw.batches.collect::<CliResult<Vec<_>>>()?;
     Ok(Input {
         schema: raw.schema,
@@ -446,7 +459,7 @@ mod tests {
         for (name, csv) in [("a.csv", true), ("a.jsonl", false)] {
             let p = write(dir.path(), name, &rows_text(csv, None));
             let whole = read_for_schema(&p, &decimal_target()).unwrap();
-            let batches = stream_for_schema(&p, &decimal_target())
+            let batches = stream_in(&p, &decimal_target(), 8192)
                 .unwrap()
                 .collect::<CliResult<Vec<_>>>()
                 .unwrap();
@@ -468,7 +481,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (name, csv) in [("a.csv", true), ("a.jsonl", false)] {
             let p = write(dir.path(), name, &rows_text(csv, Some(17_001)));
-            let err = stream_for_schema(&p, &decimal_target())
+            let err = stream_in(&p, &decimal_target(), 8192)
                 .unwrap()
                 .collect::<CliResult<Vec<_>>>()
                 .unwrap_err()
