@@ -83,6 +83,18 @@ pub fn collect_input(
     Ok((schema, batches))
 }
 
+/// The batches of an imported stream one at a time, in plain types (a streamed write's
+/// input: nothing is collected). Errors name the batch.
+pub fn plain_batches(
+    reader: ArrowArrayStreamReader,
+) -> impl Iterator<Item = Result<RecordBatch, String>> + Unpin {
+    let schema = plain_schema(&reader.schema());
+    reader.enumerate().map(move |(i, b)| {
+        b.and_then(|b| plain_batch(&b, &schema))
+            .map_err(|e| format!("batch {i}: {e}"))
+    })
+}
+
 /// A stream of batches read as a blocking `RecordBatchReader` (one batch per `next`, on the
 /// package's runtime), for `pyarrow.RecordBatchReader`.
 pub struct StreamReader {

@@ -23,7 +23,7 @@ use futures::StreamExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{collect_input, StreamReader};
+use crate::convert::{collect_input, plain_batches, StreamReader};
 use crate::errors::{at, bad_argument};
 use crate::runtime::block_on;
 
@@ -423,6 +423,32 @@ impl Table {
     ) -> PyResult<Bound<'py, PyDict>> {
         let op = write_operation(op)?;
         let reader = data.0;
+        // A bulk insert streams when the table takes it (`Table::streams`): the input is
+        // read, written and dropped a batch at a time, so it may be larger than memory.
+        let streams: Result<bool, String> = py.detach(|| {
+            block_on(async {
+                if op != WriteOperation::BulkInsert {
+                    return Ok(false);
+                }
+                let table = self.writable(branch.as_deref()).await?;
+                table.streams(op).await.map_err(|e| e.to_string())
+            })
+            .map_err(|e| e.to_string())?
+        });
+        if streams.map_err(|e| at(&self.location, e))? {
+            let result: Result<CommitResult, String> = py.detach(|| {
+                block_on(async {
+                    let table = self.writable(branch.as_deref()).await?;
+                    let batches = futures::stream::iter(plain_batches(reader));
+                    table
+                        .write_stream(op, batches)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+                .map_err(|e| e.to_string())?
+            });
+            return commit_dict(py, &result.map_err(|e| at(&self.location, e))?);
+        }
         let (_, batches) = py.detach(|| collect_input(reader))?;
         let result: Result<CommitResult, String> = py.detach(|| {
             block_on(async {

@@ -141,6 +141,35 @@ def test_awkward_types_round_trip(tmp_path):
     assert t.read(filter="ts_tz IS NULL").column("id").to_pylist() == ["b"]
 
 
+def test_bulk_insert_streams_a_reader_batch_by_batch(table):
+    # A reader of many batches, each produced only when asked: the bulk insert streams it
+    # (Table::write_stream); every row lands once, as one commit.
+    def batches():
+        for start in range(100, 400, 50):
+            yield from trips(range(start, start + 50), 5.0, ts=3).to_batches()
+
+    schema = trips(range(1), 1.0).schema
+    commit = table.write(pa.RecordBatchReader.from_batches(schema, batches()), op="bulk_insert")
+    assert (commit["inserted"], commit["updated"]) == (300, 0)
+    got = table.read(columns=["uuid", "fare"])
+    assert got.num_rows == 310
+    assert table.read(filter="uuid = u250").column("fare").to_pylist() == [255.0]
+
+    # A bad batch (a null key) after good ones fails the whole write, naming the batch;
+    # nothing lands.
+    def bad_batches():
+        yield from trips(range(500, 510), 1.0).to_batches()
+        yield pa.record_batch(
+            [pa.array([None], pa.string()), pa.array(["sf"]), pa.array([1.0]), pa.array([1], pa.int64())],
+            schema=schema,
+        )
+
+    with pytest.raises(arbor.ArborError) as e:
+        table.write(pa.RecordBatchReader.from_batches(schema, bad_batches()), op="bulk_insert")
+    assert "batch 1" in str(e.value) and table.path in str(e.value)
+    assert table.read().num_rows == 310
+
+
 def test_bad_input_raises_with_the_cli_message(table):
     before = table.read().num_rows
     bad = pa.table({"uuid": ["z"], "city": ["sf"], "fare": ["not a number"], "ts": [1]})
