@@ -1,4 +1,5 @@
-//! [`ArborSink`]: the rows of one `INSERT INTO` statement written as one commit.
+//! [`ArborSink`]: the rows of one `INSERT INTO` statement written as one commit; a bulk insert
+//! the table streams is written batch by batch as the plan produces them.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use datafusion::common::Result as DfResult;
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{ArborSqlError, Result};
 
@@ -77,6 +78,36 @@ impl ArborSink {
     }
 }
 
+impl ArborSink {
+    /// A bulk insert the table streams ([`Table::write_stream`]): batches are checked and
+    /// written as the plan produces them, never collected. An empty input writes nothing.
+    async fn write_streamed(&self, mut data: SendableRecordBatchStream) -> DfResult<u64> {
+        let first = loop {
+            match data.try_next().await? {
+                None => return Ok(0),
+                Some(b) if b.num_rows() == 0 => continue,
+                Some(b) => break b,
+            }
+        };
+        let mut first_row = 0usize;
+        let batches = futures::stream::once(async { Ok(first) })
+            .chain(data)
+            .try_filter(|b| futures::future::ready(b.num_rows() > 0))
+            .map_err(|e| e.to_string())
+            .and_then(|b| {
+                let checked = self.data_columns(&b, first_row).map_err(|e| e.to_string());
+                first_row += b.num_rows();
+                futures::future::ready(checked)
+            });
+        let result = self
+            .table
+            .write_stream(self.operation, Box::pin(batches))
+            .await
+            .map_err(|e| ArborSqlError::table(&self.location, e))?;
+        Ok(result.inserted)
+    }
+}
+
 impl DisplayAs for ArborSink {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         match t {
@@ -103,6 +134,15 @@ impl DataSink for ArborSink {
         data: SendableRecordBatchStream,
         _context: &Arc<TaskContext>,
     ) -> DfResult<u64> {
+        if self.operation == WriteOperation::BulkInsert
+            && self
+                .table
+                .streams(self.operation)
+                .await
+                .map_err(|e| ArborSqlError::table(&self.location, e))?
+        {
+            return self.write_streamed(data).await;
+        }
         let input: Vec<RecordBatch> = data.try_collect().await?;
         let mut batches = Vec::with_capacity(input.len());
         let mut rows = 0_usize;

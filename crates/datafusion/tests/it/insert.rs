@@ -207,3 +207,59 @@ async fn test_insert_refused_on_read_only_refs_and_bad_rows_leaves_table_unchang
     assert_eq!(rows(&out), vec!["0"]);
     assert_eq!(completed_writes(&t).await, writes);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_bulk_insert_streams_the_plan_output_as_one_commit() {
+    // With `write_operation` bulk_insert the sink streams the plan's batches into
+    // `Table::write_stream`: many batches land as one commit; a bad row in a later batch fails
+    // the statement and leaves the table unchanged; no rows write nothing.
+    let t = create(TableType::CopyOnWrite, true).await;
+    t.write(WriteOperation::Insert, &test_rows(0..10, 1, "a"))
+        .await;
+    let location = t.base.to_string_lossy().to_string();
+    let ctx = session();
+    sql(&ctx, "SET datafusion.execution.batch_size = 7").await;
+    register(
+        &ctx,
+        "t",
+        &location,
+        ArborTableOptions::new().write_operation(WriteOperation::BulkInsert),
+    )
+    .await;
+    let before = completed_writes(&t).await;
+    sql(
+        &ctx,
+        "CREATE TABLE many AS SELECT 'k' || lpad(CAST(value AS VARCHAR), 4, '0') AS id, \
+         'us' AS region, CAST(value AS BIGINT) AS ts, 'bulk' AS name \
+         FROM generate_series(1000, 1099)",
+    )
+    .await;
+    let out = sql(&ctx, &format!("INSERT INTO t {COLUMNS} SELECT * FROM many")).await;
+    assert_eq!(rows(&out), vec!["100"]);
+    assert_eq!(completed_writes(&t).await, before + 1);
+    assert_eq!(table_rows(&t, None).await.len(), 110);
+
+    // An empty key (refused by validation) in the last rows: nothing of the statement lands.
+    let e = sql_err(
+        &ctx,
+        &format!(
+            "INSERT INTO t {COLUMNS} SELECT id, region, ts, name FROM many \
+             UNION ALL SELECT '', 'us', 1, 'bad'"
+        ),
+    )
+    .await;
+    assert!(e.contains(&location), "{e}");
+    // The streamed write names the batch at fault.
+    assert!(e.contains("input batch"), "{e}");
+    assert_eq!(completed_writes(&t).await, before + 1);
+    assert_eq!(table_rows(&t, None).await.len(), 110);
+    let out = sql(
+        &ctx,
+        &format!("INSERT INTO t {COLUMNS} SELECT * FROM many WHERE ts < 0"),
+    )
+    .await;
+    assert_eq!(rows(&out), vec!["0"]);
+    t.assert_valid("after streamed SQL bulk inserts").await;
+    t.assert_peer_agrees("streamed SQL bulk insert", "streamed SQL bulk insert")
+        .await;
+}
