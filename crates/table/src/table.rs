@@ -250,11 +250,13 @@ impl Table {
             .is_none())
     }
 
-    /// A bulk insert of a stream of batches, as one commit, holding at most the open files and
-    /// the batch in hand rather than the whole input: each batch is validated and keyed as it
-    /// arrives (errors name its number), its rows go to an open base file of their partition,
-    /// and a file is stored (create-if-absent) as soon as it reaches
-    /// `WriteOptions::max_file_size`, when a new file group opens for the partition's next rows.
+    /// A bulk insert of a stream of batches, as one commit, holding the open files (within
+    /// `WriteOptions::stream_memory`, closing the largest early when over it) and the batches
+    /// in hand rather than the whole input: each batch is validated and keyed as it arrives
+    /// (errors name its number), its rows go to an open base file of their partition, encoded
+    /// on `WriteOptions::parallelism` threads, and a file is stored (create-if-absent) as soon
+    /// as it reaches `WriteOptions::max_file_size`, when a new file group opens for the
+    /// partition's next rows.
     /// Every batch must conform to the schema the first one does. The instant, its conflict
     /// check and its completion are those of [`Table::write`]; on any error (a bad batch, an
     /// error of the stream itself, storage) the instant is rolled back and its files deleted,
@@ -262,7 +264,7 @@ impl Table {
     /// operations look up or deduplicate keys across the whole input), and not on tables with
     /// a record index or secondary indexes, which need every key at the commit; both are
     /// refused before anything is written. Not retried: a stream is consumed once. Runs on a
-    /// tokio runtime; encoding runs on the caller's task.
+    /// tokio runtime; encoding runs on blocking threads of it, storing on its tasks.
     pub async fn write_stream<S, E>(
         &self,
         operation: WriteOperation,

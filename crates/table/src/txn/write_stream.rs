@@ -1,8 +1,9 @@
-//! The streamed bulk insert ([`crate::Table::write_stream`]): batches are validated, keyed and
-//! encoded as they arrive, each partition's rows going into an open base file that is stored
-//! (create-if-absent) once it reaches `WriteOptions::max_file_size`, when a new file group
-//! opens. Memory is bounded by the open files (one per partition the input touches, at most
-//! `max_file_size` of encoded rows each) and the batch in hand, not by the input.
+//! The streamed bulk insert ([`crate::Table::write_stream`]): batches are validated and keyed
+//! as they arrive; their rows go to their partition's lane of new file groups, encoded on a
+//! pool of `WriteOptions::parallelism` threads and stored (create-if-absent) as each file
+//! closes at `WriteOptions::max_file_size` (`stream_files.rs`, `stream_pool.rs`). Memory is
+//! bounded by `WriteOptions::stream_memory` (open files and files not yet stored) and the
+//! batches in hand, not by the input.
 //!
 //! The instant follows the same protocol as [`crate::Table::write`]: requested before the first
 //! file, every partition marker before its first data file, inflight once every file is
