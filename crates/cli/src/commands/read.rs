@@ -157,10 +157,10 @@ async fn prepare(
         .filter_map(|&i| schema.fields().get(i).map(|f| f.name().clone()))
         .collect();
     let shown_columns = columns.len();
-    for key in [meta::PARTITION_PATH, meta::RECORD_KEY] {
-        if schema.field_with_name(key).is_ok() && !columns.iter().any(|c| c == key) {
-            columns.push(key.to_string());
-        }
+    // Partitions come in path order, so the rows of each are sorted by record key alone.
+    let key = meta::RECORD_KEY;
+    if schema.field_with_name(key).is_ok() && !columns.iter().any(|c| c == key) {
+        columns.push(key.to_string());
     }
     let mut read_options = ReadOptions::new()
         .columns(columns)

@@ -1,17 +1,16 @@
 //! The rows of `arbor read` as they arrive: one partition of the scan at a time, sorted by
-//! partition path then record key, projected to the shown columns, so that the output is
-//! written while the table is read and memory holds one partition (not the table).
+//! record key, projected to the shown columns, so that the output is written while the table is
+//! read and memory holds a few partitions (not the table).
 //!
-//! The order is exactly the whole-table sort's: the scan's partitions come in path order and
-//! every row of a partition carries that partition's path in `_hoodie_partition_path` (Hudi's
-//! writers set it so), so sorting each partition and concatenating is sorting the table. Ties
-//! (equal path and key) keep the scan's order. A row whose `_hoodie_partition_path` is not its
-//! partition's path is reported once (a warning): its partition is still sorted by the two
-//! columns, but the rows of two partitions are not merged. A non-partitioned table is one
-//! partition, so it is collected whole before it is sorted (as is a scan with a record key but
-//! no partition path column); a table without the meta columns has nothing to sort by and
-//! streams batch by batch in scan order.
+//! The order is exactly the whole-table sort by partition path then record key: the scan's
+//! partitions come in path order, so sorting each partition by key and concatenating is
+//! sorting the table. The partition path column is not read for that (it would be compared
+//! row by row to say what the partition already says); when the output shows it, it also
+//! sorts the rows of its partition, and a row whose `_hoodie_partition_path` is not its
+//! partition's path is reported once (a warning). Ties keep the scan's order. A table without
+//! the meta columns has nothing to sort by and streams batch by batch in scan order.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arbor_format::meta;
@@ -37,14 +36,17 @@ pub struct SortedRows {
     projection: Vec<usize>,
     /// Whether the rows are sorted (the schema has a sort key).
     sorts: bool,
-    /// Sorted without a partition path column: the whole scan is one run.
-    whole: bool,
     /// The next partition to read (sorted mode).
     next_partition: usize,
-    /// Partition `next_partition`, being read while the one before it is sorted and written
-    /// (sorted mode; `next_partition` counts it only once it is taken): memory holds at most
-    /// two partitions.
-    prefetched: Option<tokio::task::JoinHandle<arbor_table::Result<Vec<RecordBatch>>>>,
+    /// Partitions `next_partition..` being read (sorted mode; `next_partition` counts one only
+    /// once it is taken): `ahead` of them are read while the one before them is sorted and
+    /// written, so memory holds at most `ahead + 1` partitions.
+    prefetched: VecDeque<tokio::task::JoinHandle<arbor_table::Result<Vec<RecordBatch>>>>,
+    /// How many partitions are read ahead: one per core, so that reading (the most of the
+    /// work) keeps every core busy while the output is written.
+    ahead: usize,
+    /// Shown batches of a partition whose rows came in order, returned one by one.
+    pending: VecDeque<RecordBatch>,
     /// The whole scan (unsorted mode), once started.
     unsorted: Option<BoxStream<'static, arbor_table::Result<RecordBatch>>>,
     done: bool,
@@ -60,16 +62,16 @@ impl SortedRows {
         let sorts = [meta::PARTITION_PATH, meta::RECORD_KEY]
             .iter()
             .any(|k| schema.index_of(k).is_ok());
-        let whole = sorts && schema.index_of(meta::PARTITION_PATH).is_err();
         SortedRows {
             plan,
             storage,
             projection: (0..shown.min(schema.fields().len())).collect(),
             schema,
             sorts,
-            whole,
             next_partition: 0,
-            prefetched: None,
+            prefetched: VecDeque::new(),
+            ahead: std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4)),
+            pending: VecDeque::new(),
             unsorted: None,
             done: false,
             warned: false,
@@ -116,18 +118,24 @@ impl SortedRows {
         })
     }
 
-    /// The batches of partition `next_partition` (prefetched or read now), starting the read
-    /// of the partition after it; `None` past the last partition.
+    /// The batches of partition `next_partition` (prefetched or read now), keeping the reads
+    /// of the partitions after it in flight; `None` past the last partition.
     async fn next_partition_batches(&mut self) -> CliResult<Option<Vec<RecordBatch>>> {
-        let Some(handle) = self
-            .prefetched
-            .take()
-            .or_else(|| self.spawn_partition(self.next_partition))
-        else {
+        if self.prefetched.is_empty() {
+            self.prefetched
+                .extend(self.spawn_partition(self.next_partition));
+        }
+        let Some(handle) = self.prefetched.pop_front() else {
             return Ok(None);
         };
         self.next_partition += 1;
-        self.prefetched = self.spawn_partition(self.next_partition);
+        while self.prefetched.len() < self.ahead {
+            let Some(next) = self.spawn_partition(self.next_partition + self.prefetched.len())
+            else {
+                break;
+            };
+            self.prefetched.push_back(next);
+        }
         let batches = handle
             .await
             .map_err(|e| CliError::Output(format!("reading a partition of {}: {e}", self.table)))?
@@ -138,14 +146,14 @@ impl SortedRows {
     /// Counts the rows left (read, not sorted nor kept).
     pub async fn count_rest(&mut self) -> CliResult<usize> {
         let at = |e: arbor_table::TableError| CliError::at(&self.table, e);
-        let mut n = 0;
-        if !self.sorts || self.whole {
+        let mut n: usize = self.pending.drain(..).map(|b| b.num_rows()).sum();
+        if !self.sorts {
             while let Some(b) = self.next_unprojected().await? {
                 n += b.num_rows();
             }
             return Ok(n);
         }
-        if let Some(handle) = self.prefetched.take() {
+        while let Some(handle) = self.prefetched.pop_front() {
             let batches = handle
                 .await
                 .map_err(|e| {
@@ -153,7 +161,7 @@ impl SortedRows {
                 })?
                 .map_err(at)?;
             n += batches.iter().map(RecordBatch::num_rows).sum::<usize>();
-            // The prefetched partition is `next_partition`.
+            // The first prefetched partition is `next_partition`, the others follow it.
             self.next_partition += 1;
         }
         while !self.done && self.next_partition < self.plan.partitions().len() {
@@ -170,6 +178,9 @@ impl SortedRows {
     }
 
     async fn next_unprojected(&mut self) -> CliResult<Option<RecordBatch>> {
+        if let Some(b) = self.pending.pop_front() {
+            return Ok(Some(b));
+        }
         if self.done {
             return Ok(None);
         }
@@ -184,19 +195,6 @@ impl SortedRows {
             self.done = next.is_none();
             return next.map(|b| self.project(&b)).transpose();
         }
-        if self.whole {
-            let batches: Vec<RecordBatch> = self
-                .plan
-                .clone()
-                .execute(self.storage.clone())
-                .try_collect()
-                .await
-                .map_err(at)?;
-            self.done = true;
-            let all = concat(&self.schema, &batches)?;
-            drop(batches);
-            return self.sorted_shown(&all).map(Some);
-        }
         let Some(partition) = self
             .plan
             .partitions()
@@ -210,9 +208,25 @@ impl SortedRows {
             self.done = true;
             return Ok(None);
         };
+        for b in &batches {
+            self.check_partition_values(b, &partition)?;
+        }
+        // Rows that came in order (the usual case) are shown batch by batch, not copied.
+        if batches_in_order(&batches) {
+            for b in &batches {
+                if b.num_rows() > 0 {
+                    self.pending.push_back(self.project(b)?);
+                }
+            }
+            return match self.pending.pop_front() {
+                Some(b) => Ok(Some(b)),
+                None => self
+                    .project(&RecordBatch::new_empty(self.schema.clone()))
+                    .map(Some),
+            };
+        }
         let all = concat(&self.schema, &batches)?;
         drop(batches);
-        self.check_partition_values(&all, &partition)?;
         self.sorted_shown(&all).map(Some)
     }
 
@@ -257,7 +271,7 @@ impl SortedRows {
 
 impl Drop for SortedRows {
     fn drop(&mut self) {
-        if let Some(handle) = self.prefetched.take() {
+        for handle in self.prefetched.drain(..) {
             handle.abort();
         }
     }
@@ -327,6 +341,44 @@ fn sort_keys(keys: &arrow::array::StringArray, rows: u32) -> Option<UInt32Array>
     });
     nulls.extend(order.into_iter().map(|(_, i)| i));
     Some(UInt32Array::from(nulls))
+}
+
+/// Whether the rows of `batches`, one after the other, are in the order [`sort_indices`] gives:
+/// one partition path (or none) and string record keys in order. `false` when that cannot be
+/// told cheaply (several paths, keys of another type), so that the caller sorts.
+fn batches_in_order(batches: &[RecordBatch]) -> bool {
+    let mut path: Option<&str> = None;
+    let mut last: Option<Option<&str>> = None;
+    for batch in batches {
+        if let Some(p) = batch.column_by_name(meta::PARTITION_PATH) {
+            let Some(p) = p.as_string_opt::<i32>() else {
+                return false;
+            };
+            if p.null_count() > 0 {
+                return false;
+            }
+            for v in p.iter().flatten() {
+                match path {
+                    None => path = Some(v),
+                    Some(first) if first != v => return false,
+                    Some(_) => {}
+                }
+            }
+        }
+        let Some(keys) = batch
+            .column_by_name(meta::RECORD_KEY)
+            .and_then(|k| k.as_string_opt::<i32>())
+        else {
+            return false;
+        };
+        for key in keys.iter() {
+            if last.is_some_and(|l| l > key) {
+                return false;
+            }
+            last = Some(key);
+        }
+    }
+    true
 }
 
 /// The order of `batch`'s rows by partition path then record key (whichever it has; nulls

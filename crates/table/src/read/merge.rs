@@ -79,6 +79,47 @@ pub fn merge_slice(
         let all = concat_batches(schema, &base).map_err(arrow_err)?;
         return Ok(Some(drop_soft_deleted(all, context)?));
     }
+    let merged = merge_parts(schema, mode, ordering_field, base, logs, context, false)?;
+    Ok(merged.into_iter().next())
+}
+
+/// [`merge_slice`]'s rows as several batches: the rows of each base batch (in its order, each
+/// replaced by the record that wins for its key), then the records of keys the base does not
+/// hold. A base batch none of whose rows is dropped keeps its record key column (and a column
+/// that is that very column) as it is: a replacing record has the same key. Empty batches are
+/// left out.
+pub(crate) fn merge_slice_batches(
+    schema: &SchemaRef,
+    mode: MergeMode,
+    ordering_field: Option<&str>,
+    base: Vec<RecordBatch>,
+    logs: Vec<LogPart>,
+    context: &str,
+) -> Result<Vec<RecordBatch>> {
+    if logs.is_empty() {
+        return base
+            .into_iter()
+            .map(|b| drop_soft_deleted(b, context))
+            .filter(|b| b.as_ref().map_or(true, |b| b.num_rows() > 0))
+            .collect();
+    }
+    merge_parts(schema, mode, ordering_field, base, logs, context, true)
+}
+
+/// Merges base rows with log parts; one batch (`per_batch` false) or one per base batch then
+/// one of the new records.
+fn merge_parts(
+    schema: &SchemaRef,
+    mode: MergeMode,
+    ordering_field: Option<&str>,
+    base: Vec<RecordBatch>,
+    logs: Vec<LogPart>,
+    context: &str,
+    per_batch: bool,
+) -> Result<Vec<RecordBatch>> {
+    let arrow_err = |e: arrow::error::ArrowError| TableError::Unsupported {
+        reason: format!("merging {context}: {e}"),
+    };
     let base_batches = base.len();
     let mut batches = base;
     // The log in order: a data block is the index of its batch.
@@ -169,13 +210,22 @@ pub fn merge_slice(
         }
     }
 
-    let mut take: Vec<(usize, usize)> = Vec::new();
+    let mut index = LogIndex::new(buffer);
+    // The rows each base batch gives, and whether it gives one for each of its rows.
+    let mut takes: Vec<(Vec<(usize, usize)>, bool)> = Vec::with_capacity(base_batches);
     for (b, cols) in columns.iter().enumerate().take(base_batches) {
-        for row in 0..cols.keys.len() {
-            let log_rec = if cols.keys.is_null(row) || buffer.is_empty() {
+        let keys = &cols.keys;
+        let mut take: Vec<(usize, usize)> = Vec::with_capacity(keys.len());
+        // Base files are usually sorted by key: while they are, the log's keys are found by
+        // walking them alongside (a comparison or two a row instead of a hash lookup); the
+        // first key out of order sends the rest of the batch to the hash lookup.
+        let mut walk = Walk::default();
+        for row in 0..keys.len() {
+            let log_rec = if index.is_empty() || keys.is_null(row) {
+                walk.broken = true;
                 None
             } else {
-                buffer.remove(cols.keys.value(row))
+                index.find(&mut walk, keys.value(row))
             };
             let winner = match log_rec {
                 None if cols.is_deleted(row) => continue,
@@ -197,32 +247,163 @@ pub fn merge_slice(
                 take.push(at);
             }
         }
+        let intact = take.len() == keys.len();
+        takes.push((take, intact));
     }
-    let mut rest: Vec<(usize, usize)> = buffer
-        .into_values()
-        .filter(|b| !b.is_delete)
-        .filter_map(|b| b.row)
-        .collect();
+    let mut rest: Vec<(usize, usize)> = index.rest();
     rest.sort_unstable();
-    take.extend(rest);
-    let merged = (0..schema.fields().len())
+    // Columns that are the record key column itself in every batch.
+    let key_at = schema.index_of(meta::RECORD_KEY).ok();
+    let key_like: Vec<bool> = (0..schema.fields().len())
         .map(|i| {
-            let column: Vec<&dyn Array> = batches
-                .iter()
-                .filter_map(|b| b.columns().get(i).map(|c| c.as_ref()))
-                .collect();
-            interleave(&column, &take)
+            key_at.is_some_and(|k| {
+                batches
+                    .iter()
+                    .all(|b| match (b.columns().get(i), b.columns().get(k)) {
+                        (Some(c), Some(key)) => std::sync::Arc::ptr_eq(c, key),
+                        _ => false,
+                    })
+            })
         })
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .and_then(|columns| {
-            RecordBatch::try_new_with_options(
-                schema.clone(),
-                columns,
-                &RecordBatchOptions::new().with_row_count(Some(take.len())),
-            )
-        })
-        .map_err(arrow_err)?;
-    Ok(Some(merged))
+        .collect();
+    let gather = |take: &[(usize, usize)], intact: Option<usize>| -> Result<RecordBatch> {
+        let mut merged: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        for i in 0..schema.fields().len() {
+            // An intact base batch keeps its key columns: replacing records have its keys.
+            let kept = intact
+                .filter(|_| key_like.get(i) == Some(&true))
+                .and_then(|b| batches.get(b))
+                .and_then(|b| b.columns().get(i));
+            if let Some(kept) = kept {
+                merged.push(kept.clone());
+                continue;
+            }
+            let column: Vec<&ArrayRef> =
+                batches.iter().filter_map(|b| b.columns().get(i)).collect();
+            // A column that is another column's very arrays (a record key field read once
+            // for both, see `stream`) is gathered once.
+            let same = (0..i).find(|&j| {
+                batches.iter().zip(&column).all(|(b, c)| {
+                    b.columns()
+                        .get(j)
+                        .is_some_and(|other| std::sync::Arc::ptr_eq(other, c))
+                })
+            });
+            if let Some(done) = same.and_then(|j| merged.get(j)) {
+                merged.push(done.clone());
+                continue;
+            }
+            let column: Vec<&dyn Array> = column.iter().map(|c| c.as_ref()).collect();
+            merged.push(interleave(&column, take).map_err(arrow_err)?);
+        }
+        RecordBatch::try_new_with_options(
+            schema.clone(),
+            merged,
+            &RecordBatchOptions::new().with_row_count(Some(take.len())),
+        )
+        .map_err(arrow_err)
+    };
+    if !per_batch {
+        let mut take: Vec<(usize, usize)> =
+            Vec::with_capacity(takes.iter().map(|t| t.0.len()).sum::<usize>() + rest.len());
+        for (t, _) in takes {
+            take.extend(t);
+        }
+        take.extend(rest);
+        return Ok(vec![gather(&take, None)?]);
+    }
+    let mut out = Vec::with_capacity(takes.len() + 1);
+    for (b, (take, intact)) in takes.iter().enumerate() {
+        if !take.is_empty() {
+            out.push(gather(take, intact.then_some(b))?);
+        }
+    }
+    if !rest.is_empty() {
+        out.push(gather(&rest, None)?);
+    }
+    Ok(out)
+}
+
+/// The log's winning record of each key, sorted by key; each is taken by at most one base row
+/// (the first with its key).
+struct LogIndex<'a> {
+    entries: Vec<(&'a str, Option<Buffered>)>,
+    /// Positions in `entries` by key, built for the first base batch that is not sorted.
+    by_key: Option<foldhash::HashMap<&'a str, usize>>,
+}
+
+impl<'a> LogIndex<'a> {
+    fn new(buffer: foldhash::HashMap<&'a str, Buffered>) -> Self {
+        let mut entries: Vec<(&str, Option<Buffered>)> =
+            buffer.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        LogIndex {
+            entries,
+            by_key: None,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The record of `key` if no base row took it yet, walking from where `walk` stands while
+    /// the keys asked come in order.
+    fn find(&mut self, walk: &mut Walk<'a>, key: &'a str) -> Option<Buffered> {
+        if !walk.broken {
+            match walk.last {
+                None => walk.at = self.entries.partition_point(|e| e.0 < key),
+                Some(last) if last > key => walk.broken = true,
+                Some(_) => {}
+            }
+            walk.last = Some(key);
+        }
+        if walk.broken {
+            return self.take(key);
+        }
+        while let Some(e) = self.entries.get_mut(walk.at) {
+            match e.0.cmp(key) {
+                std::cmp::Ordering::Less => walk.at += 1,
+                std::cmp::Ordering::Equal => return e.1.take(),
+                std::cmp::Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+
+    /// The record of `key` if no base row took it yet.
+    fn take(&mut self, key: &str) -> Option<Buffered> {
+        let entries = &self.entries;
+        let by_key = self.by_key.get_or_insert_with(|| {
+            let mut m =
+                foldhash::HashMap::with_capacity_and_hasher(entries.len(), Default::default());
+            m.extend(entries.iter().enumerate().map(|(i, e)| (e.0, i)));
+            m
+        });
+        let at = *by_key.get(key)?;
+        self.entries.get_mut(at).and_then(|e| e.1.take())
+    }
+
+    /// Rows of the records no base row took, deletes left out (unordered).
+    fn rest(self) -> Vec<(usize, usize)> {
+        self.entries
+            .into_iter()
+            .filter_map(|e| e.1)
+            .filter(|b| !b.is_delete)
+            .filter_map(|b| b.row)
+            .collect()
+    }
+}
+
+/// Where a walk of base keys in order stands in a [`LogIndex`].
+#[derive(Default)]
+struct Walk<'a> {
+    /// The last key asked.
+    last: Option<&'a str>,
+    /// The first entry whose key is not less than `last`.
+    at: usize,
+    /// A key came out of order (or null): lookups go by hash.
+    broken: bool,
 }
 
 /// One part of the log while merging: a data block (the index of its batch) or a delete block.
@@ -384,5 +565,87 @@ mod tests {
             &[&[("k1", None, "log1")], &[("k1", Some(3), "log2")]],
         );
         assert_eq!(got, vec!["k1=log2"]);
+    }
+
+    fn in_order(batch: &RecordBatch) -> Vec<String> {
+        let keys = batch.column(0).as_string::<i32>();
+        let vals = batch.column(2).as_string::<i32>();
+        (0..batch.num_rows())
+            .map(|i| format!("{}={}", keys.value(i), vals.value(i)))
+            .collect()
+    }
+
+    #[test]
+    fn test_merge_walks_sorted_base_batches_and_looks_up_the_others_alike() {
+        // Batch 1 is sorted (the walk), batch 2 is not (hash lookups), batch 3 repeats a key
+        // (only its first row takes the log record); a log key between base keys, one past
+        // the end and one before the start are new records; k4 is deleted.
+        let base = vec![
+            rows(&[
+                ("k1", Some(1), "b"),
+                ("k3", Some(1), "b"),
+                ("k5", Some(1), "b"),
+            ]),
+            rows(&[
+                ("k8", Some(1), "b"),
+                ("k6", Some(1), "b"),
+                ("k4", Some(1), "b"),
+            ]),
+            rows(&[("k7", Some(1), "b"), ("k7", Some(1), "b2")]),
+        ];
+        let logs = || {
+            vec![
+                LogPart::Rows(rows(&[
+                    ("k3", Some(2), "l"),
+                    ("k2", Some(2), "new"),
+                    ("k6", Some(2), "l"),
+                    ("k7", Some(2), "l"),
+                    ("k9", Some(2), "new"),
+                    ("k0", Some(2), "new"),
+                    ("k5", Some(0), "old"),
+                ])),
+                LogPart::Deletes(vec![DeleteRecord {
+                    record_key: Some("k4".into()),
+                    partition_path: None,
+                    ordering_value: None,
+                }]),
+            ]
+        };
+        let one = merge_slice(
+            &schema(),
+            MergeMode::EventTime,
+            Some("ts"),
+            base.clone(),
+            logs(),
+            "t",
+        )
+        .unwrap()
+        .unwrap();
+        let want = vec![
+            "k1=b", "k3=l", "k5=b", "k8=b", "k6=l", "k7=l", "k7=b2", "k2=new", "k9=new", "k0=new",
+        ];
+        assert_eq!(in_order(&one), want);
+        let batches = merge_slice_batches(
+            &schema(),
+            MergeMode::EventTime,
+            Some("ts"),
+            base.clone(),
+            logs(),
+            "t",
+        )
+        .unwrap();
+        let got: Vec<String> = batches.iter().flat_map(in_order).collect();
+        assert_eq!(
+            got, want,
+            "the batches hold the same rows in the same order"
+        );
+        assert_eq!(
+            batches.len(),
+            4,
+            "one batch per base batch, then the new records"
+        );
+        // Batch 1 lost no row: its key column is the base's own; batch 2 lost k4: gathered.
+        assert!(Arc::ptr_eq(batches[0].column(0), base[0].column(0)));
+        assert!(!Arc::ptr_eq(batches[1].column(0), base[1].column(0)));
     }
 }

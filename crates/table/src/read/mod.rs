@@ -230,6 +230,7 @@ impl TableReader {
         let schema = schema::resolve_read_schema(&storage, &config, &view).await?;
         let (renamed, refusal) = schema_history::load(storage.as_ref()).await?.split();
         let ordering_field = config.ordering_fields().into_iter().next();
+        let key_field = stream::plain_key_field(&config, &schema);
         let mode = match config.record_merge_mode()? {
             Some(RecordMergeMode::EventTimeOrdering) => Some(MergeMode::EventTime),
             Some(RecordMergeMode::CommitTimeOrdering) => Some(MergeMode::CommitTime),
@@ -247,6 +248,7 @@ impl TableReader {
                 ordering_field,
                 renamed,
                 refusal,
+                key_field,
             },
             cache_use: CacheUse::Loaded,
         })
@@ -270,6 +272,7 @@ impl TableReader {
         let mut slices = state.slices;
         (slices.renamed, slices.refusal) = schema_history::load(storage.as_ref()).await?.split();
         slices.view = Arc::new(view);
+        slices.key_field = stream::plain_key_field(&state.config, &schema);
         slices.schema = schema;
         slices.storage = storage;
         Ok(TableReader {

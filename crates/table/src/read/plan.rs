@@ -75,6 +75,7 @@ pub struct ScanPlan {
     ordering_field: Option<String>,
     read_schema: SchemaRef,
     renamed: Option<Arc<RenamedColumns>>,
+    key_field: Option<Arc<str>>,
     output_schema: SchemaRef,
     predicate: Vec<PartitionFilter>,
     incremental: Option<(Option<InstantTime>, Option<InstantTime>)>,
@@ -227,6 +228,7 @@ impl ScanPlan {
             mode: self.mode,
             ordering_field: self.ordering_field.clone(),
             renamed: self.renamed.clone(),
+            key_field: self.key_field.clone(),
             // A plan exists only for a reader without a refusal (see `plan`).
             refusal: None,
         }
@@ -399,6 +401,7 @@ fn finish_plan(
         ordering_field: reader.ordering_field.clone(),
         read_schema: schema.clone(),
         renamed: reader.renamed.clone(),
+        key_field: reader.key_field.clone(),
         output_schema: output,
         predicate: options.get_partition_filters().to_vec(),
         incremental: options

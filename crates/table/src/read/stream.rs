@@ -4,7 +4,12 @@
 //! A slice whose rows need no merge (no log file, or a read-optimized query) streams its base
 //! file's batches straight from the parquet decoder, reading only the columns needed; a slice
 //! with log files is merged whole (base rows and log blocks, restricted to the columns the
-//! output and the merge need), then cut into batches. Memory is bounded by one merged slice.
+//! output and the merge need) and comes out batch by batch in base order (one output batch per
+//! base batch, then the new records). Memory is bounded by one merged slice.
+//!
+//! When the record key field holds the record keys themselves ([`plain_key_field`]), a base
+//! file's key is read once: `_hoodie_record_key` is that field's column, and the merge keeps it
+//! as it is in a base batch that loses no row.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -24,7 +29,7 @@ use arrow::record_batch::RecordBatch;
 use futures::stream::{self, BoxStream};
 use futures::{StreamExt, TryStreamExt};
 
-use super::merge::{merge_slice, LogPart, MergeMode};
+use super::merge::{merge_slice, merge_slice_batches, LogPart, MergeMode};
 use super::schema_history::{RenamedColumns, VersionNames};
 use crate::error::{Result, TableError};
 
@@ -43,6 +48,67 @@ pub(crate) struct SliceReader {
     /// Why rows of this table cannot be read correctly (fields renamed inside lists or maps):
     /// every slice read fails with it.
     pub(crate) refusal: Option<Arc<str>>,
+    /// The record key field whose values are the record keys themselves (see
+    /// [`plain_key_field`]): base files are read without `_hoodie_record_key`, whose column is
+    /// then this field's column, shared.
+    pub(crate) key_field: Option<Arc<str>>,
+}
+
+/// The record key field of a table whose `_hoodie_record_key` holds exactly that field's
+/// string values: meta fields populated, a SIMPLE (or TIMESTAMP, or one-field NON_PARTITION)
+/// key generator and a top-level string field. Java writes such a key as the value itself
+/// and refuses a null or empty one, so reading the field once serves both columns.
+pub(crate) fn plain_key_field(
+    config: &arbor_timeline::TableConfig,
+    schema: &SchemaRef,
+) -> Option<Arc<str>> {
+    if !config.populate_meta_fields() || schema.index_of(meta::RECORD_KEY).is_err() {
+        return None;
+    }
+    let generator = crate::keygen::KeyGenerator::from_table_config(config).ok()?;
+    generator.record_key_column(schema).map(Arc::from)
+}
+
+/// `batch` with its `_hoodie_record_key` column replaced by (or, absent, added as) the column
+/// `field` when that is a string column; `batch` as it is otherwise.
+fn key_from_field(batch: RecordBatch, field: &str) -> Result<RecordBatch> {
+    let Some(values) = batch
+        .column_by_name(field)
+        .filter(|c| c.data_type() == &DataType::Utf8)
+        .cloned()
+    else {
+        return Ok(batch);
+    };
+    let schema = batch.schema();
+    let mut fields: Vec<arrow::datatypes::FieldRef> = schema.fields().iter().cloned().collect();
+    let mut columns = batch.columns().to_vec();
+    let key = Arc::new(arrow::datatypes::Field::new(
+        meta::RECORD_KEY,
+        DataType::Utf8,
+        true,
+    ));
+    match schema.index_of(meta::RECORD_KEY) {
+        Ok(i) => {
+            if let (Some(f), Some(c)) = (fields.get_mut(i), columns.get_mut(i)) {
+                *f = key;
+                *c = values;
+            }
+        }
+        Err(_) => {
+            fields.push(key);
+            columns.push(values);
+        }
+    }
+    let options =
+        arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(
+        Arc::new(arrow::datatypes::Schema::new(fields)),
+        columns,
+        &options,
+    )
+    .map_err(|e| TableError::Unsupported {
+        reason: format!("sharing the record key column {field}: {e}"),
+    })
 }
 
 /// How every slice of one query is read and shaped.
@@ -122,6 +188,14 @@ fn file_columns(
         .collect()
 }
 
+/// `columns` without `_hoodie_record_key` when the key is read as the field `shared`.
+fn without_key(mut columns: Vec<String>, shared: Option<&str>) -> Vec<String> {
+    if shared.is_some() {
+        columns.retain(|c| c != meta::RECORD_KEY);
+    }
+    columns
+}
+
 /// A batch read from a file, with the latest names when columns were renamed, conformed to
 /// `work`.
 fn conform(
@@ -153,6 +227,49 @@ impl SliceReader {
         base_only: bool,
         work: &SchemaRef,
     ) -> Result<Option<RecordBatch>> {
+        let (base, parts) = self.load_slice(slice, as_of, base_only, work).await?;
+        let context = slice_context(slice);
+        let (mode, ordering) = self.merge_mode(&parts, &context)?;
+        merge_slice(work, mode, ordering, base, parts, &context)
+    }
+
+    /// [`SliceReader::read_slice`] as the batches of [`merge_slice_batches`] (the merged
+    /// slice's rows in the same order, not copied into one batch).
+    async fn read_slice_batches(
+        &self,
+        slice: &FileSlice,
+        as_of: Option<&InstantTime>,
+        base_only: bool,
+        work: &SchemaRef,
+    ) -> Result<Vec<RecordBatch>> {
+        let (base, parts) = self.load_slice(slice, as_of, base_only, work).await?;
+        let context = slice_context(slice);
+        let (mode, ordering) = self.merge_mode(&parts, &context)?;
+        merge_slice_batches(work, mode, ordering, base, parts, &context)
+    }
+
+    /// How a slice with log parts `parts` is merged: commit-time without any (only soft
+    /// deletes are dropped), else the table's mode; CUSTOM is refused.
+    fn merge_mode(&self, parts: &[LogPart], context: &str) -> Result<(MergeMode, Option<&str>)> {
+        if parts.is_empty() {
+            return Ok((MergeMode::CommitTime, None));
+        }
+        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
+            reason: format!(
+                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
+            ),
+        })?;
+        Ok((mode, self.ordering_field.as_deref()))
+    }
+
+    /// The base rows of a slice (the columns of `work`) and its committed log parts in order.
+    async fn load_slice(
+        &self,
+        slice: &FileSlice,
+        as_of: Option<&InstantTime>,
+        base_only: bool,
+        work: &SchemaRef,
+    ) -> Result<(Vec<RecordBatch>, Vec<LogPart>)> {
         if let Some(reason) = &self.refusal {
             return Err(TableError::Unsupported {
                 reason: reason.to_string(),
@@ -168,14 +285,21 @@ impl SliceReader {
             } else {
                 BaseFileReader::open(self.storage.clone(), &path).await?
             };
-            let projection = (names.is_some() || work.fields().len() != self.schema.fields().len())
-                .then(|| file_columns(work, &reader.schema(), names));
+            let shared = self.shared_key(work, &reader.schema(), names);
+            let projection = (shared.is_some()
+                || names.is_some()
+                || work.fields().len() != self.schema.fields().len())
+            .then(|| without_key(file_columns(work, &reader.schema(), names), shared));
             let options = arbor_format::base::ReadOptions {
                 projection,
                 ..arbor_format::base::ReadOptions::default()
             };
             let batches: Vec<RecordBatch> = reader.stream(&options)?.try_collect().await?;
             for b in batches {
+                let b = match shared {
+                    Some(field) => key_from_field(b, field)?,
+                    None => b,
+                };
                 base.push(conform(&b, work, &path, names)?);
             }
         }
@@ -184,30 +308,7 @@ impl SliceReader {
         } else {
             self.log_parts(slice, as_of, work).await?
         };
-        let context = slice_context(slice);
-        if parts.is_empty() {
-            return merge_slice(
-                work,
-                MergeMode::CommitTime,
-                None,
-                base,
-                Vec::new(),
-                &context,
-            );
-        }
-        let mode = self.mode.ok_or_else(|| TableError::Unsupported {
-            reason: format!(
-                "{context} has log files, and merge mode CUSTOM is not supported by arbor"
-            ),
-        })?;
-        merge_slice(
-            work,
-            mode,
-            self.ordering_field.as_deref(),
-            base,
-            parts.into_iter().map(|(_, p)| p).collect(),
-            &context,
-        )
+        Ok((base, parts.into_iter().map(|(_, p)| p).collect()))
     }
 
     /// A slice's log files merged without its base file (a log compaction's input): the
@@ -287,7 +388,17 @@ impl SliceReader {
                         BlockType::AvroData | BlockType::ParquetData => {
                             match self.names_at(&instant) {
                                 None => {
+                                    let shared = self.shared_key(work, work, None);
                                     for b in decode_data_block(&block, &path, Some(work))? {
+                                        let b = match shared {
+                                            Some(field) => conform(
+                                                &key_from_field(b, field)?,
+                                                work,
+                                                &path,
+                                                None,
+                                            )?,
+                                            None => b,
+                                        };
                                         parts.push((instant.clone(), LogPart::Rows(b)));
                                     }
                                 }
@@ -318,6 +429,23 @@ impl SliceReader {
         Ok(parts)
     }
 
+    /// The plain record key field ([`plain_key_field`]) when `work` holds both it and
+    /// `_hoodie_record_key`, the file (of schema `file_schema`) has it as a string column and
+    /// no column was renamed: the file's key column is then read once, as that field.
+    fn shared_key(
+        &self,
+        work: &SchemaRef,
+        file_schema: &SchemaRef,
+        names: Option<&VersionNames>,
+    ) -> Option<&str> {
+        let field = self.key_field.as_deref()?;
+        let in_file = file_schema
+            .field_with_name(field)
+            .is_ok_and(|f| f.data_type() == &DataType::Utf8);
+        let both = work.index_of(meta::RECORD_KEY).is_ok() && work.index_of(field).is_ok();
+        (names.is_none() && self.renamed.is_none() && in_file && both).then_some(field)
+    }
+
     /// The names of the schema version a file or block written at `instant` has, when
     /// columns were renamed.
     fn names_at(&self, instant: &str) -> Option<&VersionNames> {
@@ -343,19 +471,18 @@ impl SliceReader {
         stream::once(async move {
             let context = slice_context(&slice);
             let merged = self
-                .read_slice(&slice, plan.as_of.as_ref(), plan.base_only, &plan.work)
+                .read_slice_batches(&slice, plan.as_of.as_ref(), plan.base_only, &plan.work)
                 .await?;
-            let Some(merged) = merged else {
-                return Ok(Vec::new());
-            };
-            let shaped = plan.shape(merged, &context)?;
-            let rows = shaped.num_rows();
             let mut out = Vec::new();
-            let mut offset = 0;
-            while offset < rows {
-                let len = plan.batch_size.min(rows - offset);
-                out.push(shaped.slice(offset, len));
-                offset += len;
+            for batch in merged {
+                let shaped = plan.shape(batch, &context)?;
+                let rows = shaped.num_rows();
+                let mut offset = 0;
+                while offset < rows {
+                    let len = plan.batch_size.min(rows - offset);
+                    out.push(shaped.slice(offset, len));
+                    offset += len;
+                }
             }
             Ok::<_, TableError>(out)
         })
@@ -381,15 +508,25 @@ impl SliceReader {
             .and_then(|r| r.at(base.instant_time.as_str()))
             .cloned();
         let reader = BaseFileReader::open_with_size(self.storage.clone(), &path, base.size).await?;
+        let shared = self
+            .shared_key(&plan.work, &reader.schema(), names.as_deref())
+            .map(str::to_string);
         let options = arbor_format::base::ReadOptions {
-            projection: Some(file_columns(&plan.work, &reader.schema(), names.as_deref())),
+            projection: Some(without_key(
+                file_columns(&plan.work, &reader.schema(), names.as_deref()),
+                shared.as_deref(),
+            )),
             batch_size: plan.batch_size,
         };
         let context = slice_context(&slice);
         let batches = reader.stream(&options)?;
         Ok(batches
             .map(move |b| -> Result<Option<RecordBatch>> {
-                let b = conform(&b?, &plan.work, &path, names.as_deref())?;
+                let b = match &shared {
+                    Some(field) => key_from_field(b?, field)?,
+                    None => b?,
+                };
+                let b = conform(&b, &plan.work, &path, names.as_deref())?;
                 // Without log parts the merge only drops soft-deleted rows.
                 let Some(b) = merge_slice(
                     &plan.work,
