@@ -13,6 +13,7 @@ mod error;
 mod input;
 mod input_hex;
 mod input_read;
+mod malloc;
 mod output;
 
 use std::process::ExitCode;
@@ -143,6 +144,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    malloc::limit_arenas();
     let (cli, json) = match parse() {
         Ok(parsed) => parsed,
         Err(code) => return code,
