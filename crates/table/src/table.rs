@@ -277,6 +277,34 @@ impl Table {
         crate::txn::write_stream::write_stream(self, operation, input).await
     }
 
+    /// An upsert or delete (other operations: as [`Table::write`]) of an input that `open`
+    /// reads again from the start each time it is called, as one commit, holding its keys
+    /// rather than its rows when it is large. The first read validates the key and partition
+    /// columns of every batch (errors name the input row). An input within four times
+    /// `WriteOptions::stream_memory` (Arrow's in-memory size) is then written as
+    /// [`Table::write`] writes it, retries included. A larger one is written in waves of about
+    /// that size: the keys are routed to the file groups the index finds them in (new keys to
+    /// new file groups, never packed into small existing ones), every file group's rows fall
+    /// in one wave, and each wave is one more read of the input whose rows are written as a
+    /// fragment of one distributed write ([`Table::begin_write`]), completed as one commit
+    /// ([`Table::commit_fragments`]). Memory is bounded by the keys and one wave, not by the
+    /// input. The input must read the same every time: a different number of rows is an
+    /// error. On any error the write is rolled back and its files deleted, so the table reads
+    /// as before; a write in waves is not retried. With `WriteOptions::drop_columns` the input
+    /// is held whole, as [`Table::write`] holds it.
+    pub async fn write_reread<F, S, E>(
+        &self,
+        operation: WriteOperation,
+        open: F,
+    ) -> Result<CommitResult>
+    where
+        F: FnMut() -> S,
+        S: futures::Stream<Item = std::result::Result<RecordBatch, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        crate::txn::write_reread::write_reread(self, operation, open).await
+    }
+
     /// Validates the input against the table: non-empty; every input column is a table column
     /// whose values convert exactly (or, with schema evolution, a new column or a wider type);
     /// every table column present (deletes need only the key and partition columns); no null

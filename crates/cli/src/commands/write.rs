@@ -1,9 +1,12 @@
 //! `arbor write <table> <input> [--branch B] [--op OP] [table definition flags]`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arbor_storage::StorageOptions;
 use arbor_table::WriteOperation;
+use arrow::record_batch::RecordBatch;
 use clap::{Args, ValueEnum};
 
 use crate::context::{
@@ -160,6 +163,9 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
                     CommitReport::new(location, false, Some(rows), &result).on_branch(&args.branch)
                 );
             }
+            if matches!(args.op, OpArg::Upsert | OpArg::Delete) {
+                return reread(args, &table, &schema, &progress).await;
+            }
             let data = input::read_for_schema(&args.input, &schema)?;
             let rows = non_empty(&args.input, &data)?;
             progress.set(&format!(
@@ -254,6 +260,67 @@ pub async fn write(args: &WriteArgs, options: &StorageOptions) -> CliResult<Comm
             ),
         )),
     }
+}
+
+/// An upsert or delete into an existing table through [`arbor_table::Table::write_reread`]:
+/// the file is read batch by batch, once for the keys, and, when it is larger than the write
+/// holds, once more per wave of rows.
+async fn reread(
+    args: &WriteArgs,
+    table: &arbor_table::Table,
+    schema: &arrow::datatypes::SchemaRef,
+    progress: &Progress,
+) -> CliResult<CommitReport> {
+    let location = args.table.as_str();
+    progress.set(&format!(
+        "writing and committing ({})",
+        args.op
+            .operation()
+            .operation_type()
+            .name()
+            .to_ascii_lowercase()
+    ));
+    // The first read's rows are the input's. The file is opened (and its errors met) on every
+    // read; the first error of the input is reported as the input's, not the table's.
+    let rows = Arc::new(AtomicUsize::new(0));
+    let input_error: Arc<Mutex<Option<CliError>>> = Arc::new(Mutex::new(None));
+    let mut reads = 0usize;
+    let open = || {
+        reads += 1;
+        let count = (reads == 1).then(|| rows.clone());
+        let stash = input_error.clone();
+        let batches: Box<dyn Iterator<Item = CliResult<RecordBatch>> + Send> =
+            match input::stream_for_schema(&args.input, schema) {
+                Ok(b) => Box::new(b),
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            };
+        futures::stream::iter(batches.map(move |b| match b {
+            Ok(b) => {
+                if let Some(count) = &count {
+                    count.fetch_add(b.num_rows(), Ordering::Relaxed);
+                }
+                Ok(b)
+            }
+            Err(e) => {
+                let shown = e.to_string();
+                if let Ok(mut slot) = stash.lock() {
+                    slot.get_or_insert(e);
+                }
+                Err(shown)
+            }
+        }))
+    };
+    let result = table.write_reread(args.op.operation(), open).await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let from_input = input_error.lock().ok().and_then(|mut slot| slot.take());
+            return Err(from_input.unwrap_or_else(|| CliError::at(location, e)));
+        }
+    };
+    progress.finish();
+    let rows = rows.load(Ordering::Relaxed);
+    Ok(CommitReport::new(location, false, Some(rows), &result).on_branch(&args.branch))
 }
 
 fn non_empty(path: &std::path::Path, data: &input::Input) -> CliResult<usize> {

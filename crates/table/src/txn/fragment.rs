@@ -233,9 +233,13 @@ impl Fragment {
                 })
                 .collect()
         });
-        let keys = keys
+        // A key the input holds twice was combined by the write (pre-combine, as
+        // `Table::write` does): the fragment wrote it once.
+        let mut keys: Vec<u128> = keys
             .map(|(keys, global)| keys.iter().map(|k| key_hash(k, global)).collect())
             .unwrap_or_default();
+        keys.sort_unstable();
+        keys.dedup();
         Fragment {
             body: FragmentBody {
                 format: FORMAT,
@@ -493,7 +497,8 @@ pub(super) fn combine(
     });
     if let Some((a, b)) = repeated {
         return Err(invalid(if a == b {
-            format!("the fragment of task {a} holds one record key twice")
+            // Fragment::new dedupes its keys: only a forged fragment gets here.
+            format!("the fragment of task {a} lists one record key twice")
         } else {
             format!(
                 "the fragments of tasks {a} and {b} write the same record key: each key of an \

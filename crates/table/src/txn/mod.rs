@@ -80,6 +80,7 @@ pub mod upgrade;
 pub(crate) mod writable;
 pub(crate) mod write;
 pub(crate) mod write_files;
+pub(crate) mod write_reread;
 pub(crate) mod write_stream;
 
 pub use distributed::WriteTransaction;

@@ -14,6 +14,7 @@ use arrow::record_batch::RecordBatch;
 use super::context::Table;
 use super::write::validate_with_schema;
 use crate::error::Result;
+use crate::keygen::HoodieKey;
 use crate::read::TableReader;
 use crate::write::index::{Index, SimpleIndex};
 use crate::write::options::WriteOperation;
@@ -25,10 +26,15 @@ pub(crate) async fn route(
     operation: WriteOperation,
     batches: &[RecordBatch],
 ) -> Result<Vec<u64>> {
-    let ctx = &table.ctx;
     let input = validate_with_schema(table, operation, batches)?.input;
+    route_keys(table, &input.keys).await
+}
+
+/// The route of each of `keys` (as [`route`], for keys already validated).
+pub(super) async fn route_keys(table: &Table, keys: &[HoodieKey]) -> Result<Vec<u64>> {
+    let ctx = &table.ctx;
     let mut rows_by_partition: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (row, key) in input.keys.iter().enumerate() {
+    for (row, key) in keys.iter().enumerate() {
         rows_by_partition
             .entry(&key.partition_path)
             .or_default()
@@ -36,13 +42,13 @@ pub(crate) async fn route(
     }
     let partitions: Vec<&str> = rows_by_partition.keys().copied().collect();
     let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone(), &partitions).await?);
-    let mut routes = vec![0u64; input.keys.len()];
+    let mut routes = vec![0u64; keys.len()];
     let new_key = |partition: &str, key: &str| hash(&[partition, "\u{0}new", key]);
     if let Some(rli) = RecordIndex::open(ctx.storage.clone(), reader.clone()).await? {
         // A global index: a key is routed to wherever it is stored, in any partition.
-        let keys: Vec<String> = input.keys.iter().map(|k| k.record_key.clone()).collect();
-        let found = rli.locate_global(&keys).await?;
-        for (route, key) in routes.iter_mut().zip(&input.keys) {
+        let wanted: Vec<String> = keys.iter().map(|k| k.record_key.clone()).collect();
+        let found = rli.locate_global(&wanted).await?;
+        for (route, key) in routes.iter_mut().zip(keys) {
             *route = match found.get(&key.record_key) {
                 Some(at) => hash(&[&at.partition, &at.file_id]),
                 None => new_key(&key.partition_path, &key.record_key),
@@ -53,12 +59,12 @@ pub(crate) async fn route(
     let index = SimpleIndex::new(ctx.storage.clone(), reader.clone())
         .with_parallelism(ctx.options.parallelism);
     for (partition, rows) in rows_by_partition {
-        let keys: Vec<String> = rows
+        let wanted: Vec<String> = rows
             .iter()
-            .filter_map(|&r| input.keys.get(r).map(|k| k.record_key.clone()))
+            .filter_map(|&r| keys.get(r).map(|k| k.record_key.clone()))
             .collect();
-        let found: HashMap<String, _> = index.locate(partition, &keys).await?;
-        for (&row, key) in rows.iter().zip(&keys) {
+        let found: HashMap<String, _> = index.locate(partition, &wanted).await?;
+        for (&row, key) in rows.iter().zip(&wanted) {
             if let Some(route) = routes.get_mut(row) {
                 *route = match found.get(key) {
                     Some(at) => hash(&[partition, &at.file_id]),

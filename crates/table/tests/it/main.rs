@@ -53,6 +53,7 @@ mod write_history;
 mod write_mor;
 mod write_occ;
 mod write_parallel;
+mod write_reread;
 mod write_stream;
 mod write_support;
 mod write_validation;
