@@ -283,11 +283,12 @@ impl Table {
     /// columns of every batch (errors name the input row). An input within four times
     /// `WriteOptions::stream_memory` (Arrow's in-memory size) is then written as
     /// [`Table::write`] writes it, retries included. A larger one is written in waves of about
-    /// that size: the keys are routed to the file groups the index finds them in (new keys to
-    /// new file groups, never packed into small existing ones), every file group's rows fall
-    /// in one wave, and each wave is one more read of the input whose rows are written as a
-    /// fragment of one distributed write ([`Table::begin_write`]), completed as one commit
-    /// ([`Table::commit_fragments`]). Memory is bounded by the keys and one wave, not by the
+    /// that size, each one more read of the input whose rows are written as a fragment of one
+    /// distributed write ([`Table::begin_write`]), completed as one commit
+    /// ([`Table::commit_fragments`]): a partition that fits in a wave goes whole to one wave;
+    /// a larger one (every one, with a global record index) is split by where the index finds
+    /// its keys, every file group's rows in one wave. New keys go to new file groups, never
+    /// packed into small existing ones. Memory is bounded by the keys and one wave, not by the
     /// input. The input must read the same every time: a different number of rows is an
     /// error. On any error the write is rolled back and its files deleted, so the table reads
     /// as before; a write in waves is not retried. With `WriteOptions::drop_columns` the input

@@ -110,6 +110,18 @@ pub(crate) async fn write_fragment(
     task: u64,
     batches: Vec<RecordBatch>,
 ) -> Result<Fragment> {
+    write_fragment_packing(table, context, task, batches, false).await
+}
+
+/// [`write_fragment`], packing new keys into small existing file groups as [`crate::Table::write`]
+/// does when `pack` is true: only for a fragment that alone writes every partition it touches.
+pub(crate) async fn write_fragment_packing(
+    table: &Table,
+    context: &WriteContext,
+    task: u64,
+    batches: Vec<RecordBatch>,
+    pack: bool,
+) -> Result<Fragment> {
     let ctx = &table.ctx;
     let own = ctx.root.data_meta_dir();
     if context.root() != own {
@@ -134,10 +146,12 @@ pub(crate) async fn write_fragment(
     } else {
         batches
     };
-    // New keys always go to new file groups: packing them into a small existing group could
-    // make two fragments rewrite the same group.
+    // New keys go to new file groups: packing them into a small existing group could make two
+    // fragments rewrite the same group (unless this fragment alone writes its partitions).
     let mut fragment_table = table.clone();
-    fragment_table.ctx.options.small_file_limit = 0;
+    if !pack {
+        fragment_table.ctx.options.small_file_limit = 0;
+    }
     let Validated {
         input,
         schema,

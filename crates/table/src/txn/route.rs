@@ -32,7 +32,6 @@ pub(crate) async fn route(
 
 /// The route of each of `keys` (as [`route`], for keys already validated).
 pub(super) async fn route_keys(table: &Table, keys: &[HoodieKey]) -> Result<Vec<u64>> {
-    let ctx = &table.ctx;
     let mut rows_by_partition: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (row, key) in keys.iter().enumerate() {
         rows_by_partition
@@ -41,39 +40,67 @@ pub(super) async fn route_keys(table: &Table, keys: &[HoodieKey]) -> Result<Vec<
             .push(row);
     }
     let partitions: Vec<&str> = rows_by_partition.keys().copied().collect();
-    let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone(), &partitions).await?);
+    let router = Router::open(table, &partitions).await?;
     let mut routes = vec![0u64; keys.len()];
-    let new_key = |partition: &str, key: &str| hash(&[partition, "\u{0}new", key]);
-    if let Some(rli) = RecordIndex::open(ctx.storage.clone(), reader.clone()).await? {
-        // A global index: a key is routed to wherever it is stored, in any partition.
-        let wanted: Vec<String> = keys.iter().map(|k| k.record_key.clone()).collect();
-        let found = rli.locate_global(&wanted).await?;
-        for (route, key) in routes.iter_mut().zip(keys) {
-            *route = match found.get(&key.record_key) {
-                Some(at) => hash(&[&at.partition, &at.file_id]),
-                None => new_key(&key.partition_path, &key.record_key),
-            };
-        }
-        return Ok(routes);
-    }
-    let index = SimpleIndex::new(ctx.storage.clone(), reader.clone())
-        .with_parallelism(ctx.options.parallelism);
     for (partition, rows) in rows_by_partition {
         let wanted: Vec<String> = rows
             .iter()
             .filter_map(|&r| keys.get(r).map(|k| k.record_key.clone()))
             .collect();
-        let found: HashMap<String, _> = index.locate(partition, &wanted).await?;
-        for (&row, key) in rows.iter().zip(&wanted) {
+        let found = router.routes(partition, &wanted).await?;
+        for (&row, r) in rows.iter().zip(found) {
             if let Some(route) = routes.get_mut(row) {
-                *route = match found.get(key) {
-                    Some(at) => hash(&[partition, &at.file_id]),
-                    None => new_key(partition, key),
-                };
+                *route = r;
             }
         }
     }
     Ok(routes)
+}
+
+/// Routes keys, a partition at a time, against the table's latest state as one index sees it:
+/// the record index when the table has one (global: a key is routed to wherever it is stored,
+/// in any partition), else the keys of the partition's latest slices.
+pub(super) struct Router {
+    record_index: Option<RecordIndex>,
+    simple: SimpleIndex,
+}
+
+impl Router {
+    /// A router for keys of `partitions` (the partitions whose slices the simple index reads).
+    pub(super) async fn open(table: &Table, partitions: &[&str]) -> Result<Router> {
+        let ctx = &table.ctx;
+        let reader = Arc::new(TableReader::open_for_write(ctx.storage.clone(), partitions).await?);
+        let record_index = RecordIndex::open(ctx.storage.clone(), reader.clone()).await?;
+        let simple =
+            SimpleIndex::new(ctx.storage.clone(), reader).with_parallelism(ctx.options.parallelism);
+        Ok(Router {
+            record_index,
+            simple,
+        })
+    }
+
+    /// The route of each of `keys`, keys of input rows of `partition`.
+    pub(super) async fn routes(&self, partition: &str, keys: &[String]) -> Result<Vec<u64>> {
+        let new_key = |key: &str| hash(&[partition, "\u{0}new", key]);
+        if let Some(rli) = &self.record_index {
+            let found = rli.locate_global(keys).await?;
+            return Ok(keys
+                .iter()
+                .map(|key| match found.get(key) {
+                    Some(at) => hash(&[&at.partition, &at.file_id]),
+                    None => new_key(key),
+                })
+                .collect());
+        }
+        let found: HashMap<String, _> = self.simple.locate(partition, keys).await?;
+        Ok(keys
+            .iter()
+            .map(|key| match found.get(key) {
+                Some(at) => hash(&[partition, &at.file_id]),
+                None => new_key(key),
+            })
+            .collect())
+    }
 }
 
 /// A 63-bit hash of `parts` (non-negative as a signed 64-bit integer too: Spark's `LongType`,

@@ -113,6 +113,41 @@ async fn test_write_reread_upserts_in_waves_like_write_and_hudi_rs_agrees() {
 }
 
 #[tokio::test]
+async fn test_write_reread_keeps_a_partition_that_fits_in_one_wave() {
+    // Twelve partitions, each well within a wave: every partition's rows go to one wave.
+    let t = create(TableType::CopyOnWrite, Layout::Hive).await;
+    let spread = |rows: Vec<Row>| -> Vec<Row> {
+        rows.into_iter()
+            .enumerate()
+            .map(|(i, mut r)| {
+                r.1 = format!("r{}", i % 12);
+                r
+            })
+            .collect()
+    };
+    let mut model = Model::default();
+    let seed = spread(rows(0..240, 1, "s"));
+    t.write(WriteOperation::Upsert, &seed).await;
+    model.upsert(&seed);
+    let mut input = spread(rows(0..240, 2, "u"));
+    input.extend(spread(rows(300..420, 2, "n")));
+    model.upsert(&input);
+    let batches: Vec<RecordBatch> = input.chunks(50).map(batch).collect();
+    let reads = Arc::new(AtomicUsize::new(0));
+    let result = in_thirds(&t, &batches)
+        .write_reread(WriteOperation::Upsert, reopened(batches, reads.clone()))
+        .await
+        .unwrap();
+    assert!(reads.load(Ordering::SeqCst) >= 3);
+    assert_eq!((result.inserted, result.updated), (120, 240));
+    // A wave that alone writes its partitions packs new keys into their small groups, as
+    // Table::write does: each partition's one group is rewritten with its updates and inserts.
+    assert_eq!(result.files_written, 12);
+    assert_snapshot(&t, &model, "partitions whole").await;
+    assert_peer_agrees(&t, &[Query::Snapshot], "partitions whole").await;
+}
+
+#[tokio::test]
 async fn test_write_reread_deletes_in_waves() {
     let t = create(TableType::MergeOnRead, Layout::Plain).await;
     let mut model = Model::default();
@@ -261,4 +296,44 @@ async fn test_write_reread_that_reads_differently_leaves_the_table_as_it_was() {
         "no file of the write is left"
     );
     assert_snapshot(&t, &model, "after the bad wave").await;
+}
+
+#[tokio::test]
+async fn test_write_reread_in_waves_keeps_the_record_index_exact() {
+    // With a global record index every key is routed to where it is stored.
+    for table_type in [TableType::CopyOnWrite, TableType::MergeOnRead] {
+        let step = format!("{table_type:?} with a record index");
+        let t = create(table_type, Layout::Hive).await;
+        let mut model = Model::default();
+        let seed = rows(0..200, 1, "s");
+        t.write(WriteOperation::Upsert, &seed).await;
+        model.upsert(&seed);
+        t.table.create_record_index().await.unwrap();
+        let (all, batches) = upsert_input();
+        model.upsert(&all);
+        let reads = Arc::new(AtomicUsize::new(0));
+        in_thirds(&t, &batches)
+            .write_reread(WriteOperation::Upsert, reopened(batches, reads.clone()))
+            .await
+            .unwrap();
+        assert!(reads.load(Ordering::SeqCst) >= 3, "{step}");
+        assert_snapshot(&t, &model, &step).await;
+        let report = arbor_mdt::validate::validate_table(t.storage.clone())
+            .await
+            .unwrap();
+        assert!(
+            report.discrepancies.is_empty(),
+            "{step}: {:?}",
+            report.discrepancies
+        );
+        // A key written again in waves is found where the index says.
+        let r = rows(250..255, 9, "again");
+        model.upsert(&r);
+        let batches = vec![batch(&r[..2]), batch(&r[2..])];
+        in_thirds(&t, &batches)
+            .write_reread(WriteOperation::Upsert, reopened(batches, Arc::default()))
+            .await
+            .unwrap();
+        assert_snapshot(&t, &model, &format!("{step}, again")).await;
+    }
 }
