@@ -29,6 +29,7 @@ use super::distributed::write_fragment_packing;
 use super::fragment::{Fragment, WriteContext};
 use super::route::Router;
 use super::write::validate_with_schema;
+use super::write_stream::stream_error;
 use crate::error::{Result, TableError};
 use crate::keygen::HoodieKey;
 use crate::write::options::{CommitResult, WriteOperation};
@@ -474,14 +475,6 @@ fn changed(first: usize, now: usize) -> TableError {
              {now} or more on a later read (a write this large reads its input once per wave)"
         ),
     )
-}
-
-fn stream_error(batch: usize, e: impl Display) -> TableError {
-    TableError::InvalidInput {
-        column: None,
-        row: None,
-        reason: format!("reading input batch {batch}: {e}"),
-    }
 }
 
 #[cfg(test)]

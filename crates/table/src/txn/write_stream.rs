@@ -124,7 +124,8 @@ pub(crate) async fn refusal(table: &Table, operation: WriteOperation) -> Result<
     Ok(None)
 }
 
-fn stream_error(batch: usize, e: impl Display) -> TableError {
+/// An error of the input stream itself, naming the batch it came at.
+pub(super) fn stream_error(batch: usize, e: impl Display) -> TableError {
     TableError::InvalidInput {
         column: None,
         row: None,
