@@ -10,7 +10,8 @@ read-optimized, with the metadata table off, and filtered queries with data skip
 wrong stat silently drops rows) against arbor's own `--where`. Then the same table after a
 partition TTL run and a clean, after a publication (and a main write and a second
 publication), after a merge of a diverged branch and after a rebased branch's publication
-(issue 35), and its detached and deep clones.
+(issue 35), and its detached and deep clones. Under Hudi 1.2 the same runs on copy-on-write and
+merge-on-read tables arbor creates with Lance base files (`--base-format lance`, issue 39).
 """
 
 import datetime
@@ -86,10 +87,10 @@ class Table:
         return self.stage.arbor.write(self.path, self.parquet(data), *extra)
 
 
-def build(stage, name, kind, mdt):
+def build(stage, name, kind, mdt, base_format="parquet"):
     t = Table(stage, name, kind, mdt)
     create = ["--op", "insert", "--type", kind, "--key", "id", "--partition-by", "city", "--ordering", "n",
-              "--table-version", stage.table_version]
+              "--table-version", stage.table_version, "--base-format", base_format]
     if not mdt:
         create.append("--no-metadata-table")
     t.write(rows(range(0, 12), 1), *create)
@@ -237,6 +238,14 @@ def run(stage):
             name = f"{kind}{'' if mdt else '_nomdt'}"
             try:
                 tables.append(build(stage, name, kind, mdt))
+            except Exception as e:
+                stage.check(f"{name}/build", lambda e=e: (_ for _ in ()).throw(CheckFailed(str(e))))
+    if stage.hudi.startswith("1.2.") and str(stage.table_version) == "9":
+        # Lance base files (Hudi 1.2): Spark reads arbor's Lance tables.
+        for kind in ("cow", "mor"):
+            name = f"lance_{kind}"
+            try:
+                tables.append(build(stage, name, kind, True, "lance"))
             except Exception as e:
                 stage.check(f"{name}/build", lambda e=e: (_ for _ in ()).throw(CheckFailed(str(e))))
     for t in tables:

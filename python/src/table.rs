@@ -278,6 +278,7 @@ impl Table {
                         schema,
                         metadata_table: true,
                         table_version: version,
+                        base_format: Default::default(),
                     },
                 )
                 .await

@@ -145,6 +145,7 @@ async fn build(base: &std::path::Path, o: &Options) -> (f64, usize, u64) {
             schema: schema(),
             metadata_table: true,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

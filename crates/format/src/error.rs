@@ -55,6 +55,15 @@ pub enum FormatError {
         reason: String,
     },
 
+    /// Lance data could not be read or written.
+    #[error("lance error in {path}: {reason}")]
+    Lance {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// Arrow data could not be built or converted.
     #[error("arrow error in {path}: {reason}")]
     Arrow {
@@ -83,7 +92,8 @@ pub enum FormatError {
         reason: String,
     },
 
-    /// A file format arbor does not read (e.g. Lance or ORC base files).
+    /// A file format arbor does not read (ORC or HFile base files; Lance ones without the
+    /// `lance` feature).
     #[error("unsupported file format of {path}: {reason}")]
     UnsupportedFormat {
         /// The file.

@@ -15,6 +15,7 @@
 //!   file slices merged (Java `HoodieColumnRangeMetadata.merge`), written tight-bound.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use apache_avro::Schema as AvroSchema;
 use arbor_format::hfile::mdt_column_stats::{
@@ -25,6 +26,7 @@ use arbor_format::log::{decode_data_block, read_log_bytes};
 use arbor_format::stats::{batch::batch_ranges, footer::footer_ranges};
 pub use arbor_format::stats::{ColumnRange, StatsVersion};
 use arbor_storage::Storage;
+use futures::TryStreamExt;
 
 use crate::error::{MdtError, Result};
 
@@ -160,10 +162,11 @@ pub fn is_log_file(file_name: &str) -> bool {
 }
 
 /// The statistics of `columns` in the data file `key` (relative to the table base; a parquet
-/// base file or a log file), as Hudi computes them for `version`. Fails, naming the file,
-/// when it cannot be read or holds a column type column stats do not cover.
+/// or Lance base file, or a log file), as Hudi computes them for `version`: a parquet file's
+/// from its footer, the others' from their values. Fails, naming the file, when it cannot be
+/// read or holds a column type column stats do not cover.
 pub async fn file_ranges(
-    storage: &dyn Storage,
+    storage: &Arc<dyn Storage>,
     key: &str,
     columns: &[String],
     version: StatsVersion,
@@ -181,11 +184,34 @@ pub async fn file_ranges(
             batches.extend(decode_data_block(block, key, None).map_err(format_err)?);
         }
         batch_ranges(&batches, columns, version, key).map_err(format_err)
-    } else {
-        let metadata = arbor_format::base::base_file_metadata(storage, key, None)
+    } else if arbor_format::base::BaseFormat::of_key(key).map_err(format_err)?
+        == arbor_format::base::BaseFormat::Parquet
+    {
+        let metadata = arbor_format::base::base_file_metadata(storage.as_ref(), key, None)
             .await
             .map_err(format_err)?;
         footer_ranges(&metadata, columns, version, key).map_err(format_err)
+    } else {
+        let reader = arbor_format::base::BaseFileReader::open(Arc::clone(storage), key)
+            .await
+            .map_err(format_err)?;
+        let schema = reader.schema();
+        let present: Vec<String> = columns
+            .iter()
+            .filter(|c| schema.field_with_name(c).is_ok())
+            .cloned()
+            .collect();
+        let options = arbor_format::base::ReadOptions {
+            projection: Some(present),
+            ..Default::default()
+        };
+        let batches: Vec<_> = reader
+            .stream(&options)
+            .map_err(format_err)?
+            .try_collect()
+            .await
+            .map_err(format_err)?;
+        batch_ranges(&batches, columns, version, key).map_err(format_err)
     }
 }
 

@@ -332,7 +332,7 @@ pub async fn compute_delta(
     for (partition, files) in &delta.added {
         for name in files.keys() {
             let key = data_key(partition, name);
-            let ranges = file_ranges(storage.as_ref(), &key, &cfg.columns, cfg.version).await?;
+            let ranges = file_ranges(storage, &key, &cfg.columns, cfg.version).await?;
             out.column_stats
                 .extend(file_records(partition, name, &ranges));
             added.insert((partition.clone(), name.clone()), ranges);
@@ -393,7 +393,7 @@ pub async fn compute_delta(
                 );
             } else {
                 let key = data_key(&partition, name);
-                ranges.push(file_ranges(storage.as_ref(), &key, &cfg.columns, cfg.version).await?);
+                ranges.push(file_ranges(storage, &key, &cfg.columns, cfg.version).await?);
             }
         }
         if files.is_empty() {
@@ -476,6 +476,20 @@ fn to_i64(n: usize) -> i64 {
 
 /// The stats partitions in the order they are written.
 pub const STATS_PARTITIONS: [&str; 2] = [COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION];
+
+/// Whether stats partition `partition` of the MDT at `storage` has a file group. Java Hudi
+/// 1.2 lists `column_stats` and `partition_stats` in `hoodie.table.metadata.partitions` of a
+/// table with Lance base files but builds neither (their directories stay empty): such a
+/// partition is not built, so writers add nothing to it and `arbor validate` does not check
+/// it (readers find no stats and prune nothing).
+pub async fn stats_partition_built(storage: &dyn Storage, partition: &str) -> Result<bool> {
+    let prefix = stats_file_prefix(partition);
+    let (objects, _) = storage.list_dir(&format!("{MDT_BASE}/{partition}")).await?;
+    Ok(objects
+        .iter()
+        .filter_map(|o| o.key.rsplit('/').next())
+        .any(|name| name.trim_start_matches('.').starts_with(prefix)))
+}
 
 impl crate::MdtWriter {
     /// The number of file groups of stats partition `partition` (0 when absent) and the latest
@@ -620,7 +634,7 @@ pub async fn compute_all(
                 .chain(slice.log_file_paths())
             {
                 let name = key.rsplit('/').next().unwrap_or(&key).to_string();
-                let r = file_ranges(storage.as_ref(), &key, &cfg.columns, cfg.version).await?;
+                let r = file_ranges(storage, &key, &cfg.columns, cfg.version).await?;
                 out.column_stats.extend(file_records(partition, &name, &r));
                 ranges.push(r);
             }

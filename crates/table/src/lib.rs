@@ -34,6 +34,6 @@ pub use txn::{Fragment, PreparedWrite, Transaction, WriteContext, WriteTransacti
 pub use validate_indexes::validate_indexes;
 pub use write::{
     cast_exact, cast_text_exact, is_number_text, parses_text_into, secondary_lookup, storage_notes,
-    storage_type, CommitResult, ConformOptions, CreateOptions, KeyMove, KnownLocations,
+    storage_type, BaseFormat, CommitResult, ConformOptions, CreateOptions, KeyMove, KnownLocations,
     RecordIndex, RetryPolicy, SchemaChange, StorageNote, WriteOperation, WriteOptions,
 };

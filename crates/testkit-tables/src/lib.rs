@@ -68,6 +68,7 @@ pub async fn create_at(
             schema: schema(),
             metadata_table,
             table_version: version,
+            base_format: Default::default(),
         },
     )
     .await

@@ -218,6 +218,7 @@ pub(super) fn named_table_options(name: &str) -> CreateOptions {
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     }
 }
 

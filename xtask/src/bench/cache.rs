@@ -122,6 +122,7 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, shape: (u32, u32)) -> Result<f
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = rt
         .block_on(Table::create(storage.clone(), options))

@@ -170,6 +170,7 @@ fn create_options(metadata_table: bool) -> CreateOptions {
         schema: schema(),
         metadata_table,
         table_version: Default::default(),
+        base_format: Default::default(),
     }
 }
 

@@ -191,6 +191,7 @@ fn build(rt: &Runtime, dir: &Path, files: u64, rows_per_file: u64) -> Result<(),
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     rt.block_on(async {
         let table = Table::create(storage.clone(), options)

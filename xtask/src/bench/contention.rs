@@ -149,6 +149,7 @@ fn create_options(table_type: TableType) -> CreateOptions {
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     }
 }
 

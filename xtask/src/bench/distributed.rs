@@ -126,6 +126,7 @@ async fn commit_of(dir: &Path, fragments: usize, per: usize) -> Result<CommitTim
             schema: schema(),
             metadata_table: true,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

@@ -120,6 +120,7 @@ async fn create(dir: &Path, clean: bool) -> Result<(Arc<dyn Storage>, Table), St
             schema: schema(),
             metadata_table: true,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

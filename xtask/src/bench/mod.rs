@@ -443,6 +443,7 @@ fn create_options(table_type: TableType) -> CreateOptions {
         schema: data::schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     }
 }
 

@@ -119,6 +119,7 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, o: &Options) -> Result<(f64, u
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = rt
         .block_on(Table::create(storage.clone(), options))

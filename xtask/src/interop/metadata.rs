@@ -316,6 +316,7 @@ mod tests {
             late_arrivals: false,
             metadata_table: true,
             table_version: Default::default(),
+            base_format: arbor_table::BaseFormat::Parquet,
         };
         let outcome = scenario::run(s, tmp.path()).await;
         assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
@@ -348,6 +349,7 @@ mod tests {
             late_arrivals: false,
             metadata_table: false,
             table_version: Default::default(),
+            base_format: arbor_table::BaseFormat::Parquet,
         };
         let outcome = scenario::run(s, tmp.path()).await;
         assert!(outcome.failure.is_none(), "{:?}", outcome.failure);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::write::compaction::{run_compaction, schedule_compaction};
-use arbor_table::{CommitResult, CreateOptions, Table, WriteOperation};
+use arbor_table::{BaseFormat, CommitResult, CreateOptions, Table, WriteOperation};
 use arbor_timeline::config::{TableType, TableVersion};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{ActiveTimeline, InstantTimeGenerator, TableLayout};
@@ -57,6 +57,8 @@ pub struct Scenario {
     pub metadata_table: bool,
     /// The table version the table is created at: 9 by default, 8 with `--table-version 8`.
     pub table_version: TableVersion,
+    /// The base file format: parquet, or Lance for the `lance/...` scenarios.
+    pub base_format: BaseFormat,
 }
 
 /// One operation of the sequence.
@@ -102,8 +104,24 @@ impl Scenario {
                     late_arrivals,
                     metadata_table,
                     table_version: TableVersion::default(),
+                    base_format: BaseFormat::Parquet,
                 });
             }
+        }
+        // Lance base files (Hudi 1.2): copy-on-write partitioned (delete partition, insert
+        // overwrite) and merge-on-read non-partitioned (compaction writes Lance files).
+        for (table_type, partitioning) in [
+            (TableType::CopyOnWrite, Partitioning::Hive),
+            (TableType::MergeOnRead, Partitioning::None),
+        ] {
+            out.push(Scenario {
+                table_type,
+                partitioning,
+                late_arrivals,
+                metadata_table,
+                table_version: TableVersion::default(),
+                base_format: BaseFormat::Lance,
+            });
         }
         out
     }
@@ -119,7 +137,10 @@ impl Scenario {
             Partitioning::Plain => "plain",
             Partitioning::None => "nonpartitioned",
         };
-        format!("{t}/{p}")
+        match self.base_format {
+            BaseFormat::Lance => format!("lance/{t}/{p}"),
+            _ => format!("{t}/{p}"),
+        }
     }
 
     /// The operations, in order.
@@ -178,6 +199,7 @@ impl Scenario {
             schema: data::schema(),
             metadata_table: self.metadata_table,
             table_version: self.table_version,
+            base_format: self.base_format,
         }
     }
 }
@@ -443,6 +465,7 @@ mod tests {
             late_arrivals: false,
             metadata_table: true,
             table_version: Default::default(),
+            base_format: BaseFormat::Parquet,
         };
         let names: Vec<&str> = s.steps().iter().map(|st| st.name()).collect();
         assert_eq!(
@@ -468,6 +491,7 @@ mod tests {
             late_arrivals: false,
             metadata_table: true,
             table_version: Default::default(),
+            base_format: BaseFormat::Parquet,
         };
         let steps = s.steps();
         assert!(steps.contains(&Step::DeletePartition));
@@ -476,14 +500,15 @@ mod tests {
     }
 
     #[test]
-    fn test_all_six_scenarios_distinct_names() {
+    fn test_all_eight_scenarios_distinct_names() {
         let mut names: Vec<String> = Scenario::all(false, true)
             .iter()
             .map(Scenario::name)
             .collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 8);
+        assert!(names.contains(&"lance/mor/nonpartitioned".to_string()));
     }
 
     #[test]

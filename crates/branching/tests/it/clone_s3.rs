@@ -108,6 +108,7 @@ pub(crate) async fn create_in(storage: Arc<dyn Storage>, tt: TableType) -> Table
             schema: schema(),
             metadata_table: true,
             table_version: TableVersion::default(),
+            base_format: Default::default(),
         },
     )
     .await

@@ -477,6 +477,7 @@ impl Run {
                 schema: schema(),
                 metadata_table: true,
                 table_version: version,
+                base_format: Default::default(),
             },
         )
         .await

@@ -229,6 +229,7 @@ impl Run {
                 schema: schema(),
                 metadata_table: true,
                 table_version: TableVersion::Nine,
+                base_format: Default::default(),
             },
         )
         .await

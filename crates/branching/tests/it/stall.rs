@@ -128,6 +128,7 @@ async fn setup(op: Op) -> Arc<dyn Storage> {
             schema: arbor_testkit_tables::schema(),
             metadata_table: true,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

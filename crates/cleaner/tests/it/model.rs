@@ -244,6 +244,7 @@ async fn create_table(
             schema: schema(),
             metadata_table: mdt,
             table_version: version,
+            base_format: Default::default(),
         },
     )
     .await

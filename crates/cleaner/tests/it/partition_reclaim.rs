@@ -67,6 +67,7 @@ pub async fn create_table(layout: Layout) -> TestTable {
             schema: schema(),
             metadata_table: layout.metadata_table,
             table_version: TableVersion::default(),
+            base_format: Default::default(),
         },
     )
     .await

@@ -1,8 +1,8 @@
 //! The table definition flags (`--type`, `--key`, `--partition-by`, ...) that `arbor create`
 //! needs and `arbor write` uses to create a missing table.
 
-use arbor_table::CreateOptions;
-use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
+use arbor_table::{BaseFormat, CreateOptions};
+use arbor_timeline::config::{BaseFileFormat, RecordMergeMode, TableType, TableVersion};
 use arbor_timeline::TableConfig;
 use arrow::datatypes::SchemaRef;
 use clap::{Args, ValueEnum};
@@ -81,6 +81,37 @@ pub struct TableSpec {
     /// its version (a table is never converted).
     #[arg(long, value_name = "8|9", value_parser = parse_table_version)]
     pub table_version: Option<TableVersion>,
+    /// The format of the table's base files: parquet (the default) or lance (Hudi 1.2's
+    /// Lance files; table version 9). MOR log files stay Avro either way.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub base_format: Option<BaseFormatArg>,
+}
+
+/// The base file format on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BaseFormatArg {
+    /// Apache Parquet (Hudi's default).
+    Parquet,
+    /// Lance file format 2.0 (Hudi 1.2, `hoodie.table.base.file.format=LANCE`).
+    Lance,
+}
+
+impl BaseFormatArg {
+    /// The format arbor writes.
+    pub fn base_format(self) -> BaseFormat {
+        match self {
+            BaseFormatArg::Parquet => BaseFormat::Parquet,
+            BaseFormatArg::Lance => BaseFormat::Lance,
+        }
+    }
+
+    /// Hudi's name of the format (`PARQUET`, `LANCE`).
+    fn hudi_name(self) -> BaseFileFormat {
+        match self {
+            BaseFormatArg::Parquet => BaseFileFormat::Parquet,
+            BaseFormatArg::Lance => BaseFileFormat::Lance,
+        }
+    }
 }
 
 /// Parses `--table-version`: `8` or `9`; any other value is a usage error.
@@ -104,6 +135,7 @@ impl TableSpec {
             || self.name.is_some()
             || self.no_metadata_table
             || self.table_version.is_some()
+            || self.base_format.is_some()
     }
 
     /// The create options for a table at `location` with data schema `schema`; `command` names
@@ -138,6 +170,10 @@ impl TableSpec {
             schema,
             metadata_table: !self.no_metadata_table,
             table_version: self.table_version.unwrap_or_default(),
+            base_format: self
+                .base_format
+                .map(BaseFormatArg::base_format)
+                .unwrap_or_default(),
         })
     }
 
@@ -181,6 +217,15 @@ impl TableSpec {
         if let Some(v) = self.table_version {
             if v != config.version() {
                 return mismatch("table version", v.to_string(), config.version().to_string());
+            }
+        }
+        if let Some(f) = self.base_format {
+            if f.hudi_name() != config.base_file_format() {
+                return mismatch(
+                    "base file format",
+                    f.hudi_name().name().to_string(),
+                    config.base_file_format().name().to_string(),
+                );
             }
         }
         if let Some(n) = &self.name {

@@ -1,4 +1,4 @@
-//! SQL over every non-Lance Spark fixture equals hudi-rs (the expected `data_sha256` of
+//! SQL over every Spark fixture (Lance ones included) equals hudi-rs (the expected `data_sha256` of
 //! `expected/<table>/{snapshot,asof_first,asof_prev,incremental}.json`) and arbor's reader
 //! (a filter on a partition column and on a data column, and aggregates, compared with the same
 //! SQL over a memory table of `TableReader::snapshot`).
@@ -81,9 +81,6 @@ async fn test_sql_over_every_fixture_equals_hudi_rs_and_arbor_read() {
     let mut checked = 0;
     for zip in fixture_zips(&root) {
         let name = fixture_name(&root, &zip);
-        if name.contains("lance") {
-            continue;
-        }
         let (_tmp, base) = unzip_table(&zip);
         let location = base.to_string_lossy().to_string();
         // hudi-rs's rows of each expected query, through SQL `SELECT *`.

@@ -41,6 +41,7 @@ async fn test_insert_dates_timestamps_decimals_exactly_or_fails_naming_the_colum
             ])),
             metadata_table: true,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

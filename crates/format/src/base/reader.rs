@@ -1,4 +1,5 @@
-//! Reading parquet base files through [`Storage`] with ranged reads.
+//! Reading base files through [`Storage`] with ranged reads: parquet here, Lance through
+//! arbor-lance (the `lance` feature).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -8,13 +9,15 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::{AsyncFileReader, MetadataFetch};
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
+use super::format::BaseFormat;
 use crate::error::{FormatError, Result};
 
 /// Bytes fetched from the end of the file on the first footer read; most Hudi footers (with the
@@ -44,22 +47,11 @@ impl Default for ReadOptions {
     }
 }
 
-/// Fails with [`FormatError::UnsupportedFormat`] unless `key` names a parquet file (by its
-/// `.parquet` extension). Lance, ORC and HFile base files are named in the error's reason.
+/// Fails with [`FormatError::UnsupportedFormat`] unless `key` names a base file this build
+/// reads: parquet, or Lance with the `lance` feature (by the extension; see
+/// [`BaseFormat::of_key`]).
 pub fn check_base_file_format(key: &str) -> Result<()> {
-    let name = key.rsplit('/').next().unwrap_or(key);
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("parquet") => Ok(()),
-        Some(other @ ("lance" | "orc" | "hfile")) => Err(FormatError::UnsupportedFormat {
-            path: key.to_string(),
-            reason: format!("{other} base files are not read by arbor (only parquet)"),
-        }),
-        _ => Err(FormatError::UnsupportedFormat {
-            path: key.to_string(),
-            reason: "not a parquet base file (expected the .parquet extension)".to_string(),
-        }),
-    }
+    BaseFormat::of_key(key).map(|_| ())
 }
 
 /// Maps a parquet error of the file `key` to a [`FormatError`], giving back storage errors
@@ -98,13 +90,19 @@ impl MetadataFetch for BorrowedFetch<'_> {
     }
 }
 
-/// Reads and parses the footer of the base file `key` (of `size` bytes, looked up when `None`).
+/// Reads and parses the footer of the parquet base file `key` (of `size` bytes, looked up when
+/// `None`). Any other format is [`FormatError::UnsupportedFormat`].
 pub async fn base_file_metadata(
     storage: &dyn Storage,
     key: &str,
     size: Option<u64>,
 ) -> Result<Arc<ParquetMetaData>> {
-    check_base_file_format(key)?;
+    if BaseFormat::of_key(key)? != BaseFormat::Parquet {
+        return Err(FormatError::UnsupportedFormat {
+            path: key.to_string(),
+            reason: "not a parquet file: it has no parquet footer".to_string(),
+        });
+    }
     let size = match size {
         Some(s) => s,
         None => storage.head(key).await?.size,
@@ -119,11 +117,14 @@ pub async fn base_file_metadata(
 
 /// The Arrow schema of the base file `key` (all columns, meta columns included), read from its
 /// footer only.
-pub async fn base_file_schema(storage: &dyn Storage, key: &str) -> Result<SchemaRef> {
-    let metadata = base_file_metadata(storage, key, None).await?;
-    let arrow = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
-        .map_err(|e| parquet_error(key, e))?;
-    Ok(Arc::clone(arrow.schema()))
+pub async fn base_file_schema(storage: Arc<dyn Storage>, key: &str) -> Result<SchemaRef> {
+    if BaseFormat::of_key(key)? == BaseFormat::Parquet {
+        let metadata = base_file_metadata(storage.as_ref(), key, None).await?;
+        let arrow = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+            .map_err(|e| parquet_error(key, e))?;
+        return Ok(Arc::clone(arrow.schema()));
+    }
+    Ok(BaseFileReader::open(storage, key).await?.schema())
 }
 
 /// Reads the whole base file `key` (of `size` bytes when known from a listing, which saves a
@@ -283,19 +284,31 @@ fn check_row_counts(key: &str, metadata: &ParquetMetaData) -> Result<()> {
     Ok(())
 }
 
-/// An opened parquet base file: footer parsed, data not yet read.
+/// An opened base file (parquet, or Lance with the `lance` feature): footer parsed, data not
+/// yet read.
 ///
-/// Guarantees: the file is a parquet file whose footer parsed; [`schema`](Self::schema) is the
-/// Arrow schema its data decodes to; [`stream`](Self::stream) yields exactly
-/// [`num_rows`](Self::num_rows) rows.
+/// Guarantees: the file is of the format its extension names and its footer parsed;
+/// [`schema`](Self::schema) is the Arrow schema its data decodes to; [`stream`](Self::stream)
+/// yields exactly [`num_rows`](Self::num_rows) rows.
 #[derive(Debug, Clone)]
 pub struct BaseFileReader {
     storage: Arc<dyn Storage>,
     key: String,
     size: u64,
-    metadata: ArrowReaderMetadata,
-    /// The whole file, for files of at most [`WHOLE_FILE_MAX`] bytes (read with one request).
-    whole: Option<Bytes>,
+    inner: Inner,
+}
+
+/// The format-specific part of an opened base file.
+#[derive(Debug, Clone)]
+enum Inner {
+    Parquet {
+        metadata: ArrowReaderMetadata,
+        /// The whole file, for files of at most [`WHOLE_FILE_MAX`] bytes (read with one
+        /// request).
+        whole: Option<Bytes>,
+    },
+    #[cfg(feature = "lance")]
+    Lance(super::lance::LanceBase),
 }
 
 /// Files up to this size are read whole at open, with one request: their footer and every
@@ -318,6 +331,16 @@ impl BaseFileReader {
         key: &str,
         size: u64,
     ) -> Result<BaseFileReader> {
+        #[cfg(feature = "lance")]
+        if BaseFormat::of_key(key)? == BaseFormat::Lance {
+            let lance = super::lance::LanceBase::open(Arc::clone(&storage), key, size).await?;
+            return Ok(BaseFileReader {
+                storage,
+                key: key.to_string(),
+                size,
+                inner: Inner::Lance(lance),
+            });
+        }
         if size <= WHOLE_FILE_MAX {
             check_base_file_format(key)?;
             let (whole, _) = storage.get(key).await?;
@@ -345,8 +368,7 @@ impl BaseFileReader {
             storage,
             key: key.to_string(),
             size,
-            metadata,
-            whole,
+            inner: Inner::Parquet { metadata, whole },
         })
     }
 
@@ -360,40 +382,72 @@ impl BaseFileReader {
         self.size
     }
 
+    /// The file's format.
+    pub fn format(&self) -> BaseFormat {
+        match &self.inner {
+            Inner::Parquet { .. } => BaseFormat::Parquet,
+            #[cfg(feature = "lance")]
+            Inner::Lance(_) => BaseFormat::Lance,
+        }
+    }
+
     /// The Arrow schema of all columns.
     pub fn schema(&self) -> SchemaRef {
-        Arc::clone(self.metadata.schema())
+        match &self.inner {
+            Inner::Parquet { metadata, .. } => Arc::clone(metadata.schema()),
+            #[cfg(feature = "lance")]
+            Inner::Lance(lance) => Arc::clone(lance.schema()),
+        }
     }
 
-    /// The parsed parquet footer.
-    pub fn parquet_metadata(&self) -> &Arc<ParquetMetaData> {
-        self.metadata.metadata()
+    /// The parsed parquet footer (`None` for a Lance file).
+    pub fn parquet_metadata(&self) -> Option<&Arc<ParquetMetaData>> {
+        match &self.inner {
+            Inner::Parquet { metadata, .. } => Some(metadata.metadata()),
+            #[cfg(feature = "lance")]
+            Inner::Lance(_) => None,
+        }
     }
 
-    /// The row count recorded in the footer (checked at open to be non-negative and the total
-    /// of the row groups).
+    /// The row count recorded in the footer (for parquet, checked at open to be non-negative
+    /// and the total of the row groups).
     pub fn num_rows(&self) -> u64 {
-        u64::try_from(self.metadata.metadata().file_metadata().num_rows()).unwrap_or(0)
+        match &self.inner {
+            Inner::Parquet { metadata, .. } => {
+                u64::try_from(metadata.metadata().file_metadata().num_rows()).unwrap_or(0)
+            }
+            #[cfg(feature = "lance")]
+            Inner::Lance(lance) => lance.num_rows(),
+        }
     }
 
-    /// The value of a footer key/value entry (e.g. `hoodie_min_record_key`).
+    /// The value of a footer key/value entry (e.g. `hoodie_min_record_key`): parquet's
+    /// key/value metadata, a Lance file's schema metadata.
     pub fn footer_value(&self, key: &str) -> Option<&str> {
-        self.metadata
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()?
-            .iter()
-            .find(|kv| kv.key == key)
-            .and_then(|kv| kv.value.as_deref())
+        match &self.inner {
+            Inner::Parquet { metadata, .. } => metadata
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()?
+                .iter()
+                .find(|kv| kv.key == key)
+                .and_then(|kv| kv.value.as_deref()),
+            #[cfg(feature = "lance")]
+            Inner::Lance(lance) => lance.metadata().get(key).map(String::as_str),
+        }
     }
 
     /// Decodes the file as a stream of batches. With a projection, batches hold exactly the
     /// named columns in the given order; an unknown name is [`FormatError::Schema`].
-    pub fn stream(
-        &self,
-        options: &ReadOptions,
-    ) -> Result<impl Stream<Item = Result<RecordBatch>> + Send + 'static> {
-        let schema = self.metadata.schema();
+    pub fn stream(&self, options: &ReadOptions) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let (metadata, whole) = match &self.inner {
+            Inner::Parquet { metadata, whole } => (metadata, whole),
+            #[cfg(feature = "lance")]
+            Inner::Lance(lance) => {
+                return lance.stream(options.projection.as_deref(), options.batch_size.max(1))
+            }
+        };
+        let schema = metadata.schema();
         let (mask, order) = match &options.projection {
             None => (ProjectionMask::all(), None),
             Some(names) => {
@@ -405,30 +459,31 @@ impl BaseFileReader {
                     })?;
                     indices.push(index);
                 }
-                let mask = ProjectionMask::roots(self.metadata.parquet_schema(), indices);
+                let mask = ProjectionMask::roots(metadata.parquet_schema(), indices);
                 (mask, Some(names.clone()))
             }
         };
         let reader = StorageFileReader {
             storage: Arc::clone(&self.storage),
             key: self.key.clone(),
-            metadata: Arc::clone(self.metadata.metadata()),
-            whole: self.whole.clone(),
+            metadata: Arc::clone(metadata.metadata()),
+            whole: whole.clone(),
         };
         let key = self.key.clone();
-        let stream =
-            ParquetRecordBatchStreamBuilder::new_with_metadata(reader, self.metadata.clone())
-                .with_projection(mask)
-                .with_batch_size(options.batch_size.max(1))
-                .build()
-                .map_err(|e| parquet_error(&key, e))?;
-        Ok(stream.map(move |batch| {
-            let batch = batch.map_err(|e| parquet_error(&key, e))?;
-            match &order {
-                None => Ok(batch),
-                Some(names) => reorder(&key, batch, names),
-            }
-        }))
+        let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata.clone())
+            .with_projection(mask)
+            .with_batch_size(options.batch_size.max(1))
+            .build()
+            .map_err(|e| parquet_error(&key, e))?;
+        Ok(stream
+            .map(move |batch| {
+                let batch = batch.map_err(|e| parquet_error(&key, e))?;
+                match &order {
+                    None => Ok(batch),
+                    Some(names) => reorder(&key, batch, names),
+                }
+            })
+            .boxed())
     }
 }
 
@@ -470,8 +525,12 @@ mod tests {
     }
 
     #[test]
-    fn test_check_base_file_format_lance_orc_hfile_unsupported_naming_path() {
-        for key in ["a/x.lance", "a/x.orc", "a/x.hfile", "a/x.txt", "a/noext"] {
+    fn test_check_base_file_format_orc_hfile_unsupported_naming_path() {
+        assert_eq!(
+            check_base_file_format("a/x.lance").is_ok(),
+            cfg!(feature = "lance")
+        );
+        for key in ["a/x.orc", "a/x.hfile", "a/x.txt", "a/noext"] {
             match check_base_file_format(key) {
                 Err(FormatError::UnsupportedFormat { path, .. }) => assert_eq!(path, key),
                 other => panic!("{key}: expected UnsupportedFormat, got {other:?}"),

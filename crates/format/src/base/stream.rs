@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 
 use arrow_array::{RecordBatch, StringArray};
-use arrow_schema::SchemaRef;
+use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
@@ -25,6 +25,19 @@ use super::{dictionary, meta_columns};
 use crate::error::{FormatError, Result};
 use crate::meta;
 
+/// Where a base file's rows go.
+pub(super) enum Sink {
+    /// Encoded as they arrive.
+    Parquet(Box<ArrowWriter<Vec<u8>>>),
+    /// Kept (meta columns as plain strings) and encoded by `finish`: the Lance writer is
+    /// asynchronous. `bytes` is their memory size.
+    #[cfg_attr(not(feature = "lance"), allow(dead_code))]
+    Lance {
+        batches: Vec<RecordBatch>,
+        bytes: usize,
+    },
+}
+
 /// An open base file in memory: rows are encoded as they are written (pages and row groups as
 /// parquet cuts them), and the footer, with the record key range in Java order, is written by
 /// [`finish`](Self::finish). Sequence numbers continue across batches (row `n` of the file is
@@ -40,7 +53,7 @@ pub struct BaseFileStream {
     key: String,
     data_schema: SchemaRef,
     file_schema: SchemaRef,
-    writer: ArrowWriter<Vec<u8>>,
+    sink: Sink,
     rows: usize,
     min_key: Option<String>,
     max_key: Option<String>,
@@ -61,14 +74,14 @@ impl BaseFileStream {
         key: String,
         data_schema: SchemaRef,
         file_schema: SchemaRef,
-        writer: ArrowWriter<Vec<u8>>,
+        sink: Sink,
     ) -> Self {
         BaseFileStream {
             config,
             key,
             data_schema,
             file_schema,
-            writer,
+            sink,
             rows: 0,
             min_key: None,
             max_key: None,
@@ -83,7 +96,11 @@ impl BaseFileStream {
     /// Bytes the file holds so far: encoded row groups plus the row group in progress (an
     /// estimate of its encoded size), for deciding when to close it.
     pub fn size_estimate(&self) -> usize {
-        self.writer.bytes_written() + self.writer.in_progress_size()
+        match &self.sink {
+            Sink::Parquet(w) => w.bytes_written() + w.in_progress_size(),
+            // Arrow's in-memory size: Lance's encoding is about as large for most columns.
+            Sink::Lance { bytes, .. } => *bytes,
+        }
     }
 
     /// The storage key the file was opened for.
@@ -95,7 +112,10 @@ impl BaseFileStream {
     /// progress as buffered (pages, dictionaries, encoder state), for bounding the memory of
     /// many open files.
     pub fn memory_size(&self) -> usize {
-        self.writer.bytes_written() + self.writer.memory_size()
+        match &self.sink {
+            Sink::Parquet(w) => w.bytes_written() + w.memory_size(),
+            Sink::Lance { bytes, .. } => *bytes,
+        }
     }
 
     /// Bytes of memory the row group in progress holds. Encoder state costs several times
@@ -103,16 +123,23 @@ impl BaseFileStream {
     /// open files cuts their row groups ([`flush_row_group`](Self::flush_row_group)) to bound
     /// it.
     pub fn row_group_memory(&self) -> usize {
-        self.writer.memory_size()
+        match &self.sink {
+            Sink::Parquet(w) => w.memory_size(),
+            Sink::Lance { .. } => 0,
+        }
     }
 
     /// Encodes the rows buffered so far as a row group of their own (a no-op without rows),
     /// freeing the encoder state they held.
+    /// (A no-op for a Lance file, which holds its rows until [`finish`](Self::finish).)
     pub fn flush_row_group(&mut self) -> Result<()> {
-        self.writer.flush().map_err(|e| FormatError::Parquet {
-            path: self.key.clone(),
-            reason: e.to_string(),
-        })
+        match &mut self.sink {
+            Sink::Parquet(w) => w.flush().map_err(|e| FormatError::Parquet {
+                path: self.key.clone(),
+                reason: e.to_string(),
+            }),
+            Sink::Lance { .. } => Ok(()),
+        }
     }
 
     /// Appends `batch` (data columns of the file's schema) with `record_keys`, one non-null
@@ -171,17 +198,24 @@ impl BaseFileStream {
             self.min_key = pick(self.min_key.take(), min, Ordering::Less);
             self.max_key = pick(self.max_key.take(), max, Ordering::Greater);
         }
-        self.writer.write(&out).map_err(|e| FormatError::Parquet {
-            path: self.key.clone(),
-            reason: e.to_string(),
-        })?;
+        match &mut self.sink {
+            Sink::Parquet(w) => w.write(&out).map_err(|e| FormatError::Parquet {
+                path: self.key.clone(),
+                reason: e.to_string(),
+            })?,
+            Sink::Lance { batches, bytes } => {
+                let out = plain_meta_columns(&self.key, out)?;
+                *bytes += out.get_array_memory_size();
+                batches.push(out);
+            }
+        }
         self.rows += batch.num_rows();
         Ok(())
     }
 
     /// Writes the footer and returns the file's bytes. Fails when preserved commit metadata
     /// was set for another number of rows than were written.
-    pub fn finish(mut self) -> Result<EncodedBaseFile> {
+    pub fn finish(self) -> Result<EncodedBaseFile> {
         if let Some((times, seqnos)) = self.config.preserved_rows() {
             if times != self.rows || seqnos != self.rows {
                 return Err(FormatError::Arrow {
@@ -194,27 +228,91 @@ impl BaseFileStream {
                 });
             }
         }
-        if let (Some(min), Some(max)) = (&self.min_key, &self.max_key) {
-            self.writer.append_key_value_metadata(KeyValue::new(
-                FOOTER_MIN_RECORD_KEY.to_string(),
-                min.clone(),
-            ));
-            self.writer.append_key_value_metadata(KeyValue::new(
-                FOOTER_MAX_RECORD_KEY.to_string(),
-                max.clone(),
-            ));
-        }
-        let bytes = self.writer.into_inner().map_err(|e| FormatError::Parquet {
-            path: self.key.clone(),
-            reason: e.to_string(),
-        })?;
+        let bytes = match self.sink {
+            Sink::Parquet(writer) => {
+                let mut writer = *writer;
+                if let (Some(min), Some(max)) = (&self.min_key, &self.max_key) {
+                    writer.append_key_value_metadata(KeyValue::new(
+                        FOOTER_MIN_RECORD_KEY.to_string(),
+                        min.clone(),
+                    ));
+                    writer.append_key_value_metadata(KeyValue::new(
+                        FOOTER_MAX_RECORD_KEY.to_string(),
+                        max.clone(),
+                    ));
+                }
+                Bytes::from(writer.into_inner().map_err(|e| FormatError::Parquet {
+                    path: self.key.clone(),
+                    reason: e.to_string(),
+                })?)
+            }
+            Sink::Lance { batches, .. } => {
+                // The key range as Hudi 1.2's Java writer records it: schema metadata.
+                let mut metadata = std::collections::HashMap::new();
+                if let (Some(min), Some(max)) = (&self.min_key, &self.max_key) {
+                    metadata.insert(FOOTER_MIN_RECORD_KEY.to_string(), min.clone());
+                    metadata.insert(FOOTER_MAX_RECORD_KEY.to_string(), max.clone());
+                }
+                let schema = file_schema_plain(&self.data_schema)
+                    .as_ref()
+                    .clone()
+                    .with_metadata(metadata);
+                encode_lance(&self.key, &schema, &batches)?
+            }
+        };
         Ok(EncodedBaseFile {
-            bytes: Bytes::from(bytes),
+            bytes,
             num_rows: self.rows as u64,
             min_record_key: self.min_key,
             max_record_key: self.max_key,
         })
     }
+}
+
+/// `batch` with its dictionary-encoded constant meta columns as plain strings (a Lance file
+/// stores the five meta columns as strings, as Hudi's Java writer does).
+fn plain_meta_columns(key: &str, batch: RecordBatch) -> Result<RecordBatch> {
+    let schema = file_schema_plain(&Schema::new(
+        batch
+            .schema()
+            .fields()
+            .iter()
+            .skip(meta::META_COLUMNS.len())
+            .cloned()
+            .collect::<Vec<_>>(),
+    ));
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (column, field) in batch.columns().iter().zip(schema.fields()) {
+        if column.data_type() == field.data_type() {
+            columns.push(Arc::clone(column));
+        } else {
+            columns.push(
+                arrow::compute::cast(column, field.data_type()).map_err(|e| {
+                    FormatError::Arrow {
+                        path: key.to_string(),
+                        reason: format!("column {:?}: {e}", field.name()),
+                    }
+                })?,
+            );
+        }
+    }
+    RecordBatch::try_new(schema, columns).map_err(|e| FormatError::Arrow {
+        path: key.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(feature = "lance")]
+fn encode_lance(key: &str, schema: &Schema, batches: &[RecordBatch]) -> Result<Bytes> {
+    super::lance::encode(key, schema, batches)
+}
+
+#[cfg(not(feature = "lance"))]
+fn encode_lance(key: &str, _: &Schema, _: &[RecordBatch]) -> Result<Bytes> {
+    Err(FormatError::UnsupportedFormat {
+        path: key.to_string(),
+        reason: "lance base files need arbor built with the `lance` feature".to_string(),
+    })
 }
 
 impl BaseFileWriter {
@@ -239,6 +337,25 @@ impl BaseFileWriter {
             }
         }
         let file_schema = self.file_schema(&data_schema);
+        if self.format() == super::BaseFormat::Lance {
+            if !super::BaseFormat::Lance.supported() {
+                return Err(FormatError::UnsupportedFormat {
+                    path: key.to_string(),
+                    reason: "lance base files need arbor built with the `lance` feature"
+                        .to_string(),
+                });
+            }
+            return Ok(BaseFileStream::new(
+                self.clone(),
+                key.to_string(),
+                data_schema,
+                file_schema,
+                Sink::Lance {
+                    batches: Vec::new(),
+                    bytes: 0,
+                },
+            ));
+        }
         let parquet_schema =
             parquet_schema(&file_schema_plain(&data_schema)).map_err(|e| FormatError::Parquet {
                 path: key.to_string(),
@@ -298,7 +415,7 @@ impl BaseFileWriter {
             key.to_string(),
             data_schema,
             file_schema,
-            writer,
+            Sink::Parquet(Box::new(writer)),
         ))
     }
 }

@@ -126,8 +126,18 @@ pub(super) struct BatchRows<'a> {
 }
 
 impl BaseFileWriter {
+    /// The format the file is written in: Lance for a `file_name` ending in `.lance`
+    /// (Hudi 1.2's Lance base files, with the `lance` feature), parquet otherwise.
+    pub fn format(&self) -> super::BaseFormat {
+        if self.file_name.to_ascii_lowercase().ends_with(".lance") {
+            super::BaseFormat::Lance
+        } else {
+            super::BaseFormat::Parquet
+        }
+    }
+
     /// A writer for the file `file_name` (the bare name, e.g.
-    /// `<fileId>_<writeToken>_<instant>.parquet`) in `partition_path` (`""` when
+    /// `<fileId>_<writeToken>_<instant>.parquet`, or `.lance` for a Lance file) in `partition_path` (`""` when
     /// non-partitioned), written by `instant_time`. `avro_schema` is the Avro writer schema JSON
     /// of meta + data columns stored in the footer; [`BaseFileWriter::avro_schema_with_meta_fields`]
     /// adds the meta fields to a data-only schema.

@@ -54,6 +54,7 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
             let footer_rows = reader.num_rows();
             let group_rows: i64 = reader
                 .parquet_metadata()
+                .unwrap()
                 .row_groups()
                 .iter()
                 .map(|g| g.num_rows())
@@ -64,7 +65,7 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
                 .unwrap();
             let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
             assert_eq!(rows as u64, footer_rows, "{key}");
-            let schema = base_file_schema(storage.as_ref(), &key).await.unwrap();
+            let schema = base_file_schema(Arc::clone(&storage), &key).await.unwrap();
             for b in &batches {
                 assert_eq!(b.schema().fields(), schema.fields(), "{key}");
             }
@@ -97,10 +98,31 @@ async fn test_read_base_file_every_fixture_row_counts_match_footer() {
         let lance = files_with_extension(dir.path(), "lance");
         for file in &lance {
             let key = key_of(dir.path(), file);
-            match BaseFileReader::open(Arc::clone(&storage), &key).await {
-                Err(FormatError::UnsupportedFormat { path, .. }) => assert_eq!(path, key),
-                other => panic!("{key}: expected UnsupportedFormat, got {other:?}"),
-            }
+            // Lance base files (Hudi 1.2) read like parquet ones: the footer's row count,
+            // whole and projected.
+            let reader = BaseFileReader::open(Arc::clone(&storage), &key)
+                .await
+                .unwrap();
+            assert_eq!(reader.format(), arbor_format::base::BaseFormat::Lance);
+            assert!(reader.parquet_metadata().is_none());
+            assert!(
+                reader.footer_value(FOOTER_MIN_RECORD_KEY).is_some(),
+                "{key}"
+            );
+            let batches = read_base_file(Arc::clone(&storage), &key, None, None)
+                .await
+                .unwrap();
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            assert_eq!(rows as u64, reader.num_rows(), "{key}");
+            let projected = read_base_file(
+                Arc::clone(&storage),
+                &key,
+                None,
+                Some(&[meta::RECORD_KEY.to_string()]),
+            )
+            .await
+            .unwrap();
+            assert!(projected.iter().all(|b| b.num_columns() == 1));
             lance_seen += 1;
         }
     }
@@ -252,7 +274,7 @@ async fn test_write_base_file_round_trip_meta_and_data_columns() {
         .await
         .unwrap();
     assert_eq!(reader.num_rows(), 5);
-    assert_eq!(reader.parquet_metadata().num_row_groups(), 3);
+    assert_eq!(reader.parquet_metadata().unwrap().num_row_groups(), 3);
     assert_eq!(reader.footer_value(FOOTER_MIN_RECORD_KEY), Some("key-001"));
     assert_eq!(reader.footer_value(FOOTER_MAX_RECORD_KEY), Some("key-009"));
     assert_eq!(reader.footer_value(FOOTER_WRITER_MODEL), Some("avro"));
@@ -283,7 +305,11 @@ async fn test_write_base_file_round_trip_meta_and_data_columns() {
     assert!(schema.fields().iter().all(|f| f.is_nullable()));
     // Every meta column, constant ones included (fed to parquet as one-value dictionaries),
     // is an optional BYTE_ARRAY STRING column, as parquet-avro writes Avro strings.
-    let descr = reader.parquet_metadata().file_metadata().schema_descr();
+    let descr = reader
+        .parquet_metadata()
+        .unwrap()
+        .file_metadata()
+        .schema_descr();
     for i in 0..meta::META_COLUMNS.len() {
         let c = descr.column(i);
         assert_eq!(c.physical_type(), PhysicalType::BYTE_ARRAY, "{}", c.name());
@@ -324,7 +350,11 @@ async fn test_write_base_file_round_trip_meta_and_data_columns() {
     }
 
     // Physical types as Spark writes them.
-    let descr = reader.parquet_metadata().file_metadata().schema_descr_ptr();
+    let descr = reader
+        .parquet_metadata()
+        .unwrap()
+        .file_metadata()
+        .schema_descr_ptr();
     let col = |name: &str| {
         descr
             .columns()
@@ -351,6 +381,7 @@ async fn test_write_base_file_round_trip_meta_and_data_columns() {
     );
     let codec = reader
         .parquet_metadata()
+        .unwrap()
         .row_group(0)
         .column(0)
         .compression();
@@ -425,6 +456,7 @@ async fn test_write_base_file_preserved_commit_metadata_and_zstd() {
     assert!(matches!(
         reader
             .parquet_metadata()
+            .unwrap()
             .row_group(0)
             .column(0)
             .compression(),
@@ -663,7 +695,7 @@ async fn test_write_unique_column_plain_repeated_column_dictionary_values_unchan
     let reader = BaseFileReader::open(Arc::clone(&storage), &key)
         .await
         .unwrap();
-    let meta = reader.parquet_metadata();
+    let meta = reader.parquet_metadata().unwrap();
     let group = meta.row_group(0);
     let column = |name: &str| {
         group

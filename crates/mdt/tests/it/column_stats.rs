@@ -29,9 +29,6 @@ async fn test_fixture_column_stats_decode_and_key_by_file_and_partition() {
     let mut seen = 0;
     for zip in fixture_zips(&root) {
         let name = fixture_name(&root, &zip);
-        if name.contains("lance") {
-            continue;
-        }
         let (_dir, base) = unzip_table(&zip);
         if !base.join(MDT_BASE).join(COLUMN_STATS_PARTITION).is_dir() {
             continue;
@@ -41,6 +38,21 @@ async fn test_fixture_column_stats_decode_and_key_by_file_and_partition() {
         let mdt = MetadataTable::open(storage.clone()).await.unwrap().unwrap();
         let listing = mdt.files_listing().await.unwrap();
         let cs = read_column_stats(storage.as_ref(), &mdt).await.unwrap();
+        if name.contains("lance") {
+            // Java Hudi 1.2 builds the partition of a table with Lance base files but records
+            // no statistics of those files (only of a merge-on-read table's log files).
+            let lance_files: Vec<_> = cs
+                .records()
+                .values()
+                .filter_map(|r| r.file_name.clone())
+                .filter(|f| f.ends_with(".lance"))
+                .collect();
+            assert!(
+                lance_files.is_empty(),
+                "{name}: Spark recorded stats of {lance_files:?}"
+            );
+            continue;
+        }
         assert!(!cs.is_empty(), "{name}: no column stats");
         let mut files_with_stats = BTreeSet::new();
         for (key, rec) in cs.records() {

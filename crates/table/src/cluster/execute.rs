@@ -405,8 +405,10 @@ impl<'a> OutputFiles<'a> {
     fn open_file(&mut self, data_schema: SchemaRef, sample: &RecordBatch) -> Result<()> {
         let file_id = format!("{}-0", uuid::Uuid::new_v4());
         let instant = self.runner.instant;
+        let extension =
+            crate::write::base_format::of_table(self.runner.reader.config())?.extension();
         let name = format!(
-            "{file_id}_{}-{}-0_{instant}.parquet",
+            "{file_id}_{}-{}-0_{instant}.{extension}",
             self.group, self.files
         );
         let key = join(&self.partition, &name);

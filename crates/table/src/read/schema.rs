@@ -59,12 +59,14 @@ pub(crate) async fn resolve_read_schema(
             break;
         }
         if first_file.is_none() {
-            first_file = files.into_iter().find(|p| p.ends_with(".parquet"));
+            first_file = files
+                .into_iter()
+                .find(|p| p.ends_with(".parquet") || p.ends_with(".lance"));
         }
     }
     if data_schema.is_none() {
         if let Some(path) = first_file {
-            data_schema = Some(base_file_schema(storage.as_ref(), &path).await?);
+            data_schema = Some(base_file_schema(storage.clone(), &path).await?);
         }
     }
     if data_schema.is_none() {

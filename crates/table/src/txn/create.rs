@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arbor_storage::Storage;
-use arbor_timeline::config::RecordMergeMode;
+use arbor_timeline::config::{BaseFileFormat, RecordMergeMode, TableVersion};
 use arbor_timeline::layout::DEFAULT_META_DIR;
 use arbor_timeline::{InstantTimeGenerator, MetaRoot, TableConfig, TableLayout};
 
@@ -12,7 +12,7 @@ use super::context::{invalid, TableContext};
 use crate::error::{Result, TableError};
 use crate::keygen::KeyGenerator;
 use crate::write::mdt_sync;
-use crate::write::options::{CreateOptions, WriteOptions};
+use crate::write::options::{BaseFormat, CreateOptions, WriteOptions};
 use crate::write::schema::DataSchema;
 
 /// Validates `options`, creates the table at `storage` (fails if one exists) and returns the
@@ -72,6 +72,34 @@ pub(crate) async fn create(
             ),
         ));
     }
+    if options.base_format == BaseFormat::Lance {
+        if !BaseFormat::Lance.supported() {
+            return Err(TableError::Unsupported {
+                reason: "Lance base files: this build of arbor left out the `lance` feature".into(),
+            });
+        }
+        if let Some(column) = schema
+            .arrow
+            .fields()
+            .iter()
+            .find(|f| arbor_format::base::holds_map(f.data_type()))
+        {
+            return Err(invalid(
+                Some(column.name()),
+                "a Lance base file cannot hold a map column (Lance formats 2.0 and 2.1, which \
+                 Hudi 1.2 writes and reads, have no map type); use parquet base files",
+            ));
+        }
+        if options.table_version != TableVersion::Nine {
+            return Err(invalid(
+                None,
+                format!(
+                    "Lance base files need table version 9 (Hudi 1.2), not {}",
+                    options.table_version
+                ),
+            ));
+        }
+    }
     let mut builder = TableConfig::builder(options.name.clone(), options.table_type)
         .table_version(options.table_version)
         .record_key_fields(options.record_key_fields.iter().cloned())
@@ -81,6 +109,9 @@ pub(crate) async fn create(
         .create_schema(schema.avro_json.clone());
     if let Some(o) = &options.ordering_field {
         builder = builder.ordering_field(o.clone());
+    }
+    if options.base_format == BaseFormat::Lance {
+        builder = builder.base_file_format(BaseFileFormat::Lance);
     }
     let config = builder.build()?;
     // Key generation must accept the config before the table exists.

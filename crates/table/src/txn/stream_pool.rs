@@ -50,6 +50,8 @@ pub(crate) struct FileSpec {
     pub(crate) schema: SchemaRef,
     /// The data column holding the record keys, when one does.
     pub(crate) record_key_column: Option<usize>,
+    /// The format of the files (the table's).
+    pub(crate) base_format: arbor_format::base::BaseFormat,
     /// A file closes once its estimated size reaches this.
     pub(crate) max_file_size: u64,
     /// A file's row group is cut once the memory it holds reaches this (the writer lowers it
@@ -362,9 +364,10 @@ impl Chunk<'_> {
         let task = self.files.fetch_add(1, Ordering::Relaxed);
         let file_id = new_file_id();
         let name = format!(
-            "{file_id}_{}_{}.parquet",
+            "{file_id}_{}_{}.{}",
             write_token((0, 0), task),
-            spec.instant
+            spec.instant,
+            spec.base_format.extension()
         );
         let key = arbor_fsview::slice::join(self.partition, &name);
         let writer = BaseFileWriter::new(

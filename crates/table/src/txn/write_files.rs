@@ -78,6 +78,7 @@ pub(super) async fn write_files(
             .record_key_column(&schema.arrow)
             .and_then(|name| schema.arrow.index_of(name).ok()),
         stage: files.fragment.map_or((0, 0), |f| (f, fragment_attempt())),
+        base_format: crate::write::base_format::of_table(&ctx.config)?,
     };
     let plan = files.plan;
     // A partition with a current file slice has its marker (every writer creates it before

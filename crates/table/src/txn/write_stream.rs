@@ -160,6 +160,7 @@ where
             .record_key_column(&schema.arrow)
             .and_then(|name| schema.arrow.index_of(name).ok()),
         schema: schema.arrow.clone(),
+        base_format: crate::write::base_format::of_table(&ctx.config)?,
         max_file_size: ctx.options.max_file_size,
         row_group_memory: std::sync::atomic::AtomicU64::new(ctx.options.stream_memory / 2),
     };

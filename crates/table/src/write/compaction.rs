@@ -480,7 +480,8 @@ async fn compact_one(
         None => RecordBatch::new_empty(reader.schema().clone()),
     };
     let (data, keys, times, seqnos) = split_meta(&merged, &bad_plan)?;
-    let name = format!("{file_id}_{index}-0-0_{instant}.parquet");
+    let extension = crate::write::base_format::of_table(reader.config())?.extension();
+    let name = format!("{file_id}_{index}-0-0_{instant}.{extension}");
     let key = join(&partition, &name);
     let written = BaseFileWriter::new(instant.as_str(), name, partition.as_str(), avro_schema)
         .preserve_commit_metadata(times, seqnos)

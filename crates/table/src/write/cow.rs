@@ -54,6 +54,8 @@ pub struct FileWriteContext {
     pub record_key_column: Option<usize>,
     /// The stage and attempt in the files' write tokens ([`write_token`]).
     pub stage: (u64, u64),
+    /// The format new base files are written in (the table's).
+    pub base_format: arbor_format::base::BaseFormat,
 }
 
 /// One written file and its write stat, with the record counts of the group.
@@ -444,10 +446,11 @@ fn merged_rows(
 /// The file name of `group`'s base file written as task `task`.
 fn base_file_name(ctx: &FileWriteContext, group: &GroupPlan, task: u64) -> String {
     format!(
-        "{}_{}_{}.parquet",
+        "{}_{}_{}.{}",
         group.file_id,
         write_token(ctx.stage, task),
-        ctx.instant
+        ctx.instant,
+        ctx.base_format.extension()
     )
 }
 

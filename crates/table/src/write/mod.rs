@@ -20,6 +20,7 @@
 //! tests); their functions expect the caller to hold the table lock. Everything else is
 //! internal: state changes go through [`crate::Table`] and [`crate::Transaction`].
 
+pub(crate) mod base_format;
 pub(crate) mod bucket_index;
 pub(crate) mod column_stats;
 pub(crate) mod commit;
@@ -51,7 +52,7 @@ pub use index::{Index, RecordLocation, SimpleIndex};
 pub use known::KnownLocations;
 pub use mdt_sync::files_delta;
 pub use options::{
-    CommitResult, CreateOptions, KeyMove, RetryPolicy, WriteOperation, WriteOptions,
+    BaseFormat, CommitResult, CreateOptions, KeyMove, RetryPolicy, WriteOperation, WriteOptions,
 };
 pub use planner::Input;
 pub use record_index::RecordIndex;

@@ -5,6 +5,8 @@ use arbor_timeline::config::{RecordMergeMode, TableType, TableVersion};
 use arbor_timeline::{Action, InstantTime};
 use arrow::datatypes::SchemaRef;
 
+pub use arbor_format::base::BaseFormat;
+
 /// What a new table looks like.
 #[derive(Debug, Clone)]
 pub struct CreateOptions {
@@ -31,6 +33,9 @@ pub struct CreateOptions {
     /// The table version to create: 8 or 9 (the default, [`TableVersion::default`]); 6 is
     /// refused. Every later state change keeps the table at this version.
     pub table_version: TableVersion,
+    /// The format of the table's base files (`hoodie.table.base.file.format`): parquet (the
+    /// default) or Lance (Hudi 1.2; needs table version 9 and the `lance` feature).
+    pub base_format: BaseFormat,
 }
 
 /// Tuning of writes.

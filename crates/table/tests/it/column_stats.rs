@@ -71,7 +71,7 @@ async fn assert_stats_exact(storage: &Arc<dyn Storage>, step: &str) {
                 .chain(slice.log_file_paths())
             {
                 let name = key.rsplit('/').next().unwrap().to_string();
-                let r = file_ranges(storage.as_ref(), &key, &cfg.columns, cfg.version)
+                let r = file_ranges(storage, &key, &cfg.columns, cfg.version)
                     .await
                     .unwrap();
                 let stored = cs.file(partition, &name);

@@ -362,6 +362,7 @@ async fn table_without_mdt() -> (tempfile::TempDir, Arc<dyn Storage>, Table) {
             schema: schema(),
             metadata_table: false,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

@@ -225,9 +225,6 @@ async fn test_every_predicate_on_fixtures_with_column_stats_returns_the_filtered
     let mut skipped_by_stats = 0;
     for zip in fixture_zips(&root) {
         let name = fixture_name(&root, &zip);
-        if name.contains("lance") {
-            continue;
-        }
         let (_dir, base) = unzip_table(&zip);
         if !base.join(".hoodie/metadata/column_stats").is_dir() {
             continue;

@@ -149,6 +149,7 @@ fn test_random_predicates_pruned_equal_unpruned_on_awkward_types() {
                 schema: schema(),
                 metadata_table: true,
                 table_version: Default::default(),
+                base_format: Default::default(),
             },
         )
         .await

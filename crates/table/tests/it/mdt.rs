@@ -249,6 +249,7 @@ async fn create_without_mdt(table_type: TableType, layout: Layout) -> TestTable 
         schema: schema(),
         metadata_table: false,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await.unwrap();
     TestTable {

@@ -246,6 +246,7 @@ async fn test_create_secondary_index_without_metadata_table_refused() {
             schema: super::write_support::schema(),
             metadata_table: false,
             table_version: Default::default(),
+            base_format: Default::default(),
         },
     )
     .await

@@ -540,6 +540,7 @@ pub async fn client_table() -> (tempfile::TempDir, PathBuf, arbor_table::Table) 
         schema: data_arrow_schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = arbor_table::Table::create(storage, options).await.unwrap();
     (tmp, base, table)

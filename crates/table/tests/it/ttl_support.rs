@@ -114,6 +114,7 @@ pub async fn create(shape: Shape) -> TtlTable {
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await.unwrap();
     TtlTable {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arbor_storage::{ObjectStoreStorage, Storage};
 use arbor_table::read::TableReader;
-use arbor_table::{storage_type, CreateOptions, Table, TableError, WriteOperation};
+use arbor_table::{storage_type, BaseFormat, CreateOptions, Table, TableError, WriteOperation};
 use arbor_timeline::config::{RecordMergeMode, TableType};
 use arrow::array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray,
@@ -391,6 +391,15 @@ async fn create(
     table_type: TableType,
     schema: SchemaRef,
 ) -> (Arc<dyn Storage>, Result<Table, TableError>) {
+    create_as(dir, table_type, schema, BaseFormat::Parquet).await
+}
+
+async fn create_as(
+    dir: &std::path::Path,
+    table_type: TableType,
+    schema: SchemaRef,
+    base_format: BaseFormat,
+) -> (Arc<dyn Storage>, Result<Table, TableError>) {
     std::fs::create_dir_all(dir).unwrap();
     let storage: Arc<dyn Storage> = Arc::new(ObjectStoreStorage::local(dir).unwrap());
     let options = CreateOptions {
@@ -404,6 +413,7 @@ async fn create(
         schema,
         metadata_table: true,
         table_version: Default::default(),
+        base_format,
     };
     let table = Table::create(storage.clone(), options).await;
     (storage, table)
@@ -429,11 +439,23 @@ fn assert_same_values(got: &RecordBatch, want: &RecordBatch, step: &str) {
     }
 }
 
-async fn round_trip(table_type: TableType) {
+/// `batch` without its map column for a Lance table (Lance cannot store maps:
+/// `test_lance_table_refuses_a_map_column`).
+fn for_format(batch: RecordBatch, base_format: BaseFormat) -> RecordBatch {
+    if base_format != BaseFormat::Lance {
+        return batch;
+    }
+    let keep: Vec<usize> = (0..batch.num_columns())
+        .filter(|i| batch.schema().field(*i).name() != "mp")
+        .collect();
+    batch.project(&keep).unwrap()
+}
+
+async fn round_trip(table_type: TableType, base_format: BaseFormat) {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("types");
-    let first = input(1);
-    let (storage, table) = create(&base, table_type, first.schema()).await;
+    let first = for_format(input(1), base_format);
+    let (storage, table) = create_as(&base, table_type, first.schema(), base_format).await;
     let table = table.unwrap();
     let stored = table.schema().clone();
     // The stored schema is storage_type of every input column.
@@ -460,7 +482,7 @@ async fn round_trip(table_type: TableType) {
         let (schema, _, all) = arbor_rows(&storage).await;
         arbor_testkit::assert_peer_snapshot_matches(python, &base, &schema, &all, "after insert");
     }
-    let second = input(2);
+    let second = for_format(input(2), base_format);
     let r = Table::open(storage.clone())
         .await
         .unwrap()
@@ -479,16 +501,94 @@ async fn round_trip(table_type: TableType) {
         let (schema, _, all) = arbor_rows(&storage).await;
         arbor_testkit::assert_peer_snapshot_matches(python, &base, &schema, &all, "after upsert");
     }
+    // Every base file is of the table's format.
+    let files = list_files(&base);
+    let ext = format!(".{}", base_format.extension());
+    let bases: Vec<&String> = files
+        .iter()
+        .filter(|f| f.ends_with(".parquet") || f.ends_with(".lance"))
+        .filter(|f| !f.contains(".hoodie"))
+        .collect();
+    assert!(!bases.is_empty());
+    assert!(bases.iter().all(|f| f.ends_with(&ext)), "{bases:?}");
+    if table_type == TableType::MergeOnRead {
+        // Compaction merges the log into new base files of the table's format.
+        compact(&storage).await;
+        let (_, got, _) = arbor_rows(&storage).await;
+        assert_same_values(
+            &got,
+            &sorted_by_id(&expected(&second, &stored)),
+            "after compaction",
+        );
+        if let Some(python) = &python {
+            let (schema, _, all) = arbor_rows(&storage).await;
+            arbor_testkit::assert_peer_snapshot_matches(
+                python,
+                &base,
+                &schema,
+                &all,
+                "after compaction",
+            );
+        }
+        let compacted = list_files(&base)
+            .into_iter()
+            .filter(|f| f.ends_with(&ext) && !f.contains(".hoodie"))
+            .count();
+        assert!(compacted > bases.len(), "compaction wrote no {ext} file");
+    }
+}
+
+/// Schedules and runs a compaction of the merge-on-read table at `storage`.
+async fn compact(storage: &Arc<dyn Storage>) {
+    use arbor_table::write::compaction::{run_compaction, schedule_compaction};
+    use arbor_timeline::layout::DEFAULT_META_DIR;
+    use arbor_timeline::{InstantTimeGenerator, TableLayout};
+    let table = Table::open(storage.clone()).await.unwrap();
+    let layout = TableLayout::from_config(DEFAULT_META_DIR, table.config()).unwrap();
+    let generator = InstantTimeGenerator::new();
+    generator.share_clock(storage.clone());
+    let instant = schedule_compaction(storage, &layout, &generator)
+        .await
+        .unwrap()
+        .expect("a log to compact");
+    run_compaction(storage, &layout, &instant, &generator)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn test_every_accepted_type_round_trips_cow_arbor_and_hudi_rs() {
-    round_trip(TableType::CopyOnWrite).await;
+    round_trip(TableType::CopyOnWrite, BaseFormat::Parquet).await;
 }
 
 #[tokio::test]
 async fn test_every_accepted_type_round_trips_mor_arbor_and_hudi_rs() {
-    round_trip(TableType::MergeOnRead).await;
+    round_trip(TableType::MergeOnRead, BaseFormat::Parquet).await;
+}
+
+#[tokio::test]
+async fn test_lance_table_refuses_a_map_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (storage, table) = create_as(
+        &tmp.path().join("t"),
+        TableType::CopyOnWrite,
+        input(1).schema(),
+        BaseFormat::Lance,
+    )
+    .await;
+    let err = table.err().unwrap().to_string();
+    assert!(err.contains("mp") && err.contains("map"), "{err}");
+    assert!(storage.head(".hoodie/hoodie.properties").await.is_err());
+}
+
+#[tokio::test]
+async fn test_every_accepted_type_round_trips_lance_cow_arbor_and_hudi_rs() {
+    round_trip(TableType::CopyOnWrite, BaseFormat::Lance).await;
+}
+
+#[tokio::test]
+async fn test_every_accepted_type_round_trips_lance_mor_compacted_arbor_and_hudi_rs() {
+    round_trip(TableType::MergeOnRead, BaseFormat::Lance).await;
 }
 
 /// Naive timestamps are stored as Spark's TIMESTAMP_NTZ (Avro `local-timestamp-*`, parquet

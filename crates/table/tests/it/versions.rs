@@ -113,6 +113,7 @@ async fn run_matrix(version: TableVersion, table_type: TableType) {
             schema: data_arrow_schema(),
             metadata_table: true,
             table_version: version,
+            base_format: Default::default(),
         },
     )
     .await
@@ -232,6 +233,7 @@ async fn test_create_version_6_is_refused_and_writes_nothing() {
             schema: data_arrow_schema(),
             metadata_table: true,
             table_version: TableVersion::Six,
+            base_format: Default::default(),
         },
     )
     .await

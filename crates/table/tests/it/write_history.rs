@@ -65,6 +65,7 @@ async fn create(table_type: TableType) -> Grown {
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await.unwrap();
     table

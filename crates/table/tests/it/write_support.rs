@@ -101,6 +101,7 @@ pub async fn create(table_type: TableType, layout: Layout) -> TestTable {
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = Table::create(storage.clone(), options).await.unwrap();
     TestTable {

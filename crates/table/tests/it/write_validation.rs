@@ -170,6 +170,7 @@ async fn test_create_bad_options_are_invalid_input_and_write_nothing() {
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let cases: Vec<(CreateOptions, &str)> = vec![
         (

@@ -113,6 +113,7 @@ fn build(rt: &Runtime, storage: Arc<dyn Storage>, shape: Shape, what: &str) -> R
         schema: schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let table = rt
         .block_on(Table::create(storage.clone(), options))

@@ -72,6 +72,7 @@ fn options() -> CreateOptions {
         schema: data::schema(),
         metadata_table: true,
         table_version: Default::default(),
+        base_format: Default::default(),
     }
 }
 

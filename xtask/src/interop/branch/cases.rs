@@ -1,7 +1,7 @@
-//! The four branch scenarios ({COW, MOR} x {without, with the record index}) and the names
-//! and sizes they share.
+//! The five branch scenarios ({COW, MOR} x {without, with the record index}, and MOR with the
+//! record index on Lance base files) and the names and sizes they share.
 
-use arbor_table::CreateOptions;
+use arbor_table::{BaseFormat, CreateOptions};
 use arbor_timeline::config::{TableType, TableVersion};
 
 use crate::interop::data::{self};
@@ -21,6 +21,8 @@ pub struct BranchScenario {
     pub record_index: bool,
     /// The table version the table is created at (9 by default; `--table-version`).
     pub table_version: TableVersion,
+    /// The base file format (Lance for `branch/lance-mor-rli`).
+    pub base_format: BaseFormat,
 }
 
 impl BranchScenario {
@@ -33,9 +35,16 @@ impl BranchScenario {
                     table_type,
                     record_index,
                     table_version: TableVersion::default(),
+                    base_format: BaseFormat::Parquet,
                 });
             }
         }
+        out.push(BranchScenario {
+            table_type: TableType::MergeOnRead,
+            record_index: true,
+            table_version: TableVersion::default(),
+            base_format: BaseFormat::Lance,
+        });
         out
     }
 
@@ -46,7 +55,12 @@ impl BranchScenario {
             TableType::MergeOnRead => "mor",
         };
         let rli = if self.record_index { "-rli" } else { "" };
-        format!("branch/{t}{rli}")
+        let lance = if self.base_format == BaseFormat::Lance {
+            "lance-"
+        } else {
+            ""
+        };
+        format!("branch/{lance}{t}{rli}")
     }
 
     pub(super) fn create_options(&self) -> CreateOptions {
@@ -61,6 +75,7 @@ impl BranchScenario {
             schema: data::schema(),
             metadata_table: true,
             table_version: self.table_version,
+            base_format: self.base_format,
         }
     }
 }
@@ -71,7 +86,7 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn test_all_four_combinations_named() {
+    pub(super) fn test_all_five_combinations_named() {
         let all = BranchScenario::all();
         let names: Vec<String> = all.iter().map(BranchScenario::name).collect();
         assert_eq!(
@@ -80,7 +95,8 @@ mod tests {
                 "branch/cow",
                 "branch/cow-rli",
                 "branch/mor",
-                "branch/mor-rli"
+                "branch/mor-rli",
+                "branch/lance-mor-rli"
             ]
         );
     }

@@ -73,6 +73,10 @@ pub fn run(
         .into_iter()
         .filter(|s| only.is_none_or(|o| s.name().contains(o)))
         .map(|s| BranchScenario { table_version, ..s })
+        .filter(|s| {
+            s.base_format != arbor_table::BaseFormat::Lance
+                || table_version == arbor_timeline::config::TableVersion::Nine
+        })
         .collect();
     if scenarios.is_empty() {
         return Vec::new();

@@ -121,7 +121,19 @@ impl<'a> Skipper<'a> {
             }
             columns.retain(|c| !r.is_renamed(c));
         }
-        if wants_stats && listed(PARTITION_STATS_PARTITION) {
+        // Java Hudi 1.2 records no statistics of Lance base files, and its partition records
+        // of a merge-on-read Lance table cover only the log files: a partition record there
+        // may exclude rows its base files hold. So partition stats are not used on Lance
+        // tables (column stats are: a file without a record is read).
+        let lance = config.base_file_format() == arbor_timeline::config::BaseFileFormat::Lance;
+        if wants_stats && listed(PARTITION_STATS_PARTITION) && lance {
+            report.notes.push(
+                "partition stats are not used on a table with Lance base files (Java Hudi 1.2 \
+                 records none of its base files)"
+                    .into(),
+            );
+        }
+        if wants_stats && listed(PARTITION_STATS_PARTITION) && !lance {
             match read_partition_stats_of(storage.as_ref(), &mdt, &columns).await {
                 Ok(s) => skipper.partition_stats = Some(s),
                 Err(e) => {

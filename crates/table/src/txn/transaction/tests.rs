@@ -51,6 +51,7 @@ async fn table() -> (Arc<dyn Storage>, Table) {
         schema: schema(),
         metadata_table: false,
         table_version: Default::default(),
+        base_format: Default::default(),
     };
     let t = Table::create(storage.clone(), options).await.unwrap();
     t.write(
