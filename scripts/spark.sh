@@ -8,6 +8,12 @@
 #   Hudi jars           $REPO/.arbor-test/spark-jars/<version>/ (mvn dependency:copy), for
 #                       org.apache.hudi:hudi-spark3.5-bundle_2.12 and
 #                       org.apache.hudi:hudi-utilities-slim-bundle_2.12 (HoodieMetadataTableValidator)
+#   Lance jars          for 1.2.x, $REPO/.arbor-test/spark-jars/<version>/lance/: the Lance Java SDK
+#                       (org.lance:lance-core 4.0.0, lance-spark-3.5_2.12 0.4.0, what Hudi 1.2.0's
+#                       pom names) and the Arrow 18.3 jars it is built on, which the bundle leaves
+#                       out and a Hudi 1.2 reader of Lance base files needs (spark_peer.py puts them
+#                       first on the class path, ahead of Spark's Arrow 12); lance-spark trimmed to
+#                       the Arrow conversion Hudi calls (its catalyst overrides break CALL)
 #   versions            1.0.2 (table version 8), 1.1.1 and 1.2.0 (the newest 1.1.x and 1.2.x on
 #                       Maven Central when this was written); override with
 #                       ARBOR_HUDI_VERSIONS="1.0.2 1.1.1 ..."
@@ -91,6 +97,62 @@ fetch_jar() { # artifactId version -> prints the jar path, or nothing when it ca
     rm -rf "${tmp}" "${tmp}.log"
 }
 
+# 3. The Lance jars of a Hudi 1.2 version (see the header): one mvn run over a generated pom that
+#    names exactly these artifacts (no transitive ones: Spark has the rest). Marked done by
+#    .complete; a failure is named and leaves Lance tables unreadable for Spark only.
+LANCE_ARTIFACTS="org.lance:lance-core:4.0.0 org.lance:lance-spark-3.5_2.12:0.4.0 \
+org.apache.arrow:arrow-c-data:18.3.0 org.apache.arrow:arrow-vector:18.3.0 \
+org.apache.arrow:arrow-format:18.3.0 org.apache.arrow:arrow-memory-core:18.3.0 \
+org.apache.arrow:arrow-memory-netty:18.3.0 org.apache.arrow:arrow-memory-netty-buffer-patch:18.3.0 \
+com.google.flatbuffers:flatbuffers-java:25.2.10 org.questdb:jar-jni:1.1.1 \
+org.lance:lance-namespace-core:0.5.2"
+fetch_lance() { # hudi version
+    local dir="${JARS}/$1/lance"
+    [[ -e "${dir}/.complete" ]] && return 0
+    command -v mvn >/dev/null 2>&1 || return 0
+    local tmp
+    tmp="$(mktemp -d "${JARS}/.lance.XXXXXX")"
+    {
+        echo '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        echo '<groupId>arbor.test</groupId><artifactId>lance-jars</artifactId><version>1</version><dependencies>'
+        for a in ${LANCE_ARTIFACTS}; do
+            IFS=: read -r g n v <<<"${a}"
+            echo "<dependency><groupId>${g}</groupId><artifactId>${n}</artifactId><version>${v}</version>"
+            echo '<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions></dependency>'
+        done
+        echo '</dependencies></project>'
+    } >"${tmp}/pom.xml"
+    echo "spark.sh: fetching the Lance Java SDK and Arrow 18.3 for Hudi $1 (about 170 MB)" >&2
+    if (cd "${tmp}" && mvn -B -q -Dstyle.color=never \
+        org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+        -DoutputDirectory="${tmp}/out" >"${tmp}/mvn.log" 2>&1) \
+        && [[ "$(ls "${tmp}/out" | wc -l)" -eq "$(echo ${LANCE_ARTIFACTS} | wc -w)" ]]; then
+        # lance-spark also replaces Spark catalyst classes (its SQL extensions; they break
+        # Hudi's CALL procedures): keep what Hudi uses, its Arrow conversion
+        # (org/apache/spark/sql/util/Lance*) and org/lance/**.
+        python3 - "${tmp}/out/lance-spark-3.5_2.12-0.4.0.jar" <<'PY'
+import os, sys, zipfile
+src = sys.argv[1]
+dst = src + ".tmp"
+with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+    for item in zin.infolist():
+        n = item.filename
+        if n.startswith(("org/lance/", "org/apache/spark/sql/util/", "META-INF/MANIFEST")) or n.endswith("/"):
+            if not n.startswith("META-INF/services"):
+                zout.writestr(item, zin.read(n))
+os.replace(dst, src)
+PY
+        rm -rf "${dir}"
+        mv "${tmp}/out" "${dir}"
+        touch "${dir}/.complete"
+        rm -rf "${HOME}/.m2/repository/org/lance/lance-core"
+    else
+        echo "spark.sh: cannot fetch the Lance jars for Hudi $1 (see mvn output); Spark will not read Lance base files" >&2
+        sed 's/\x1b\[[0-9;]*m//g' "${tmp}/mvn.log" | tail -5 >&2 || true
+    fi
+    rm -rf "${tmp}"
+}
+
 PYSPARK_VERSION="$("${PY}" -c 'import pyspark; print(pyspark.__version__)')"
 ENTRIES=()
 MISSING=()
@@ -101,6 +163,7 @@ for v in ${VERSIONS}; do
     [[ -n "${utilities}" ]] || MISSING+=("hudi-utilities-slim-bundle_2.12:${v}")
     if [[ -n "${bundle}" ]]; then
         ENTRIES+=("${v}" "${bundle}" "${utilities}")
+        case "${v}" in 1.2.*) fetch_lance "${v}" ;; esac
     fi
 done
 

@@ -132,7 +132,11 @@ def start_session(args, bundle, utilities, workdir):
     # spark.jars: loaded by Spark's child class loader, Hudi 1.0.2's Avro model classes are not
     # found by Avro (ClassCastException GenericData$Record -> HoodieDeleteRecordList when a log
     # file has a delete block).
-    jars = os.pathsep.join(j for j in (bundle, utilities) if j)
+    # Hudi 1.2's Lance base files need the Lance Java SDK and the Arrow it is built on, which
+    # the bundle leaves out (scripts/spark.sh puts them in <version>/lance/): ahead of Spark's
+    # own Arrow 12 on the class path.
+    lance = sorted(glob.glob(os.path.join(os.path.dirname(bundle), "lance", "*.jar")))
+    jars = os.pathsep.join([*lance, *(j for j in (bundle, utilities) if j)])
     props = log4j_file(args.log_level, workdir)
     java_opts = f"-Dlog4j.configurationFile=file:{props} -Dlog4j2.configurationFile=file:{props} -XX:+UseSerialGC"
     b = (SparkSession.builder.master("local[2]").appName(f"arbor-spark-peer-hudi-{args.hudi_version}")

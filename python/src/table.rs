@@ -227,7 +227,7 @@ impl Table {
     /// Creates a table at `path` whose schema is `data`'s, and writes `data`'s rows (if any) as
     /// its first commit.
     #[staticmethod]
-    #[pyo3(signature = (path, data, key, partition_by=None, ordering=None, table_type="cow", name=None, table_version=9, storage_options=None))]
+    #[pyo3(signature = (path, data, key, partition_by=None, ordering=None, table_type="cow", name=None, table_version=9, storage_options=None, base_format="parquet"))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -240,7 +240,18 @@ impl Table {
         name: Option<String>,
         table_version: u32,
         storage_options: Option<HashMap<String, String>>,
+        base_format: &str,
     ) -> PyResult<Self> {
+        let base_format = match base_format.to_ascii_lowercase().as_str() {
+            "parquet" => arbor_table::BaseFormat::Parquet,
+            "lance" => arbor_table::BaseFormat::Lance,
+            _ => {
+                return Err(bad_argument(
+                    "base_format",
+                    format!("{base_format:?} is not parquet or lance"),
+                ))
+            }
+        };
         let table_type = TableType::parse(table_type).ok_or_else(|| {
             bad_argument("table_type", format!("{table_type:?} is not cow or mor"))
         })?;
@@ -278,7 +289,7 @@ impl Table {
                         schema,
                         metadata_table: true,
                         table_version: version,
-                        base_format: Default::default(),
+                        base_format,
                     },
                 )
                 .await

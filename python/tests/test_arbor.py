@@ -26,12 +26,24 @@ def sorted_rows(table, columns=("uuid", "city", "fare")):
     return sorted(zip(*(table.column(c).to_pylist() for c in columns)))
 
 
-@pytest.fixture(params=["cow", "mor"])
+@pytest.fixture(params=["cow", "mor", "lance-mor"])
 def table(tmp_path, request):
+    # "lance-mor": a merge-on-read table with Lance base files (Hudi 1.2).
+    table_type = request.param.removeprefix("lance-")
+    base_format = "lance" if request.param.startswith("lance-") else "parquet"
     return arbor.Table.create(
-        str(tmp_path / f"trips_{request.param}"), trips(range(10), 1.0), key="uuid", partition_by="city",
-        ordering="ts", table_type=request.param,
+        str(tmp_path / f"trips_{request.param.replace('-', '_')}"), trips(range(10), 1.0), key="uuid",
+        partition_by="city", ordering="ts", table_type=table_type, base_format=base_format,
     )
+
+
+def test_base_format_lance_files_and_bad_value(tmp_path):
+    t = arbor.Table.create(str(tmp_path / "l"), trips(range(4), 1.0), key="uuid", base_format="lance")
+    assert t.read().num_rows == 4
+    names = [p.name for p in (tmp_path / "l").rglob("*") if p.is_file() and ".hoodie" not in p.parts]
+    assert names and all(n.endswith(".lance") for n in names if not n.startswith(".hoodie")), names
+    with pytest.raises(Exception, match="base_format"):
+        arbor.Table.create(str(tmp_path / "o"), trips(range(4), 1.0), key="uuid", base_format="orc")
 
 
 def test_create_write_read_round_trip(table):

@@ -81,15 +81,18 @@ class Table:
         name: Optional[str] = None,
         table_version: int = 9,
         storage_options: Optional[Dict[str, str]] = None,
+        base_format: str = "parquet",
     ) -> "Table":
         """Creates a table whose schema is ``data``'s and writes ``data``'s rows as its first
-        commit (an empty ``data`` creates an empty table)."""
+        commit (an empty ``data`` creates an empty table). ``base_format="lance"`` keeps its
+        base files in Lance (Hudi 1.2's ``hoodie.table.base.file.format=LANCE``; table
+        version 9)."""
         keys = [key] if isinstance(key, str) else list(key)
         parts = [partition_by] if isinstance(partition_by, str) else partition_by
         parts = list(parts) if parts is not None else None
         native = _NativeTable.create(
             str(path), _stream(data), keys, parts, ordering, table_type, name, table_version,
-            storage_options,
+            storage_options, base_format,
         )
         return cls._wrap(native, storage_options)
 

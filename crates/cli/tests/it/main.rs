@@ -21,6 +21,7 @@ mod exact_inputs;
 mod holder_log;
 mod index;
 mod issue33;
+mod lance;
 mod locks;
 mod maintain;
 mod mdt;
