@@ -4,9 +4,10 @@
 //! must cover (min not above, max not below, same value type) the statistics of its latest
 //! file slices recomputed now. A file without stats is not a difference (readers treat it as
 //! a candidate; Spark's DELETE commits write none), and a partition record may be looser
-//! than the recomputed bound (Spark's are, after a replacecommit). Likewise a data partition
-//! without any partition record is not a difference: Java Hudi 1.2 builds the stats partitions
-//! of a table with Lance base files but records no statistics of those files. A stats
+//! than the recomputed bound (Spark's are, after a replacecommit). On a table with Lance base
+//! files a data partition without any partition record is not a difference either: Java Hudi
+//! 1.2 builds the stats partitions of such a table but records no statistics of its base files
+//! (and readers do not prune Lance tables by partition stats). A stats
 //! partition listed but without file groups is not built and not checked.
 
 use std::cmp::Ordering;
@@ -147,6 +148,13 @@ pub async fn validate_stats(
         }
     }
     if with_partition_stats {
+        let lance = arbor_timeline::TableConfig::load(
+            storage.as_ref(),
+            arbor_timeline::layout::DEFAULT_META_DIR,
+        )
+        .await?
+        .base_file_format()
+            == arbor_timeline::config::BaseFileFormat::Lance;
         let stored = read_partition_stats(storage.as_ref(), mdt).await?;
         out.checked
             .push((PARTITION_STATS_PARTITION.to_string(), stored.len()));
@@ -162,9 +170,9 @@ pub async fn validate_stats(
                 }
             }
             let have = stored.partition(partition);
-            if have.is_empty() {
-                // No stats for the partition at all: readers keep all of it (see the module
-                // doc; Java 1.2 records none for partitions of Lance base files).
+            if have.is_empty() && lance {
+                // No stats for the partition at all on a Lance table: Java 1.2 records none
+                // for partitions of Lance base files, and readers do not use them there.
                 continue;
             }
             for computed in partition_ranges(&cfg.columns, ranges.iter().map(Vec::as_slice)) {
