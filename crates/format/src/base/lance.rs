@@ -14,8 +14,9 @@ use futures::StreamExt;
 
 use crate::error::{FormatError, Result};
 
-/// A [`LanceError`] as a [`FormatError`] (storage errors stay storage errors).
-pub(super) fn format_error(err: LanceError) -> FormatError {
+/// A [`LanceError`] of the file `key` as a [`FormatError`] (storage errors stay storage
+/// errors).
+pub(super) fn format_error(key: &str, err: LanceError) -> FormatError {
     match err {
         LanceError::Storage(e) => FormatError::Storage(e),
         LanceError::Schema {
@@ -30,7 +31,7 @@ pub(super) fn format_error(err: LanceError) -> FormatError {
             FormatError::Lance { path, reason }
         }
         other => FormatError::Lance {
-            path: String::new(),
+            path: key.to_string(),
             reason: other.to_string(),
         },
     }
@@ -49,7 +50,7 @@ impl LanceBase {
     pub(super) async fn open(storage: Arc<dyn Storage>, key: &str, size: u64) -> Result<Self> {
         let reader = LanceFileReader::open(storage, key, size)
             .await
-            .map_err(format_error)?;
+            .map_err(|e| format_error(key, e))?;
         let schema = Arc::new(Schema::new(reader.schema().fields().clone()));
         Ok(LanceBase {
             reader: Arc::new(reader),
@@ -74,15 +75,18 @@ impl LanceBase {
         projection: Option<&[String]>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let key = self.reader.key().to_string();
         let stream = self
             .reader
             .stream(projection, batch_size)
-            .map_err(format_error)?;
-        Ok(stream.map(|b| b.map_err(format_error)).boxed())
+            .map_err(|e| format_error(&key, e))?;
+        Ok(stream
+            .map(move |b| b.map_err(|e| format_error(&key, e)))
+            .boxed())
     }
 }
 
 /// The Lance bytes of `batches` (of `schema`, whose metadata becomes the file's).
 pub(super) fn encode(key: &str, schema: &Schema, batches: &[RecordBatch]) -> Result<Bytes> {
-    arbor_lance::encode_blocking(key, schema, batches).map_err(format_error)
+    arbor_lance::encode_blocking(key, schema, batches).map_err(|e| format_error(key, e))
 }
